@@ -1,0 +1,26 @@
+//! Control-flow graphs and Ball-Larus path profiling, PEP variant.
+//!
+//! This crate knows nothing about WebAssembly or wasmtime. It owns:
+//! - [`Cfg`]: a per-function control-flow graph with typed [`NodeId`]/[`EdgeId`] indices;
+//! - [`PathDag`]: the P-DAG of PEP §3.2, where paths end at *split nodes* (loop headers and
+//!   truncation points) and at the function exit;
+//! - [`PathNumbering`]: Ball-Larus numbering (PEP Fig. 2), optionally "smart" (PEP Fig. 4),
+//!   with greedy regeneration of full and partial paths (digest §1.5, §1.6);
+//! - [`truncate`]: choosing extra split nodes so a function's path count fits a register.
+//!
+//! Numbering and decoding live apart from instrumentation placement (the LLVM PathProfiling
+//! split), so a profile can be decoded offline from the same graph that numbered it.
+
+mod cfg;
+mod dag;
+mod ids;
+mod numbering;
+pub mod testgen;
+mod truncate;
+
+pub use cfg::Cfg;
+pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
+pub use ids::{DagEdgeId, EdgeId, NodeId};
+pub use numbering::{NumberingError, PathNumbering, RegenError};
+pub use dag::CycleError;
+pub use truncate::{number_with_limit, DagError, NumberedDag, REGISTER_PATH_LIMIT};

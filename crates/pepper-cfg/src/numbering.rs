@@ -1,0 +1,165 @@
+//! Ball-Larus path numbering (PEP Fig. 2 / Fig. 4) and greedy regeneration (digest §1.5-1.6).
+
+use crate::dag::{PathDag, Vertex};
+use crate::ids::DagEdgeId;
+
+/// Edge values and path counts of one [`PathDag`].
+///
+/// Invariant: for every vertex `v`, the sums of `val` along the paths from `v` to EXIT are
+/// exactly `0..num_paths(v)`; out-edge `e = v→w` owns the interval
+/// `[val(e), val(e) + num_paths(w))`, and these intervals tile `[0, num_paths(v))` in
+/// numbering order.
+#[derive(Clone, Debug)]
+pub struct PathNumbering {
+    num_paths: Vec<u64>,
+    val: Vec<u64>,
+    /// Out-edges of each vertex in numbering order (ascending `val`).
+    order: Vec<Vec<DagEdgeId>>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum NumberingError {
+    #[error("the function has {0} or more acyclic paths, above the limit of {1}")]
+    TooManyPaths(u128, u64),
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RegenError {
+    #[error("path number {0} is out of range (the function has {1} paths)")]
+    OutOfRange(u64, u64),
+    #[error("path number {0} does not reach the sample location")]
+    WrongLocation(u64),
+}
+
+impl PathNumbering {
+    /// Numbers the paths of `dag`. With `freq` (one weight per DAG edge), out-edges are
+    /// numbered in decreasing frequency so the hottest out-edge of every vertex gets value 0
+    /// and carries no instrumentation (PEP §3.4 smart numbering). Ties break by edge index,
+    /// so re-instrumenting with the same profile reproduces the same numbering.
+    pub fn new(dag: &PathDag, freq: Option<&[u64]>, limit: u64) -> Result<Self, NumberingError> {
+        let nv = dag.num_vertices();
+        let mut paths = vec![0u128; nv];
+        let mut val = vec![0u64; dag.num_edges()];
+        let mut order: Vec<Vec<DagEdgeId>> = vec![Vec::new(); nv];
+        for &v in dag.topo().iter().rev() {
+            if v == dag.exit() {
+                paths[v.index()] = 1;
+                continue;
+            }
+            let mut succs = dag.succs(v).to_vec();
+            if let Some(freq) = freq {
+                succs.sort_by_key(|e| (std::cmp::Reverse(freq[e.index()]), e.index()));
+            }
+            let mut n: u128 = 0;
+            for &e in &succs {
+                // Values are below num_paths(v); once that passes the limit we stop anyway.
+                val[e.index()] = u64::try_from(n).unwrap_or(u64::MAX);
+                n = n.saturating_add(paths[dag.edge(e).dst.index()]);
+            }
+            paths[v.index()] = n;
+            order[v.index()] = succs;
+        }
+        let total = paths[dag.entry().index()];
+        if total > u128::from(limit) {
+            return Err(NumberingError::TooManyPaths(total, limit));
+        }
+        // Every vertex's count is at most ENTRY's (each is entered by a dummy or reachable
+        // from ENTRY), so all fit in u64 now.
+        let num_paths = paths
+            .into_iter()
+            .map(|p| u64::try_from(p).unwrap_or(u64::MAX))
+            .collect();
+        Ok(PathNumbering { num_paths, val, order })
+    }
+
+    /// Number of paths from ENTRY to EXIT: path numbers are `0..total()`.
+    pub fn total(&self) -> u64 {
+        self.num_paths[0]
+    }
+    pub fn num_paths(&self, v: Vertex) -> u64 {
+        self.num_paths[v.index()]
+    }
+    pub fn val(&self, e: DagEdgeId) -> u64 {
+        self.val[e.index()]
+    }
+
+    /// The largest `val` over all edges: what an increment table must hold.
+    pub fn max_val(&self) -> u64 {
+        self.val.iter().copied().max().unwrap_or(0)
+    }
+
+    /// The edges of path `r`, ENTRY to EXIT, dummies included (greedy, digest §1.5).
+    pub fn regenerate(&self, dag: &PathDag, r: u64) -> Result<Vec<DagEdgeId>, RegenError> {
+        if r >= self.total() {
+            return Err(RegenError::OutOfRange(r, self.total()));
+        }
+        self.walk(dag, r, None)
+    }
+
+    /// The prefix of the path whose register value is `p` when execution is at vertex `at`
+    /// (digest §1.6): the greedy walk on `p`, stopped at `at`.
+    pub fn regenerate_partial(
+        &self,
+        dag: &PathDag,
+        p: u64,
+        at: Vertex,
+    ) -> Result<Vec<DagEdgeId>, RegenError> {
+        if p >= self.total() {
+            return Err(RegenError::OutOfRange(p, self.total()));
+        }
+        self.walk(dag, p, Some(at))
+    }
+
+    fn walk(
+        &self,
+        dag: &PathDag,
+        mut r: u64,
+        stop: Option<Vertex>,
+    ) -> Result<Vec<DagEdgeId>, RegenError> {
+        let orig = r;
+        let mut v = dag.entry();
+        let mut path = Vec::new();
+        while v != dag.exit() && Some(v) != stop {
+            let succs = &self.order[v.index()];
+            // Intervals are ascending; find the last edge whose value is <= r.
+            let i = succs.partition_point(|&e| self.val[e.index()] <= r);
+            let e = *succs
+                .get(i.wrapping_sub(1))
+                .ok_or(RegenError::OutOfRange(orig, self.total()))?;
+            let w = dag.edge(e).dst;
+            r -= self.val[e.index()];
+            if r >= self.num_paths[w.index()] {
+                return Err(RegenError::OutOfRange(orig, self.total()));
+            }
+            path.push(e);
+            v = w;
+        }
+        if stop.is_some() && Some(v) != stop {
+            return Err(RegenError::WrongLocation(orig));
+        }
+        if stop.is_none() && r != 0 {
+            return Err(RegenError::OutOfRange(orig, self.total()));
+        }
+        Ok(path)
+    }
+
+    /// Checks the numbering invariant on every vertex (for tests and debug builds).
+    pub fn verify(&self, dag: &PathDag) -> Result<(), String> {
+        for &v in dag.topo() {
+            if v == dag.exit() {
+                continue;
+            }
+            let mut next = 0u64;
+            for &e in &self.order[v.index()] {
+                if self.val(e) != next {
+                    return Err(format!("edge {e:?}: val {} != {next}", self.val(e)));
+                }
+                next += self.num_paths(dag.edge(e).dst);
+            }
+            if next != self.num_paths(v) {
+                return Err(format!("vertex {v:?}: intervals do not tile"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+//! Keeping path numbers inside the path register (digest pitfall P4).
+//!
+//! Stacked conditionals give 2^k paths, and real functions exceed 2^64. Neither paper says
+//! which edge to truncate; pepper truncates *all* in-edges of one node at once, by making
+//! that node a split node exactly like a loop header. That keeps one instrumentation shape
+//! (a path end followed by a path start, at a node's first instruction) for headers and
+//! truncation points alike. The node chosen is the one with the most paths through it,
+//! `paths(ENTRY→w) × paths(w→EXIT)`, repeated until the count fits.
+
+use crate::cfg::Cfg;
+use crate::dag::{CycleError, PathDag};
+use crate::ids::NodeId;
+use crate::numbering::{NumberingError, PathNumbering};
+
+/// Why a function could not be numbered.
+#[derive(Debug, thiserror::Error)]
+pub enum DagError {
+    #[error(transparent)]
+    Cycle(#[from] CycleError),
+    /// Even with every node split, a single node has more out-edges than the limit allows.
+    #[error(transparent)]
+    TooManyPaths(#[from] NumberingError),
+}
+
+/// The default register limit: path numbers stay below 2^62, so `r` plus any one increment
+/// never wraps an i64 and there is headroom for TPP-style poisoning later.
+pub const REGISTER_PATH_LIMIT: u64 = 1 << 62;
+
+/// A DAG with its numbering and the split nodes that produced it.
+#[derive(Clone, Debug)]
+pub struct NumberedDag {
+    pub dag: PathDag,
+    pub numbering: PathNumbering,
+    /// Loop headers and truncation points: where paths end and start.
+    pub splits: Vec<NodeId>,
+    /// The subset of `splits` added by truncation.
+    pub truncated: Vec<NodeId>,
+}
+
+/// Builds and numbers the P-DAG of `cfg`, splitting `headers` and, if the path count
+/// exceeds `limit`, more nodes until it fits.
+pub fn number_with_limit(
+    cfg: &Cfg,
+    headers: &[NodeId],
+    freq: Option<&dyn Fn(&PathDag) -> Vec<u64>>,
+    limit: u64,
+) -> Result<NumberedDag, DagError> {
+    let mut splits: Vec<NodeId> = headers.to_vec();
+    let mut truncated = Vec::new();
+    loop {
+        let dag = PathDag::build(cfg, &splits)?;
+        let weights = freq.map(|f| f(&dag));
+        match PathNumbering::new(&dag, weights.as_deref(), limit) {
+            Ok(numbering) => {
+                return Ok(NumberedDag { dag, numbering, splits, truncated });
+            }
+            Err(err) => {
+                let Some(w) = busiest_node(cfg, &dag, &splits) else {
+                    return Err(err.into());
+                };
+                splits.push(w);
+                truncated.push(w);
+            }
+        }
+    }
+}
+
+/// The unsplit node with the largest saturating `paths_to × paths_from`.
+fn busiest_node(cfg: &Cfg, dag: &PathDag, splits: &[NodeId]) -> Option<NodeId> {
+    let nv = dag.num_vertices();
+    let mut from = vec![0u128; nv];
+    for &v in dag.topo().iter().rev() {
+        from[v.index()] = if v == dag.exit() {
+            1
+        } else {
+            dag.succs(v)
+                .iter()
+                .fold(0u128, |a, &e| a.saturating_add(from[dag.edge(e).dst.index()]))
+        };
+    }
+    let mut to = vec![0u128; nv];
+    to[dag.entry().index()] = 1;
+    for &v in dag.topo() {
+        for &e in dag.succs(v) {
+            let d = dag.edge(e).dst.index();
+            to[d] = to[d].saturating_add(to[v.index()]);
+        }
+    }
+    cfg.nodes()
+        .filter(|&n| n != cfg.exit() && n != cfg.entry() && !splits.contains(&n))
+        .filter_map(|n| dag.body(n).map(|v| (n, v)))
+        // A node with a single in-edge from a node with a single out-edge would only move
+        // the problem; prefer real joins (more than one in-edge).
+        .max_by_key(|&(n, v)| {
+            let join = cfg.preds(n).len() > 1;
+            (join, to[v.index()].saturating_mul(from[v.index()]), std::cmp::Reverse(n))
+        })
+        .map(|(n, _)| n)
+}
