@@ -61,6 +61,8 @@ pub struct PathDag {
     function_entry: DagEdgeId,
     /// Vertices in topological order (ENTRY first).
     topo: Vec<Vertex>,
+    /// The CFG node each vertex belongs to (`None` for ENTRY).
+    owner: Vec<Option<NodeId>>,
 }
 
 /// The P-DAG would have a cycle: some cycle of the CFG does not pass through a split node.
@@ -91,8 +93,9 @@ impl PathDag {
             exit: Vertex(0),
             function_entry: DagEdgeId(0),
             topo: Vec::new(),
+            owner: Vec::new(),
         };
-        let mut new_vertex = |dag: &mut PathDag| {
+        let new_vertex = |dag: &mut PathDag| {
             dag.succs.push(Vec::new());
             Vertex(dag.succs.len() as u32 - 1)
         };
@@ -134,6 +137,12 @@ impl PathDag {
             }
             if cfg.succs(node).is_empty() {
                 dag.push(src, dag.exit, DagEdgeKind::DeadEnd(node));
+            }
+        }
+        dag.owner = vec![None; dag.succs.len()];
+        for node in cfg.nodes() {
+            for v in [dag.body[node.index()], dag.top[node.index()]].into_iter().flatten() {
+                dag.owner[v.index()] = Some(node);
             }
         }
         dag.topo = dag.topological_order(cfg)?;
@@ -227,9 +236,7 @@ impl PathDag {
     }
     /// The CFG node a vertex belongs to (either half of a split node), or `None` for ENTRY.
     pub fn node_of(&self, v: Vertex) -> Option<NodeId> {
-        (0..self.body.len())
-            .find(|&i| self.body[i] == Some(v) || self.top[i] == Some(v))
-            .map(NodeId::new)
+        self.owner[v.index()]
     }
 
     /// Checks the structural invariants: acyclic, every vertex reachable from ENTRY reaches

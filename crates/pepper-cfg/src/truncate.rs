@@ -42,6 +42,7 @@ pub struct NumberedDag {
 pub fn number_with_limit(
     cfg: &Cfg,
     headers: &[NodeId],
+    never_split: &[NodeId],
     freq: Option<&dyn Fn(&PathDag) -> Vec<u64>>,
     limit: u64,
 ) -> Result<NumberedDag, DagError> {
@@ -55,7 +56,7 @@ pub fn number_with_limit(
                 return Ok(NumberedDag { dag, numbering, splits, truncated });
             }
             Err(err) => {
-                let Some(w) = busiest_node(cfg, &dag, &splits) else {
+                let Some(w) = busiest_node(cfg, &dag, &splits, never_split) else {
                     return Err(err.into());
                 };
                 splits.push(w);
@@ -66,7 +67,12 @@ pub fn number_with_limit(
 }
 
 /// The unsplit node with the largest saturating `paths_to × paths_from`.
-fn busiest_node(cfg: &Cfg, dag: &PathDag, splits: &[NodeId]) -> Option<NodeId> {
+fn busiest_node(
+    cfg: &Cfg,
+    dag: &PathDag,
+    splits: &[NodeId],
+    never_split: &[NodeId],
+) -> Option<NodeId> {
     let nv = dag.num_vertices();
     let mut from = vec![0u128; nv];
     for &v in dag.topo().iter().rev() {
@@ -87,13 +93,14 @@ fn busiest_node(cfg: &Cfg, dag: &PathDag, splits: &[NodeId]) -> Option<NodeId> {
         }
     }
     cfg.nodes()
-        .filter(|&n| n != cfg.exit() && n != cfg.entry() && !splits.contains(&n))
+        .filter(|&n| n != cfg.exit() && n != cfg.entry())
+        .filter(|n| !splits.contains(n) && !never_split.contains(n))
         .filter_map(|n| dag.body(n).map(|v| (n, v)))
-        // A node with a single in-edge from a node with a single out-edge would only move
-        // the problem; prefer real joins (more than one in-edge).
+        // Splitting w turns to×from paths through it into to+from.
         .max_by_key(|&(n, v)| {
-            let join = cfg.preds(n).len() > 1;
-            (join, to[v.index()].saturating_mul(from[v.index()]), std::cmp::Reverse(n))
+            let (t, f) = (to[v.index()], from[v.index()]);
+            let gain = t.saturating_mul(f).saturating_sub(t.saturating_add(f));
+            (gain, std::cmp::Reverse(n))
         })
         .map(|(n, _)| n)
 }

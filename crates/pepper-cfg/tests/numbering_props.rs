@@ -72,7 +72,7 @@ proptest! {
     #[test]
     fn truncation_respects_limit(cfg in graph(), limit in 1u64..6) {
         let headers = cfg.dfs_back_edge_targets();
-        let Ok(nd) = number_with_limit(&cfg, &headers, None, limit) else {
+        let Ok(nd) = number_with_limit(&cfg, &headers, &[], None, limit) else {
             // Only allowed when even splitting every node cannot get under the limit.
             let all: Vec<_> = cfg.nodes().filter(|&n| n != cfg.entry()).collect();
             let mut splits = headers.clone();
@@ -95,7 +95,7 @@ fn huge_path_counts_are_truncated() {
     for k in [64, 70, 200] {
         let cfg = diamond_ladder(k);
         assert!(PathNumbering::new(&PathDag::build(&cfg, &[]).unwrap(), None, u64::MAX).is_err());
-        let nd = number_with_limit(&cfg, &[], None, REGISTER_PATH_LIMIT).unwrap();
+        let nd = number_with_limit(&cfg, &[], &[], None, REGISTER_PATH_LIMIT).unwrap();
         assert!(nd.numbering.total() <= REGISTER_PATH_LIMIT);
         assert!(!nd.truncated.is_empty());
         nd.numbering.verify(&nd.dag).unwrap();
@@ -119,7 +119,7 @@ fn digest_worked_example() {
     cfg.add_edge(d, h);
     cfg.add_edge(x, ex);
     assert_eq!(cfg.dfs_back_edge_targets(), vec![h]);
-    let nd = number_with_limit(&cfg, &[h], None, u64::MAX).unwrap();
+    let nd = number_with_limit(&cfg, &[h], &[], None, u64::MAX).unwrap();
     assert_eq!(nd.numbering.total(), 4);
     assert!(nd.truncated.is_empty());
 }

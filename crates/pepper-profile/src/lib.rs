@@ -1,1 +1,13 @@
-//! placeholder
+//! pepper's profile: the data model, its versioned file format, and reports.
+//!
+//! A profile is self-contained: every path carries its regenerated branch sequence and every
+//! branch its original code offset, so `pepper report` needs no module. The module's SHA-256
+//! is recorded so that anything that does read the module (DWARF lookup, re-instrumentation
+//! with a guide) can refuse a mismatch. See `docs/profile-format.md` for the schema.
+
+mod file;
+mod model;
+pub mod report;
+
+pub use file::{module_hash, ProfileError, FORMAT, VERSION};
+pub use model::*;

@@ -1,0 +1,198 @@
+//! The profile data model (serialized as JSON; schema in `docs/profile-format.md`).
+
+use serde::{Deserialize, Serialize};
+
+/// What a run measured.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Every Ball-Larus path counted; the edge profile is derived from the paths.
+    ExactPaths,
+    /// Every branch outcome counted directly; no paths.
+    ExactEdges,
+    /// No instrumentation: a baseline run.
+    None,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::ExactPaths => "exact-paths",
+            Mode::ExactEdges => "exact-edges",
+            Mode::None => "none",
+        }
+    }
+}
+
+/// The original (uninstrumented) module the profile describes.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ModuleInfo {
+    /// Path as given on the command line.
+    pub path: String,
+    /// Lowercase hex SHA-256 of the module bytes (of the binary, after `.wat` translation).
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// How the guest run ended and what it cost.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct RunInfo {
+    pub args: Vec<String>,
+    /// The guest's exit code (0 when `_start` returned normally).
+    pub exit_code: Option<i32>,
+    /// The trap message if the guest trapped. Paths in progress in the frames that were
+    /// active at the trap or `proc_exit` are not counted (they never completed).
+    pub trap: Option<String>,
+    pub instrument_ms: f64,
+    pub compile_ms: f64,
+    pub run_ms: f64,
+}
+
+/// One function of the original module.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Function {
+    /// Index in the original module's function index space (imports first).
+    pub index: u32,
+    pub name: Option<String>,
+    /// `false` when the rewriter left the function alone; `skipped` says why.
+    pub instrumented: bool,
+    pub skipped: Option<String>,
+    /// Number of acyclic paths in the function's P-DAG (exact-paths mode).
+    pub num_paths: Option<u64>,
+    /// `array` or `hash` (exact-paths mode).
+    pub counting: Option<String>,
+    /// Nodes where paths were cut to keep numbers in 62 bits (besides loop headers).
+    pub truncated_nodes: u32,
+}
+
+/// The kind of a branch instruction.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum BranchKind {
+    If,
+    BrIf,
+    BrTable,
+}
+
+impl BranchKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BranchKind::If => "if",
+            BranchKind::BrIf => "br_if",
+            BranchKind::BrTable => "br_table",
+        }
+    }
+}
+
+/// One branch instruction of the original module and its outcome counts.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Branch {
+    /// Dense id, the position in [`Profile::branches`].
+    pub id: u32,
+    pub func: u32,
+    /// Byte offset of the instruction in the original module file (as `wasm-tools print
+    /// --print-offsets` and `wasm-objdump -d` show it).
+    pub offset: u64,
+    pub kind: BranchKind,
+    /// One entry per outcome. `if` and `br_if`: `["taken", "not-taken"]` (taken = condition
+    /// non-zero: the `then` arm, or the branch jumps). `br_table`: one per *distinct* target
+    /// label, `"depth N (arms i,j,...)"`, the default arm marked `default`.
+    pub outcomes: Vec<String>,
+    /// Executions per outcome, aligned with `outcomes`.
+    pub counts: Vec<u64>,
+    /// `file:line` from DWARF, when the module has it.
+    pub location: Option<String>,
+}
+
+impl Branch {
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
+/// One step of a path: a branch and the outcome taken.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Step {
+    pub branch: u32,
+    pub outcome: u32,
+}
+
+/// Where a path starts or ends.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum PathPoint {
+    FunctionEntry,
+    FunctionExit,
+    /// A loop header (`loop` instruction at `offset`).
+    LoopHeader { offset: u64 },
+    /// A node where pepper cut paths to bound their number (block starting at `offset`).
+    Truncation { offset: u64 },
+    /// A tail call (`return_call*` at `offset`).
+    TailCall { offset: u64 },
+}
+
+/// One acyclic path and how often it ran.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Path {
+    pub func: u32,
+    /// Ball-Larus path number in the function's P-DAG.
+    pub number: u64,
+    pub count: u64,
+    pub start: PathPoint,
+    pub end: PathPoint,
+    /// Branch decisions along the path, in execution order.
+    pub steps: Vec<Step>,
+    /// Original offsets of the first instruction of each block on the path.
+    pub blocks: Vec<u64>,
+}
+
+/// Counts the profiler could not attribute.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Lost {
+    /// Path executions dropped because the in-guest hash table was full.
+    pub hash_overflow: u64,
+}
+
+/// A complete profile of one run.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Profile {
+    pub format: String,
+    pub version: u32,
+    pub mode: Mode,
+    pub module: ModuleInfo,
+    pub run: RunInfo,
+    pub functions: Vec<Function>,
+    pub branches: Vec<Branch>,
+    pub paths: Vec<Path>,
+    pub lost: Lost,
+    pub warnings: Vec<String>,
+}
+
+impl Profile {
+    /// The edge profile implied by the path profile: per branch, per outcome, the sum of the
+    /// counts of the paths that take it (PEP §3.3).
+    pub fn edges_from_paths(&self) -> Vec<Vec<u64>> {
+        let mut counts: Vec<Vec<u64>> =
+            self.branches.iter().map(|b| vec![0; b.outcomes.len()]).collect();
+        for p in &self.paths {
+            for s in &p.steps {
+                counts[s.branch as usize][s.outcome as usize] += p.count;
+            }
+        }
+        counts
+    }
+
+    pub fn function(&self, index: u32) -> Option<&Function> {
+        self.functions
+            .binary_search_by_key(&index, |f| f.index)
+            .ok()
+            .map(|i| &self.functions[i])
+    }
+
+    /// A display name: the name section's, or `func[N]`.
+    pub fn function_name(&self, index: u32) -> String {
+        self.function(index)
+            .and_then(|f| f.name.clone())
+            .unwrap_or_else(|| format!("func[{index}]"))
+    }
+}

@@ -1,0 +1,308 @@
+//! Reports for people (text) and scripts (JSON). The JSON schema is documented in
+//! `docs/report-json.md` and versioned with [`REPORT_VERSION`].
+
+use crate::model::{Mode, PathPoint, Profile};
+use serde::Serialize;
+use std::fmt::Write as _;
+
+/// Version of the JSON report schema.
+pub const REPORT_VERSION: u32 = 1;
+
+/// How much of each list a text report shows.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportOptions {
+    pub top_functions: usize,
+    pub top_paths: usize,
+    pub top_branches: usize,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions { top_functions: 10, top_paths: 10, top_branches: 15 }
+    }
+}
+
+#[derive(Serialize, Debug)]
+pub struct JsonReport<'a> {
+    pub report_version: u32,
+    pub mode: Mode,
+    pub module: &'a crate::model::ModuleInfo,
+    pub run: &'a crate::model::RunInfo,
+    pub functions: Vec<JsonFunction>,
+    pub branches: Vec<JsonBranch<'a>>,
+    pub paths: Vec<JsonPath<'a>>,
+    pub lost: &'a crate::model::Lost,
+    pub warnings: &'a [String],
+}
+
+#[derive(Serialize, Debug)]
+pub struct JsonFunction {
+    pub index: u32,
+    pub name: String,
+    pub instrumented: bool,
+    pub skipped: Option<String>,
+    pub num_paths: Option<u64>,
+    /// Executed paths (exact-paths) that belong to this function.
+    pub path_executions: u64,
+    /// Executed branch decisions in this function.
+    pub branch_executions: u64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct JsonBranch<'a> {
+    pub func: u32,
+    pub func_name: String,
+    pub offset: u64,
+    pub kind: &'static str,
+    pub location: Option<&'a str>,
+    /// `if`/`br_if` only.
+    pub taken: Option<u64>,
+    pub not_taken: Option<u64>,
+    /// `br_table` only: one per distinct target.
+    pub targets: Option<Vec<JsonTarget<'a>>>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct JsonTarget<'a> {
+    pub target: &'a str,
+    pub count: u64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct JsonPath<'a> {
+    pub func: u32,
+    pub func_name: String,
+    pub number: u64,
+    pub count: u64,
+    pub start: &'a PathPoint,
+    pub end: &'a PathPoint,
+    /// The path's edges, as branch decisions in execution order.
+    pub edges: Vec<JsonEdge>,
+    pub blocks: &'a [u64],
+}
+
+#[derive(Serialize, Debug)]
+pub struct JsonEdge {
+    pub offset: u64,
+    pub kind: &'static str,
+    pub outcome: String,
+}
+
+fn function_totals(p: &Profile) -> Vec<(u32, u64, u64)> {
+    let mut per: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+    for f in &p.functions {
+        per.insert(f.index, (0, 0));
+    }
+    for path in &p.paths {
+        per.entry(path.func).or_default().0 += path.count;
+    }
+    for b in &p.branches {
+        per.entry(b.func).or_default().1 += b.total();
+    }
+    per.into_iter().map(|(f, (a, b))| (f, a, b)).collect()
+}
+
+/// Builds the JSON report: every branch, every path (sorted by count, then function, number).
+pub fn json(p: &Profile) -> JsonReport<'_> {
+    let totals = function_totals(p);
+    let functions = p
+        .functions
+        .iter()
+        .map(|f| {
+            let t = totals.iter().find(|t| t.0 == f.index).copied().unwrap_or_default();
+            JsonFunction {
+                index: f.index,
+                name: p.function_name(f.index),
+                instrumented: f.instrumented,
+                skipped: f.skipped.clone(),
+                num_paths: f.num_paths,
+                path_executions: t.1,
+                branch_executions: t.2,
+            }
+        })
+        .collect();
+    let branches = p
+        .branches
+        .iter()
+        .map(|b| {
+            let two = b.outcomes.len() == 2 && b.kind != crate::BranchKind::BrTable;
+            JsonBranch {
+                func: b.func,
+                func_name: p.function_name(b.func),
+                offset: b.offset,
+                kind: b.kind.name(),
+                location: b.location.as_deref(),
+                taken: two.then(|| b.counts[0]),
+                not_taken: two.then(|| b.counts[1]),
+                targets: (!two).then(|| {
+                    b.outcomes
+                        .iter()
+                        .zip(&b.counts)
+                        .map(|(t, &count)| JsonTarget { target: t, count })
+                        .collect()
+                }),
+            }
+        })
+        .collect();
+    let mut paths: Vec<_> = p.paths.iter().collect();
+    paths.sort_by_key(|x| (std::cmp::Reverse(x.count), x.func, x.number));
+    let paths = paths
+        .into_iter()
+        .map(|x| JsonPath {
+            func: x.func,
+            func_name: p.function_name(x.func),
+            number: x.number,
+            count: x.count,
+            start: &x.start,
+            end: &x.end,
+            edges: x
+                .steps
+                .iter()
+                .map(|s| {
+                    let b = &p.branches[s.branch as usize];
+                    JsonEdge {
+                        offset: b.offset,
+                        kind: b.kind.name(),
+                        outcome: b.outcomes[s.outcome as usize].clone(),
+                    }
+                })
+                .collect(),
+            blocks: &x.blocks,
+        })
+        .collect();
+    JsonReport {
+        report_version: REPORT_VERSION,
+        mode: p.mode,
+        module: &p.module,
+        run: &p.run,
+        functions,
+        branches,
+        paths,
+        lost: &p.lost,
+        warnings: &p.warnings,
+    }
+}
+
+fn point(pt: &PathPoint) -> String {
+    match pt {
+        PathPoint::FunctionEntry => "entry".into(),
+        PathPoint::FunctionExit => "exit".into(),
+        PathPoint::LoopHeader { offset } => format!("loop@{offset:#x}"),
+        PathPoint::Truncation { offset } => format!("cut@{offset:#x}"),
+        PathPoint::TailCall { offset } => format!("tail-call@{offset:#x}"),
+    }
+}
+
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// The text report: hottest functions, hottest paths, most-executed branches with biases.
+pub fn text(p: &Profile, opts: &ReportOptions) -> String {
+    let mut out = String::new();
+    let o = &mut out;
+    let _ = writeln!(o, "pepper {} profile of {}", p.mode.name(), p.module.path);
+    let _ = writeln!(o, "module sha256 {}", p.module.sha256);
+    match (&p.run.trap, p.run.exit_code) {
+        (Some(t), _) => {
+            let _ = writeln!(o, "guest trapped: {t}");
+        }
+        (None, Some(c)) => {
+            let _ = writeln!(o, "guest exit code {c}");
+        }
+        _ => {}
+    }
+    let _ = writeln!(
+        o,
+        "instrument {:.1} ms, compile {:.1} ms, run {:.1} ms",
+        p.run.instrument_ms, p.run.compile_ms, p.run.run_ms
+    );
+    let instrumented = p.functions.iter().filter(|f| f.instrumented).count();
+    let _ = writeln!(o, "{} of {} functions instrumented", instrumented, p.functions.len());
+    for w in &p.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    if p.lost.hash_overflow > 0 {
+        let _ = writeln!(o, "warning: {} path executions lost to a full hash table", p.lost.hash_overflow);
+    }
+
+    let mut totals = function_totals(p);
+    let all_branches: u64 = totals.iter().map(|t| t.2).sum();
+    let all_paths: u64 = totals.iter().map(|t| t.1).sum();
+    totals.sort_by_key(|t| (std::cmp::Reverse((t.2, t.1)), t.0));
+    let _ = writeln!(o, "\nHottest functions (by branch decisions executed)");
+    let _ = writeln!(o, "{:>14} {:>6} {:>14}  function", "branches", "%", "paths");
+    for t in totals.iter().take(opts.top_functions).filter(|t| t.1 + t.2 > 0) {
+        let _ = writeln!(
+            o,
+            "{:>14} {:>5.1}% {:>14}  {}",
+            t.2,
+            pct(t.2, all_branches),
+            t.1,
+            p.function_name(t.0)
+        );
+    }
+
+    if !p.paths.is_empty() {
+        let mut paths: Vec<_> = p.paths.iter().collect();
+        paths.sort_by_key(|x| (std::cmp::Reverse(x.count), x.func, x.number));
+        let _ = writeln!(o, "\nHottest paths ({} distinct, {} executions)", p.paths.len(), all_paths);
+        for x in paths.iter().take(opts.top_paths) {
+            let _ = writeln!(
+                o,
+                "{:>14} {:>5.1}%  {} path #{}: {} -> {}",
+                x.count,
+                pct(x.count, all_paths),
+                p.function_name(x.func),
+                x.number,
+                point(&x.start),
+                point(&x.end)
+            );
+            let steps: Vec<String> = x
+                .steps
+                .iter()
+                .map(|s| {
+                    let b = &p.branches[s.branch as usize];
+                    let loc = b.location.as_deref().map(|l| format!(" ({l})")).unwrap_or_default();
+                    format!("{}@{:#x} {}{}", b.kind.name(), b.offset, b.outcomes[s.outcome as usize], loc)
+                })
+                .collect();
+            if steps.is_empty() {
+                let _ = writeln!(o, "                 (no branches)");
+            }
+            for s in steps {
+                let _ = writeln!(o, "                 {s}");
+            }
+        }
+    }
+
+    let mut branches: Vec<_> = p.branches.iter().filter(|b| b.total() > 0).collect();
+    branches.sort_by_key(|b| (std::cmp::Reverse(b.total()), b.id));
+    let _ = writeln!(o, "\nBranch biases (most executed first)");
+    let _ = writeln!(o, "{:>14}  {:<8} {:>10}  outcomes", "executed", "kind", "offset");
+    for b in branches.iter().take(opts.top_branches) {
+        let total = b.total();
+        let outs: Vec<String> = b
+            .outcomes
+            .iter()
+            .zip(&b.counts)
+            .map(|(n, &c)| format!("{n} {:.1}%", pct(c, total)))
+            .collect();
+        let loc = b.location.as_deref().map(|l| format!("  {l}")).unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "{:>14}  {:<8} {:>#10x}  {}  in {}{}",
+            total,
+            b.kind.name(),
+            b.offset,
+            outs.join(", "),
+            p.function_name(b.func),
+            loc
+        );
+    }
+    out
+}

@@ -1,0 +1,409 @@
+//! From a wasm function body to a [`Cfg`] plus the places where instrumentation goes.
+//!
+//! Wasm control flow is structured, so the CFG comes from one pass over the operators with
+//! a stack of control frames. Nodes start where control can join or split: loop headers, the
+//! arms of `if`, the fall-through of `br_if`, and the continuation after `end`. Calls do not
+//! end a node: paths are intraprocedural (PEP §3.1). Every function exit (`return`, a branch
+//! to the function label, the final `end`) funnels into one node `X` whose only edge goes to
+//! EXIT, so exact counting needs one recording point per function (digest pitfall P5).
+//!
+//! The analysis does not decide what code to insert; it records *actions* at operator
+//! positions (before or after operator `i`), and the emitter turns each into code for the
+//! chosen mode. That keeps one CFG for path numbering, edge counting and decoding.
+
+use pepper_cfg::{Cfg, EdgeId, NodeId};
+use pepper_profile::BranchKind;
+use wasmparser::{FunctionBody, Operator};
+
+/// Index of a branch instruction within one function.
+#[derive(Copy, Clone, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
+pub struct LocalBranch(pub u32);
+
+/// A branch instruction found in the body.
+#[derive(Clone, Debug)]
+pub struct BranchSite {
+    pub offset: u64,
+    pub kind: BranchKind,
+    pub outcomes: Vec<String>,
+}
+
+/// What a node is, for reporting path start and end points.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum NodeKind {
+    Entry,
+    Exit,
+    /// The funnel after the body: all returns meet here.
+    Return,
+    LoopHeader,
+    Other,
+}
+
+/// Where an action goes relative to operator `op`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Slot {
+    Before,
+    After,
+}
+
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// Unconditional code for one edge (taken whenever control passes this point).
+    Edge(EdgeId),
+    /// Before a `br_if` (condition on the stack): code for whichever edge is taken.
+    BrIf { taken: EdgeId, fall: EdgeId, site: LocalBranch },
+    /// Before a `br_table` (index on the stack): per-arm edges, default last.
+    BrTable { arms: Vec<EdgeId>, site: LocalBranch },
+    /// Before the `end` of an `if` without `else`: insert `else` and the not-taken edge code.
+    SynthElse { not_taken: EdgeId },
+    /// A node starts here (a path ends and restarts if the node is split).
+    NodeStart(NodeId),
+    /// Before a `return_call*`: the edge to EXIT, then record the path.
+    TailExit(EdgeId),
+}
+
+/// Per-edge information: which branch outcome it is, if any.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct EdgeInfo {
+    pub branch: Option<(LocalBranch, u32)>,
+    /// Edge into EXIT made by a tail call at this offset.
+    pub tail_call: Option<u64>,
+}
+
+/// The analysis of one function body.
+#[derive(Clone, Debug)]
+pub struct FunctionAnalysis {
+    pub cfg: Cfg,
+    pub edges: Vec<EdgeInfo>,
+    pub node_kind: Vec<NodeKind>,
+    /// Original offset of the instruction where each node begins.
+    pub node_offset: Vec<u64>,
+    /// Loop headers that have a back edge: always split (PEP §3.2).
+    pub headers: Vec<NodeId>,
+    /// The return funnel `X`.
+    pub funnel: NodeId,
+    pub sites: Vec<BranchSite>,
+    /// Actions sorted by (operator index, slot).
+    pub actions: Vec<(usize, Slot, Action)>,
+    /// `return` operators (by index) and the depth of the wrapper block from there.
+    pub returns: Vec<(usize, u32)>,
+    /// Number of operators in the body (the final `end` is the last).
+    pub num_ops: usize,
+}
+
+/// Why a function cannot be instrumented.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("unsupported instruction `{op}` at offset {offset:#x}")]
+    Unsupported { op: &'static str, offset: u64 },
+    #[error("malformed body at offset {offset:#x}: {message}")]
+    Malformed { offset: u64, message: String },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum FrameKind {
+    Function,
+    Block,
+    Loop,
+    If,
+}
+
+struct Frame {
+    kind: FrameKind,
+    /// Branch target: the header for loops, the continuation otherwise. `None` when the
+    /// whole construct is unreachable.
+    label: Option<NodeId>,
+    /// Continuation after `end`.
+    join: NodeId,
+    /// For `if`: the node that ends with the `if`, and its branch site.
+    if_src: Option<(NodeId, LocalBranch)>,
+    has_else: bool,
+}
+
+struct Builder {
+    cfg: Cfg,
+    edges: Vec<EdgeInfo>,
+    node_kind: Vec<NodeKind>,
+    node_offset: Vec<u64>,
+    headers: Vec<NodeId>,
+    sites: Vec<BranchSite>,
+    actions: Vec<(usize, Slot, Action)>,
+}
+
+impl Builder {
+    fn node(&mut self, kind: NodeKind, offset: u64) -> NodeId {
+        let n = self.cfg.add_node();
+        self.node_kind.push(kind);
+        self.node_offset.push(offset);
+        n
+    }
+    fn edge(&mut self, src: NodeId, dst: NodeId, info: EdgeInfo) -> EdgeId {
+        let e = self.cfg.add_edge(src, dst);
+        self.edges.push(info);
+        e
+    }
+    fn site(&mut self, offset: u64, kind: BranchKind, outcomes: Vec<String>) -> LocalBranch {
+        self.sites.push(BranchSite { offset, kind, outcomes });
+        LocalBranch(self.sites.len() as u32 - 1)
+    }
+    fn act(&mut self, op: usize, slot: Slot, a: Action) {
+        self.actions.push((op, slot, a));
+    }
+}
+
+fn two_way() -> Vec<String> {
+    vec!["taken".to_string(), "not-taken".to_string()]
+}
+
+/// Builds the CFG and action list of one function body.
+pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisError> {
+    let malformed = |offset: u64, e: &dyn std::fmt::Display| AnalysisError::Malformed {
+        offset,
+        message: e.to_string(),
+    };
+    let start = body.range().start as u64;
+    let mut b = Builder {
+        cfg: Cfg::new(),
+        edges: Vec::new(),
+        node_kind: vec![NodeKind::Entry, NodeKind::Exit],
+        node_offset: vec![start, start],
+        headers: Vec::new(),
+        sites: Vec::new(),
+        actions: Vec::new(),
+    };
+    let entry = b.cfg.entry();
+    let exit = b.cfg.exit();
+    let funnel = b.node(NodeKind::Return, start);
+    let mut frames = vec![Frame {
+        kind: FrameKind::Function,
+        label: Some(funnel),
+        join: funnel,
+        if_src: None,
+        has_else: false,
+    }];
+    let mut cur: Option<NodeId> = Some(entry);
+    let mut returns = Vec::new();
+    let mut reader = body
+        .get_operators_reader()
+        .map_err(|e| malformed(start, &e))?;
+    let mut i = 0usize;
+    while !reader.eof() {
+        let (op, offset) = reader.read_with_offset().map_err(|e| malformed(start, &e))?;
+        let offset = offset as u64;
+        let target = |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
+            let idx = frames
+                .len()
+                .checked_sub(1 + depth as usize)
+                .ok_or_else(|| malformed(offset, &"branch depth out of range"))?;
+            Ok((idx, frames[idx].label))
+        };
+        match op {
+            Operator::Block { .. } => {
+                let join = b.node(NodeKind::Other, offset);
+                frames.push(Frame { kind: FrameKind::Block, label: Some(join), join, if_src: None, has_else: false });
+            }
+            Operator::Loop { .. } => {
+                let join = b.node(NodeKind::Other, offset);
+                let label = if let Some(c) = cur {
+                    let h = b.node(NodeKind::LoopHeader, offset);
+                    let e = b.edge(c, h, EdgeInfo::default());
+                    b.act(i, Slot::Before, Action::Edge(e));
+                    b.act(i, Slot::After, Action::NodeStart(h));
+                    cur = Some(h);
+                    Some(h)
+                } else {
+                    None
+                };
+                frames.push(Frame { kind: FrameKind::Loop, label, join, if_src: None, has_else: false });
+            }
+            Operator::If { .. } => {
+                let join = b.node(NodeKind::Other, offset);
+                let site = b.site(offset, BranchKind::If, two_way());
+                let if_src = if let Some(c) = cur {
+                    let then = b.node(NodeKind::Other, offset);
+                    let e = b.edge(c, then, EdgeInfo { branch: Some((site, 0)), tail_call: None });
+                    b.act(i, Slot::After, Action::Edge(e));
+                    b.act(i, Slot::After, Action::NodeStart(then));
+                    cur = Some(then);
+                    Some((c, site))
+                } else {
+                    None
+                };
+                frames.push(Frame { kind: FrameKind::If, label: Some(join), join, if_src, has_else: false });
+            }
+            Operator::Else => {
+                let f = frames.last_mut().ok_or_else(|| malformed(offset, &"else outside if"))?;
+                f.has_else = true;
+                let (join, if_src) = (f.join, f.if_src);
+                if let Some(c) = cur {
+                    let e = b.edge(c, join, EdgeInfo::default());
+                    b.act(i, Slot::Before, Action::Edge(e));
+                }
+                cur = None;
+                if let Some((src, site)) = if_src {
+                    let arm = b.node(NodeKind::Other, offset);
+                    let e = b.edge(src, arm, EdgeInfo { branch: Some((site, 1)), tail_call: None });
+                    b.act(i, Slot::After, Action::Edge(e));
+                    b.act(i, Slot::After, Action::NodeStart(arm));
+                    cur = Some(arm);
+                }
+            }
+            Operator::End => {
+                let f = frames.pop().ok_or_else(|| malformed(offset, &"unbalanced end"))?;
+                if let Some(c) = cur {
+                    let e = b.edge(c, f.join, EdgeInfo::default());
+                    b.act(i, Slot::Before, Action::Edge(e));
+                }
+                if f.kind == FrameKind::If && !f.has_else {
+                    if let Some((src, site)) = f.if_src {
+                        let e = b.edge(src, f.join, EdgeInfo { branch: Some((site, 1)), tail_call: None });
+                        b.act(i, Slot::Before, Action::SynthElse { not_taken: e });
+                    }
+                }
+                if f.kind == FrameKind::Function {
+                    i += 1;
+                    break;
+                }
+                cur = (!b.cfg.preds(f.join).is_empty()).then_some(f.join);
+                if let Some(j) = cur {
+                    b.node_offset[j.index()] = offset;
+                    b.act(i, Slot::After, Action::NodeStart(j));
+                }
+            }
+            Operator::Br { relative_depth } => {
+                if let Some(c) = cur {
+                    let (idx, t) = target(&frames, relative_depth)?;
+                    let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
+                    let e = b.edge(c, t, EdgeInfo::default());
+                    b.act(i, Slot::Before, Action::Edge(e));
+                    note_back_edge(&frames[idx], t, &mut b.headers);
+                }
+                cur = None;
+            }
+            Operator::BrIf { relative_depth } => {
+                let site = b.site(offset, BranchKind::BrIf, two_way());
+                if let Some(c) = cur {
+                    let (idx, t) = target(&frames, relative_depth)?;
+                    let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
+                    let fall = b.node(NodeKind::Other, offset);
+                    let taken = b.edge(c, t, EdgeInfo { branch: Some((site, 0)), tail_call: None });
+                    let fe = b.edge(c, fall, EdgeInfo { branch: Some((site, 1)), tail_call: None });
+                    b.act(i, Slot::Before, Action::BrIf { taken, fall: fe, site });
+                    b.act(i, Slot::After, Action::NodeStart(fall));
+                    note_back_edge(&frames[idx], t, &mut b.headers);
+                    cur = Some(fall);
+                }
+            }
+            Operator::BrTable { targets } => {
+                let mut depths: Vec<u32> = Vec::with_capacity(targets.len() as usize + 1);
+                for t in targets.targets() {
+                    depths.push(t.map_err(|e| malformed(offset, &e))?);
+                }
+                depths.push(targets.default());
+                // Distinct targets in order of first appearance (pitfall P3).
+                let mut distinct: Vec<u32> = Vec::new();
+                let mut arm_slot = Vec::with_capacity(depths.len());
+                for &d in &depths {
+                    let k = match distinct.iter().position(|&x| x == d) {
+                        Some(k) => k,
+                        None => {
+                            distinct.push(d);
+                            distinct.len() - 1
+                        }
+                    };
+                    arm_slot.push(k);
+                }
+                let outcomes = distinct
+                    .iter()
+                    .enumerate()
+                    .map(|(k, d)| {
+                        let arms: Vec<String> = arm_slot
+                            .iter()
+                            .enumerate()
+                            .filter(|&(_, &s)| s == k)
+                            .map(|(a, _)| if a + 1 == depths.len() { "default".to_string() } else { a.to_string() })
+                            .collect();
+                        format!("depth {d} (arms {})", arms.join(","))
+                    })
+                    .collect();
+                let site = b.site(offset, BranchKind::BrTable, outcomes);
+                if let Some(c) = cur {
+                    let mut slot_edges = Vec::with_capacity(distinct.len());
+                    for (k, &d) in distinct.iter().enumerate() {
+                        let (idx, t) = target(&frames, d)?;
+                        let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
+                        let e = b.edge(c, t, EdgeInfo { branch: Some((site, k as u32)), tail_call: None });
+                        note_back_edge(&frames[idx], t, &mut b.headers);
+                        slot_edges.push(e);
+                    }
+                    let arms = arm_slot.iter().map(|&k| slot_edges[k]).collect();
+                    b.act(i, Slot::Before, Action::BrTable { arms, site });
+                }
+                cur = None;
+            }
+            Operator::Return => {
+                if let Some(c) = cur {
+                    let e = b.edge(c, funnel, EdgeInfo::default());
+                    b.act(i, Slot::Before, Action::Edge(e));
+                }
+                returns.push((i, frames.len() as u32 - 1));
+                cur = None;
+            }
+            Operator::ReturnCall { .. }
+            | Operator::ReturnCallIndirect { .. }
+            | Operator::ReturnCallRef { .. } => {
+                if let Some(c) = cur {
+                    let e = b.edge(c, exit, EdgeInfo { branch: None, tail_call: Some(offset) });
+                    b.act(i, Slot::Before, Action::TailExit(e));
+                }
+                cur = None;
+            }
+            Operator::Unreachable | Operator::Throw { .. } | Operator::ThrowRef | Operator::Rethrow { .. } => {
+                // A dead end: the P-DAG gives it a never-executed edge to EXIT (pitfall P7).
+                cur = None;
+            }
+            Operator::TryTable { .. } => return Err(AnalysisError::Unsupported { op: "try_table", offset }),
+            Operator::Try { .. } => return Err(AnalysisError::Unsupported { op: "try", offset }),
+            Operator::Catch { .. } | Operator::CatchAll => {
+                return Err(AnalysisError::Unsupported { op: "catch", offset })
+            }
+            Operator::Delegate { .. } => return Err(AnalysisError::Unsupported { op: "delegate", offset }),
+            Operator::BrOnNull { .. } => return Err(AnalysisError::Unsupported { op: "br_on_null", offset }),
+            Operator::BrOnNonNull { .. } => {
+                return Err(AnalysisError::Unsupported { op: "br_on_non_null", offset })
+            }
+            Operator::BrOnCast { .. } => return Err(AnalysisError::Unsupported { op: "br_on_cast", offset }),
+            Operator::BrOnCastFail { .. } => {
+                return Err(AnalysisError::Unsupported { op: "br_on_cast_fail", offset })
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if !frames.is_empty() {
+        return Err(malformed(start, &"body ends inside a block"));
+    }
+    if !b.cfg.preds(funnel).is_empty() {
+        b.edge(funnel, exit, EdgeInfo::default());
+    }
+    b.actions.sort_by_key(|a| (a.0, a.1));
+    b.headers.sort();
+    b.headers.dedup();
+    Ok(FunctionAnalysis {
+        cfg: b.cfg,
+        edges: b.edges,
+        node_kind: b.node_kind,
+        node_offset: b.node_offset,
+        headers: b.headers,
+        funnel,
+        sites: b.sites,
+        actions: b.actions,
+        returns,
+        num_ops: i,
+    })
+}
+
+fn note_back_edge(frame: &Frame, target: NodeId, headers: &mut Vec<NodeId>) {
+    if frame.kind == FrameKind::Loop {
+        headers.push(target);
+    }
+}

@@ -1,0 +1,199 @@
+//! Turning the profiler memory of a finished run into a [`Profile`].
+//!
+//! Exact paths: every non-zero counter is a path number, regenerated once into its branch
+//! sequence (digest §1.5) and stored with the profile, so reports need no module. The edge
+//! profile is then derived from the paths (PEP §3.3). Exact edges: counters are read as is.
+
+use crate::analysis::NodeKind;
+use crate::plan::{Counting, FunctionPlan, Plan};
+use pepper_cfg::DagEdgeKind;
+use pepper_profile::{
+    Branch, Function, Lost, Mode, ModuleInfo, Path, PathPoint, Profile, RunInfo, Step, FORMAT, VERSION,
+};
+use std::collections::HashMap;
+
+/// What the runtime knows about the run, to be stored with the profile.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    pub module: ModuleInfo,
+    pub run: RunInfo,
+    /// Warnings from outside the rewriter (runtime, DWARF).
+    pub warnings: Vec<String>,
+}
+
+fn read_u64(mem: &[u8], addr: u64) -> u64 {
+    let a = addr as usize;
+    mem.get(a..a + 8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("slice of 8 bytes")))
+        .unwrap_or(0)
+}
+
+fn read_u32(mem: &[u8], addr: u64) -> u32 {
+    let a = addr as usize;
+    mem.get(a..a + 4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("slice of 4 bytes")))
+        .unwrap_or(0)
+}
+
+impl Plan {
+    /// Builds the profile from the counters memory (`None` when the run has no
+    /// instrumentation or the memory could not be read). `location` maps an original
+    /// code offset to `file:line`, when the module has DWARF.
+    pub fn profile(
+        &self,
+        mem: Option<&[u8]>,
+        outcome: RunOutcome,
+        location: &dyn Fn(u64) -> Option<String>,
+    ) -> Profile {
+        let mut warnings = self.warnings.clone();
+        warnings.extend(outcome.warnings);
+        let empty = Vec::new();
+        let mem = mem.unwrap_or(&empty);
+        let mut branches = Vec::with_capacity(self.num_branches as usize);
+        for fp in &self.functions {
+            let Some(a) = &fp.analysis else { continue };
+            for (i, s) in a.sites.iter().enumerate() {
+                let counts = match (self.mode, fp.site_base.get(i)) {
+                    (Mode::ExactEdges, Some(&base)) => (0..s.outcomes.len() as u64)
+                        .map(|o| read_u64(mem, base as u64 + 8 * o))
+                        .collect(),
+                    _ => vec![0; s.outcomes.len()],
+                };
+                branches.push(Branch {
+                    id: fp.first_branch + i as u32,
+                    func: fp.index.0,
+                    offset: s.offset,
+                    kind: s.kind,
+                    outcomes: s.outcomes.clone(),
+                    counts,
+                    location: location(s.offset),
+                });
+            }
+        }
+        let mut paths = Vec::new();
+        let mut lost = Lost::default();
+        if self.mode == Mode::ExactPaths {
+            let mut hashed: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+            let l = &self.layout;
+            for slot in 0..l.hash_capacity as u64 {
+                let at = l.hash_base as u64 + 24 * slot;
+                let key = read_u32(mem, at + 16);
+                if key != 0 {
+                    hashed
+                        .entry(key - 1)
+                        .or_default()
+                        .push((read_u64(mem, at), read_u64(mem, at + 8)));
+                }
+            }
+            lost.hash_overflow = read_u64(mem, l.hash_overflow as u64);
+            for fp in &self.functions {
+                let counts: Vec<(u64, u64)> = match fp.counting {
+                    Counting::Array { base } => {
+                        let n = fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total());
+                        (0..n)
+                            .map(|r| (r, read_u64(mem, base as u64 + 8 * r)))
+                            .filter(|&(_, c)| c > 0)
+                            .collect()
+                    }
+                    Counting::Hash => {
+                        let mut v = hashed.remove(&fp.index.0).unwrap_or_default();
+                        v.sort_unstable();
+                        v
+                    }
+                    Counting::None => continue,
+                };
+                for (r, count) in counts {
+                    match decode_path(fp, r, count) {
+                        Some(p) => paths.push(p),
+                        None => warnings.push(format!(
+                            "function {}: counter for path {r} does not decode; dropped",
+                            fp.index.0
+                        )),
+                    }
+                }
+            }
+        }
+        let functions = self
+            .functions
+            .iter()
+            .map(|fp| Function {
+                index: fp.index.0,
+                name: fp.name.clone(),
+                instrumented: self.mode != Mode::None && fp.skipped.is_none(),
+                skipped: fp.skipped.clone(),
+                num_paths: fp.numbered.as_ref().map(|nd| nd.numbering.total()),
+                counting: match fp.counting {
+                    Counting::Array { .. } => Some("array".into()),
+                    Counting::Hash => Some("hash".into()),
+                    Counting::None => None,
+                },
+                truncated_nodes: fp.numbered.as_ref().map_or(0, |nd| nd.truncated.len() as u32),
+            })
+            .collect();
+        let mut profile = Profile {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            mode: self.mode,
+            module: outcome.module,
+            run: outcome.run,
+            functions,
+            branches,
+            paths,
+            lost,
+            warnings,
+        };
+        if self.mode == Mode::ExactPaths {
+            let derived = profile.edges_from_paths();
+            for (b, c) in profile.branches.iter_mut().zip(derived) {
+                b.counts = c;
+            }
+        }
+        profile
+    }
+}
+
+/// Regenerates path `r` of one function into a profile [`Path`].
+fn decode_path(fp: &FunctionPlan, r: u64, count: u64) -> Option<Path> {
+    let (a, nd) = (fp.analysis.as_ref()?, fp.numbered.as_ref()?);
+    let edges = nd.numbering.regenerate(&nd.dag, r).ok()?;
+    let point = |n: pepper_cfg::NodeId| {
+        let offset = a.node_offset[n.index()];
+        if a.node_kind[n.index()] == NodeKind::LoopHeader {
+            PathPoint::LoopHeader { offset }
+        } else {
+            PathPoint::Truncation { offset }
+        }
+    };
+    let start = match nd.dag.edge(*edges.first()?).kind {
+        DagEdgeKind::SplitEntry(n) => point(n),
+        _ => PathPoint::FunctionEntry,
+    };
+    let end = match nd.dag.edge(*edges.last()?).kind {
+        DagEdgeKind::SplitExit(n) => point(n),
+        DagEdgeKind::Real(e) => match a.edges[e.index()].tail_call {
+            Some(offset) => PathPoint::TailCall { offset },
+            None => PathPoint::FunctionExit,
+        },
+        _ => PathPoint::FunctionExit,
+    };
+    let mut steps = Vec::new();
+    let mut blocks = Vec::new();
+    for &e in &edges {
+        let de = nd.dag.edge(e);
+        if let DagEdgeKind::Real(ce) = de.kind {
+            if let Some((site, outcome)) = a.edges[ce.index()].branch {
+                steps.push(Step { branch: fp.first_branch + site.0, outcome });
+            }
+        }
+        if de.dst != nd.dag.exit() {
+            if let Some(n) = nd.dag.node_of(de.dst) {
+                if matches!(a.node_kind[n.index()], NodeKind::Entry | NodeKind::Other | NodeKind::LoopHeader)
+                    && blocks.last() != Some(&a.node_offset[n.index()])
+                {
+                    blocks.push(a.node_offset[n.index()]);
+                }
+            }
+        }
+    }
+    Some(Path { func: fp.index.0, number: r, count, start, end, steps, blocks })
+}

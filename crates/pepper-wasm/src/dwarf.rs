@@ -1,0 +1,62 @@
+//! `file:line` for original code offsets, from the module's DWARF custom sections.
+//!
+//! In wasm DWARF, addresses are offsets from the start of the code section's contents, so a
+//! file offset `o` is looked up as `o - code_section_start`.
+
+use crate::module::ModuleFacts;
+use std::borrow::Cow;
+
+/// A lookup table from code offsets to source lines (empty when there is no DWARF).
+pub struct LineTable {
+    rows: Vec<(u64, String)>,
+    code_start: u64,
+}
+
+impl LineTable {
+    pub fn new(facts: &ModuleFacts<'_>) -> LineTable {
+        let mut t = LineTable { rows: Vec::new(), code_start: facts.code_section_start };
+        if facts.dwarf.contains_key(".debug_line") {
+            // DWARF is best effort: a malformed table just gives no locations.
+            let _ = t.load(facts);
+            t.rows.sort_by_key(|r| r.0);
+        }
+        t
+    }
+
+    fn load(&mut self, facts: &ModuleFacts<'_>) -> Result<(), gimli::Error> {
+        let section = |id: gimli::SectionId| -> Result<Cow<'_, [u8]>, gimli::Error> {
+            Ok(Cow::Borrowed(facts.dwarf.get(id.name()).copied().unwrap_or(&[])))
+        };
+        let owned = gimli::DwarfSections::load(section)?;
+        let dwarf = owned.borrow(|s| gimli::EndianSlice::new(s, gimli::LittleEndian));
+        let mut units = dwarf.units();
+        while let Some(header) = units.next()? {
+            let unit = dwarf.unit(header)?;
+            let Some(program) = unit.line_program.clone() else { continue };
+            let mut rows = program.rows();
+            while let Some((header, row)) = rows.next_row()? {
+                if row.end_sequence() {
+                    continue;
+                }
+                let Some(file) = row.file(header) else { continue };
+                let name = dwarf.attr_string(&unit, file.path_name())?;
+                let name = name.to_string_lossy();
+                let short = name.rsplit('/').next().unwrap_or(&name).to_string();
+                let line = row.line().map_or(0, |l| l.get());
+                self.rows.push((row.address(), format!("{short}:{line}")));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The source line of the instruction at file offset `offset`.
+    pub fn lookup(&self, offset: u64) -> Option<String> {
+        let addr = offset.checked_sub(self.code_start)?;
+        let i = self.rows.partition_point(|r| r.0 <= addr);
+        self.rows.get(i.checked_sub(1)?).map(|r| r.1.clone())
+    }
+}

@@ -1,0 +1,282 @@
+//! Turning analysis actions into instructions, per mode.
+//!
+//! All inserted sequences are stack-neutral: they read and write only pepper's own locals
+//! and the profiler memory, and leave the operand stack exactly as they found it (a
+//! `br_if` condition or `br_table` index is re-read from a scratch local after `local.tee`).
+//! So they are valid at any point, including inside blocks with parameters (multi-value).
+
+use crate::analysis::{Action, FunctionAnalysis};
+use crate::plan::Counting;
+use pepper_cfg::{DagEdgeKind, EdgeId, NodeId, NumberedDag};
+use wasm_encoder::{Instruction as I, MemArg, MemArgTarget};
+
+/// pepper's extra locals in an instrumented function.
+#[derive(Copy, Clone, Debug)]
+pub struct Locals {
+    /// The path register `r` (i64).
+    pub r: u32,
+    /// Scratch: a `br_if` condition or `br_table` index (i32).
+    pub c: u32,
+    /// Scratch: a counter address (i32).
+    pub a: u32,
+}
+
+/// Everything the emitter needs to write one function's instrumentation.
+pub struct Emitter<'p> {
+    pub locals: Locals,
+    pub mem: u32,
+    pub analysis: &'p FunctionAnalysis,
+    pub kind: EmitKind<'p>,
+}
+
+pub enum EmitKind<'p> {
+    Paths {
+        numbered: &'p NumberedDag,
+        counting: Counting,
+        func: u32,
+        hash_fn: u32,
+        /// Address of the i64 increment table of each `br_table` action (by action position).
+        tables: &'p [(usize, u32)],
+    },
+    Edges {
+        /// Byte address of each local branch site's first counter.
+        site_base: &'p [u32],
+        /// Address of the i32 arm→slot table of each `br_table` site.
+        tables: &'p [(usize, u32)],
+    },
+}
+
+/// A plain (non-atomic) access to memory `mem` at static `offset`, aligned to 2^`align`.
+pub(crate) fn memarg(mem: u32, offset: u32, align: u32) -> MemArg {
+    MemArg { offset: offset as u64, align, target: MemArgTarget::Memory(mem), ordering: None }
+}
+fn mem64(mem: u32, offset: u32) -> MemArg {
+    memarg(mem, offset, 3)
+}
+fn mem32(mem: u32, offset: u32) -> MemArg {
+    memarg(mem, offset, 2)
+}
+
+impl Emitter<'_> {
+    fn val(&self, e: EdgeId) -> u64 {
+        match &self.kind {
+            EmitKind::Paths { numbered, .. } => {
+                numbered.dag.real_edge(e).map_or(0, |d| numbered.numbering.val(d))
+            }
+            EmitKind::Edges { .. } => 0,
+        }
+    }
+
+    fn add_const(&self, out: &mut Vec<I<'_>>, v: u64) {
+        if v != 0 {
+            let r = self.locals.r;
+            out.extend([I::LocalGet(r), I::I64Const(v as i64), I::I64Add, I::LocalSet(r)]);
+        }
+    }
+
+    /// `count[r]++`: an array slot in profiler memory, or the in-module hash table.
+    fn count(&self, out: &mut Vec<I<'_>>) {
+        let EmitKind::Paths { counting, func, hash_fn, .. } = &self.kind else { return };
+        let (r, a, m) = (self.locals.r, self.locals.a, self.mem);
+        match *counting {
+            Counting::Array { base } => out.extend([
+                I::LocalGet(r),
+                I::I32WrapI64,
+                I::I32Const(3),
+                I::I32Shl,
+                I::LocalTee(a),
+                I::LocalGet(a),
+                I::I64Load(mem64(m, base)),
+                I::I64Const(1),
+                I::I64Add,
+                I::I64Store(mem64(m, base)),
+            ]),
+            Counting::Hash => {
+                out.extend([I::I32Const(*func as i32), I::LocalGet(r), I::Call(*hash_fn)])
+            }
+            Counting::None => {}
+        }
+    }
+
+    fn incr_counter_const(&self, out: &mut Vec<I<'_>>, addr: u32) {
+        let m = self.mem;
+        out.extend([
+            I::I32Const(0),
+            I::I32Const(0),
+            I::I64Load(mem64(m, addr)),
+            I::I64Const(1),
+            I::I64Add,
+            I::I64Store(mem64(m, addr)),
+        ]);
+    }
+
+    /// Increments the counter at `base + 8 * slot`, with the slot index on the stack.
+    fn incr_counter_dyn(&self, out: &mut Vec<I<'_>>, base: u32) {
+        let (a, m) = (self.locals.a, self.mem);
+        out.extend([
+            I::I32Const(3),
+            I::I32Shl,
+            I::LocalTee(a),
+            I::LocalGet(a),
+            I::I64Load(mem64(m, base)),
+            I::I64Const(1),
+            I::I64Add,
+            I::I64Store(mem64(m, base)),
+        ]);
+    }
+
+    /// Pushes `min(c, n)` where `c` is the scratch local: the `br_table` arm actually taken.
+    fn clamped_index(&self, out: &mut Vec<I<'_>>, n: u32) {
+        let c = self.locals.c;
+        out.extend([
+            I::LocalGet(c),
+            I::I32Const(n as i32),
+            I::LocalGet(c),
+            I::I32Const(n as i32),
+            I::I32LtU,
+            I::Select,
+        ]);
+    }
+
+    fn edge_code(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
+        match &self.kind {
+            EmitKind::Paths { .. } => self.add_const(out, self.val(e)),
+            EmitKind::Edges { site_base, .. } => {
+                if let Some((site, outcome)) = self.analysis.edges[e.index()].branch {
+                    self.incr_counter_const(out, site_base[site.0 as usize] + 8 * outcome);
+                }
+            }
+        }
+    }
+
+    fn is_split(&self, n: NodeId) -> bool {
+        match &self.kind {
+            EmitKind::Paths { numbered, .. } => numbered.dag.is_split(n),
+            EmitKind::Edges { .. } => false,
+        }
+    }
+
+    /// Code at function start (after the wrapper `block`): `r = Val(ENTRY → first)`.
+    pub fn prologue(&self, out: &mut Vec<I<'_>>) {
+        if let EmitKind::Paths { numbered, .. } = &self.kind {
+            let v = numbered.numbering.val(numbered.dag.function_entry());
+            if v != 0 {
+                out.extend([I::I64Const(v as i64), I::LocalSet(self.locals.r)]);
+            }
+        }
+    }
+
+    /// Code after the wrapper block's `end`, where every return meets: record the path.
+    pub fn epilogue(&self, out: &mut Vec<I<'_>>) {
+        if let EmitKind::Paths { numbered, .. } = &self.kind {
+            if numbered.dag.body(self.analysis.funnel).is_some() {
+                self.count(out);
+            }
+        }
+    }
+
+    /// Code for action number `k`.
+    pub fn action(&self, out: &mut Vec<I<'_>>, k: usize, action: &Action) {
+        let (r, c) = (self.locals.r, self.locals.c);
+        match action {
+            Action::Edge(e) => self.edge_code(out, *e),
+            Action::SynthElse { not_taken } => {
+                out.push(I::Else);
+                self.edge_code(out, *not_taken);
+            }
+            Action::TailExit(e) => {
+                self.edge_code(out, *e);
+                self.count(out);
+            }
+            Action::NodeStart(n) => {
+                if self.is_split(*n) {
+                    if let EmitKind::Paths { numbered, .. } = &self.kind {
+                        // PEP §3.2: the path ends at h_a (Val(h_a→EXIT) is 0); the next starts at h_b.
+                        self.count(out);
+                        let v = numbered
+                            .dag
+                            .split_entry(*n)
+                            .map_or(0, |e| numbered.numbering.val(e));
+                        out.extend([I::I64Const(v as i64), I::LocalSet(r)]);
+                    }
+                }
+            }
+            Action::BrIf { taken, fall, site } => match &self.kind {
+                EmitKind::Paths { .. } => {
+                    let (vt, vf) = (self.val(*taken), self.val(*fall));
+                    if vt == vf {
+                        self.add_const(out, vt);
+                    } else {
+                        out.extend([
+                            I::LocalTee(c),
+                            I::LocalGet(r),
+                            I::I64Const(vt as i64),
+                            I::I64Const(vf as i64),
+                            I::LocalGet(c),
+                            I::Select,
+                            I::I64Add,
+                            I::LocalSet(r),
+                        ]);
+                    }
+                }
+                EmitKind::Edges { site_base, .. } => {
+                    // taken (condition != 0) is slot 0, not-taken slot 1.
+                    out.extend([I::LocalTee(c), I::I32Eqz]);
+                    self.incr_counter_dyn(out, site_base[site.0 as usize]);
+                }
+            },
+            Action::BrTable { arms, site } => {
+                let n = arms.len() as u32 - 1;
+                match &self.kind {
+                    EmitKind::Paths { tables, .. } => {
+                        let vals: Vec<u64> = arms.iter().map(|&e| self.val(e)).collect();
+                        if vals.iter().all(|&v| v == vals[0]) {
+                            self.add_const(out, vals[0]);
+                        } else {
+                            let addr = table_addr(tables, k);
+                            out.push(I::LocalTee(c));
+                            self.clamped_index(out, n);
+                            out.extend([
+                                I::I32Const(3),
+                                I::I32Shl,
+                                I::I64Load(mem64(self.mem, addr)),
+                                I::LocalGet(r),
+                                I::I64Add,
+                                I::LocalSet(r),
+                            ]);
+                        }
+                    }
+                    EmitKind::Edges { site_base, tables } => {
+                        let addr = table_addr(tables, k);
+                        out.push(I::LocalTee(c));
+                        self.clamped_index(out, n);
+                        out.extend([I::I32Const(2), I::I32Shl, I::I32Load(mem32(self.mem, addr))]);
+                        self.incr_counter_dyn(out, site_base[site.0 as usize]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {
+    tables
+        .iter()
+        .find(|t| t.0 == k)
+        .map(|t| t.1)
+        .expect("a table is laid out for every br_table action that needs one")
+}
+
+/// Whether a `br_table` action needs an increment table in paths mode.
+pub fn paths_table(numbered: &NumberedDag, arms: &[EdgeId]) -> Option<Vec<u64>> {
+    let vals: Vec<u64> = arms
+        .iter()
+        .map(|&e| numbered.dag.real_edge(e).map_or(0, |d| numbered.numbering.val(d)))
+        .collect();
+    (!vals.iter().all(|&v| v == vals[0])).then_some(vals)
+}
+
+/// How a path's end point is described, from the DAG edge that ends it.
+pub fn is_function_exit(kind: DagEdgeKind, funnel_exit: Option<EdgeId>) -> bool {
+    matches!(kind, DagEdgeKind::Real(e) if Some(e) == funnel_exit)
+}

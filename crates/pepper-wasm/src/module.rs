@@ -1,0 +1,130 @@
+//! A pre-pass over the module: the facts the rewriter needs before it writes anything.
+
+use std::collections::HashMap;
+use wasmparser::{CompositeInnerType, FunctionBody, Parser, Payload, TypeRef};
+
+/// An index in the original module's function index space (imports first). pepper adds no
+/// imports, so these indices are also valid in the rewritten module; the type still keeps
+/// "original" indices from mixing with anything else (style habit 12).
+#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct FuncIndex(pub u32);
+
+#[derive(Clone, Debug)]
+pub struct FuncSig {
+    pub params: Vec<wasmparser::ValType>,
+    pub results: Vec<wasmparser::ValType>,
+}
+
+/// What the rewriter must know about the original module.
+pub struct ModuleFacts<'a> {
+    /// Number of types (counting every subtype of every rec group).
+    pub num_types: u32,
+    /// Function signature of each type index, when it is a function type.
+    pub func_sigs: HashMap<u32, FuncSig>,
+    pub num_imported_funcs: u32,
+    /// Type index of each defined function.
+    pub defined_types: Vec<u32>,
+    pub bodies: Vec<FunctionBody<'a>>,
+    pub num_memories: u32,
+    pub names: HashMap<u32, String>,
+    pub has_type_section: bool,
+    pub has_memory_section: bool,
+    pub has_export_section: bool,
+    pub has_data_section: bool,
+    pub has_function_section: bool,
+    /// DWARF sections by name (`.debug_info`, ...).
+    pub dwarf: HashMap<String, &'a [u8]>,
+    /// File offset where the code section's contents start: DWARF addresses in wasm are
+    /// relative to it.
+    pub code_section_start: u64,
+}
+
+impl<'a> ModuleFacts<'a> {
+    pub fn parse(wasm: &'a [u8]) -> Result<Self, wasmparser::BinaryReaderError> {
+        let mut f = ModuleFacts {
+            num_types: 0,
+            func_sigs: HashMap::new(),
+            num_imported_funcs: 0,
+            defined_types: Vec::new(),
+            bodies: Vec::new(),
+            num_memories: 0,
+            names: HashMap::new(),
+            has_type_section: false,
+            has_memory_section: false,
+            has_export_section: false,
+            has_data_section: false,
+            has_function_section: false,
+            dwarf: HashMap::new(),
+            code_section_start: 0,
+        };
+        for payload in Parser::new(0).parse_all(wasm) {
+            match payload? {
+                Payload::TypeSection(r) => {
+                    f.has_type_section = true;
+                    for group in r {
+                        for sub in group?.into_types() {
+                            if let CompositeInnerType::Func(ft) = &sub.composite_type.inner {
+                                f.func_sigs.insert(
+                                    f.num_types,
+                                    FuncSig { params: ft.params().to_vec(), results: ft.results().to_vec() },
+                                );
+                            }
+                            f.num_types += 1;
+                        }
+                    }
+                }
+                Payload::ImportSection(r) => {
+                    for imp in r.into_imports() {
+                        match imp?.ty {
+                            TypeRef::Func(_) | TypeRef::FuncExact(_) => f.num_imported_funcs += 1,
+                            TypeRef::Memory(_) => f.num_memories += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                Payload::FunctionSection(r) => {
+                    f.has_function_section = true;
+                    for t in r {
+                        f.defined_types.push(t?);
+                    }
+                }
+                Payload::MemorySection(r) => {
+                    f.has_memory_section = true;
+                    f.num_memories += r.count();
+                }
+                Payload::ExportSection(_) => f.has_export_section = true,
+                Payload::DataSection(_) => f.has_data_section = true,
+                Payload::CodeSectionStart { unchecked_range, .. } => {
+                    f.code_section_start = unchecked_range.start
+                }
+                Payload::CodeSectionEntry(body) => f.bodies.push(body),
+                Payload::CustomSection(c) => {
+                    if c.name() == "name" {
+                        // Names are best effort: a malformed name section is ignored.
+                        let reader = wasmparser::NameSectionReader::new(c.data_reader());
+                        for n in reader.into_iter().flatten() {
+                            if let wasmparser::Name::Function(map) = n {
+                                for naming in map.into_iter().flatten() {
+                                    f.names.insert(naming.index, naming.name.to_string());
+                                }
+                            }
+                        }
+                    } else if c.name().starts_with(".debug_") {
+                        f.dwarf.insert(c.name().to_string(), c.data());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(f)
+    }
+
+    /// The signature of defined function `i` (0-based among defined functions).
+    pub fn defined_sig(&self, i: usize) -> Option<&FuncSig> {
+        self.func_sigs.get(self.defined_types.get(i)?)
+    }
+
+    pub fn func_index(&self, defined: usize) -> FuncIndex {
+        FuncIndex(self.num_imported_funcs + defined as u32)
+    }
+}

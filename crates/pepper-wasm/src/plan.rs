@@ -1,0 +1,513 @@
+//! Instrumenting a module: analysis, numbering, memory layout and emission, per function.
+
+use crate::analysis::{analyze, Action, FunctionAnalysis, Slot};
+use crate::emit::{memarg, paths_table, EmitKind, Emitter, Locals};
+use crate::module::{FuncIndex, ModuleFacts};
+use crate::rewrite::{write_module, Additions};
+use pepper_cfg::{number_with_limit, NumberedDag, REGISTER_PATH_LIMIT};
+use pepper_profile::Mode;
+use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
+
+/// Name of the exported memory that holds pepper's counters.
+pub const COUNTERS_EXPORT: &str = "pepper:counters";
+
+/// How exact path counters are kept for one function (TPP §2.2, digest §1.4).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Counting {
+    /// Not counted (skipped function, or edges mode).
+    None,
+    /// `count[r]++` on an array of `num_paths` u64 slots at byte address `base`.
+    Array { base: u32 },
+    /// A call to the in-module hash table (functions with many paths).
+    Hash,
+}
+
+/// Tuning knobs of the rewriter.
+#[derive(Clone, Debug)]
+pub struct InstrumentOptions {
+    pub mode: Mode,
+    /// Functions with at most this many paths count into arrays; more go to the hash table.
+    pub array_max_paths: u64,
+    /// Total bytes of path-counter arrays before the rest fall back to hashing.
+    pub array_budget: u64,
+    /// log2 of the hash table's capacity in entries (24 bytes each).
+    pub hash_capacity_log2: u32,
+}
+
+impl Default for InstrumentOptions {
+    fn default() -> Self {
+        InstrumentOptions {
+            mode: Mode::ExactPaths,
+            array_max_paths: 4096,
+            array_budget: 256 << 20,
+            hash_capacity_log2: 20,
+        }
+    }
+}
+
+/// The rewriter's decisions for one defined function: enough to decode its counters.
+#[derive(Clone, Debug)]
+pub struct FunctionPlan {
+    pub index: FuncIndex,
+    pub name: Option<String>,
+    /// Why the function was left alone, if it was.
+    pub skipped: Option<String>,
+    pub analysis: Option<FunctionAnalysis>,
+    pub numbered: Option<NumberedDag>,
+    pub counting: Counting,
+    /// Global id of this function's first branch site.
+    pub first_branch: u32,
+    /// Edges mode: byte address of each branch site's counters.
+    pub site_base: Vec<u32>,
+}
+
+/// Where things live in the profiler memory.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryLayout {
+    /// u32: hash entries in use.
+    pub hash_used: u32,
+    /// u64: path executions dropped because the hash table was full.
+    pub hash_overflow: u32,
+    pub hash_base: u32,
+    pub hash_capacity: u32,
+    pub size: u64,
+}
+
+/// The result of instrumenting a module: the new bytes and the plan to decode its counters.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub mode: Mode,
+    pub functions: Vec<FunctionPlan>,
+    pub layout: MemoryLayout,
+    pub num_branches: u32,
+    pub warnings: Vec<String>,
+}
+
+pub struct Instrumented {
+    pub wasm: Vec<u8>,
+    pub plan: Plan,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InstrumentError {
+    #[error("invalid module: {0}")]
+    Invalid(#[from] wasmparser::BinaryReaderError),
+    #[error("rewriting failed: {0}")]
+    Encode(String),
+    #[error("the profiler memory would need {0} bytes, more than a 32-bit memory holds; lower --array-budget")]
+    TooLarge(u64),
+}
+
+struct Bump(u64);
+impl Bump {
+    fn alloc(&mut self, bytes: u64) -> u32 {
+        let at = (self.0 + 7) & !7;
+        self.0 = at + bytes;
+        at as u32
+    }
+}
+
+/// Instruments `wasm` for `opts.mode`, leaving any function it cannot handle unchanged (with
+/// a warning naming it). The output validates and behaves like the input; see
+/// `tests/differential.rs`.
+pub fn instrument(wasm: &[u8], opts: &InstrumentOptions) -> Result<Instrumented, InstrumentError> {
+    let facts = ModuleFacts::parse(wasm)?;
+    let mut validator = wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
+    validator.validate_all(wasm)?;
+    let mut force_skip: Vec<(usize, String)> = Vec::new();
+    // A rewriter bug must never cost the user a run: if the output does not validate, the
+    // function at fault is left uninstrumented and the module rewritten again.
+    for _ in 0..32 {
+        let (bytes, plan) = build(wasm, &facts, opts, &force_skip)?;
+        let mut v = wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
+        match v.validate_all(&bytes) {
+            Ok(_) => return Ok(Instrumented { wasm: bytes, plan }),
+            Err(e) => {
+                let Some(k) = function_at(&bytes, e.offset() as usize) else {
+                    return Err(InstrumentError::Encode(e.to_string()));
+                };
+                if force_skip.iter().any(|s| s.0 == k) {
+                    return Err(InstrumentError::Encode(e.to_string()));
+                }
+                force_skip.push((k, format!("internal rewriter error ({e}); left uninstrumented")));
+            }
+        }
+    }
+    Err(InstrumentError::Encode("too many functions failed validation".into()))
+}
+
+/// Which defined function's body contains `offset` in `wasm`.
+fn function_at(wasm: &[u8], offset: usize) -> Option<usize> {
+    let mut k = 0;
+    for p in wasmparser::Parser::new(0).parse_all(wasm) {
+        if let Ok(wasmparser::Payload::CodeSectionEntry(body)) = p {
+            let r = body.range();
+            if (r.start as usize..=r.end as usize).contains(&offset) {
+                return Some(k);
+            }
+            k += 1;
+        }
+    }
+    None
+}
+
+fn build(
+    wasm: &[u8],
+    facts: &ModuleFacts<'_>,
+    opts: &InstrumentOptions,
+    force_skip: &[(usize, String)],
+) -> Result<(Vec<u8>, Plan), InstrumentError> {
+    let mode = opts.mode;
+    let mut warnings = Vec::new();
+    let mut functions = Vec::with_capacity(facts.bodies.len());
+    let mut bump = Bump(16);
+    let mut layout = MemoryLayout { hash_used: 0, hash_overflow: 8, ..Default::default() };
+    let mut array_bytes = 0u64;
+    let mut next_branch = 0u32;
+    let mut any_hash = false;
+
+    for (k, body) in facts.bodies.iter().enumerate() {
+        let index = facts.func_index(k);
+        let name = facts.names.get(&index.0).cloned();
+        let display = name.clone().unwrap_or_else(|| format!("func[{}]", index.0));
+        let mut fp = FunctionPlan {
+            index,
+            name,
+            skipped: None,
+            analysis: None,
+            numbered: None,
+            counting: Counting::None,
+            first_branch: next_branch,
+            site_base: Vec::new(),
+        };
+        if mode == Mode::None {
+            functions.push(fp);
+            continue;
+        }
+        if let Some((_, why)) = force_skip.iter().find(|s| s.0 == k) {
+            fp.skipped = Some(why.clone());
+        }
+        let analysis = match analyze(body) {
+            Ok(a) => Some(a),
+            Err(e) => {
+                fp.skipped = Some(e.to_string());
+                None
+            }
+        };
+        if let Some(a) = analysis {
+            // Branch ids are assigned even when the function ends up skipped, so that the
+            // profile lists every branch instruction of the module.
+            next_branch += a.sites.len() as u32;
+            if fp.skipped.is_none() {
+                if mode == Mode::ExactPaths {
+                    match number_with_limit(&a.cfg, &a.headers, &[a.funnel], None, REGISTER_PATH_LIMIT) {
+                        Ok(nd) => {
+                            let n = nd.numbering.total();
+                            fp.counting = if n <= opts.array_max_paths
+                                && array_bytes + 8 * n <= opts.array_budget
+                            {
+                                array_bytes += 8 * n;
+                                Counting::Array { base: bump.alloc(8 * n) }
+                            } else {
+                                any_hash = true;
+                                Counting::Hash
+                            };
+                            fp.numbered = Some(nd);
+                        }
+                        Err(e) => fp.skipped = Some(e.to_string()),
+                    }
+                } else {
+                    fp.site_base = a
+                        .sites
+                        .iter()
+                        .map(|s| bump.alloc(8 * s.outcomes.len() as u64))
+                        .collect();
+                }
+            }
+            fp.analysis = Some(a);
+        }
+        if let Some(why) = &fp.skipped {
+            warnings.push(format!("function {} ({display}) left uninstrumented: {why}", index.0));
+        }
+        functions.push(fp);
+    }
+
+    // Increment / arm tables for br_table, one contiguous data segment.
+    let tables_start = bump.alloc(0);
+    let mut table_bytes: Vec<u8> = Vec::new();
+    let mut tables: Vec<Vec<(usize, u32)>> = vec![Vec::new(); functions.len()];
+    for (k, fp) in functions.iter().enumerate() {
+        let Some(a) = fp.analysis.as_ref().filter(|_| fp.skipped.is_none()) else { continue };
+        for (pos, (_, _, act)) in a.actions.iter().enumerate() {
+            let Action::BrTable { arms, .. } = act else { continue };
+            let entries: Option<Vec<u8>> = match mode {
+                Mode::ExactPaths => fp
+                    .numbered
+                    .as_ref()
+                    .and_then(|nd| paths_table(nd, arms))
+                    .map(|vals| vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
+                Mode::ExactEdges => {
+                    let slots = arms.iter().map(|&e| {
+                        a.edges[e.index()].branch.map_or(0, |(_, o)| o)
+                    });
+                    Some(slots.flat_map(|s| s.to_le_bytes()).collect())
+                }
+                Mode::None => None,
+            };
+            if let Some(bytes) = entries {
+                while (tables_start as usize + table_bytes.len()) % 8 != 0 {
+                    table_bytes.push(0);
+                }
+                tables[k].push((pos, tables_start + table_bytes.len() as u32));
+                table_bytes.extend(bytes);
+            }
+        }
+    }
+    bump.0 = tables_start as u64 + table_bytes.len() as u64;
+
+    let cap_log2 = if any_hash { opts.hash_capacity_log2 } else { 4 };
+    layout.hash_capacity = 1 << cap_log2;
+    layout.hash_base = bump.alloc(24 * layout.hash_capacity as u64);
+    layout.size = bump.0;
+    if layout.size > (u32::MAX as u64) - (1 << 20) {
+        return Err(InstrumentError::TooLarge(layout.size));
+    }
+
+    let plan = Plan { mode, functions, layout, num_branches: next_branch, warnings };
+    if mode == Mode::None || facts.bodies.is_empty() {
+        return Ok((wasm.to_vec(), plan));
+    }
+
+    // Types pepper appends: the hash function's, and `[] -> results` for wrapper blocks of
+    // multi-result functions.
+    let hash_type = facts.num_types;
+    let mut extra_types: Vec<(Vec<ValType>, Vec<ValType>)> =
+        vec![(vec![ValType::I32, ValType::I64], vec![])];
+    let mem = facts.num_memories;
+    let hash_fn = facts.num_imported_funcs + facts.bodies.len() as u32;
+    let mut bodies: Vec<Option<Function>> = Vec::with_capacity(plan.functions.len());
+    for (k, fp) in plan.functions.iter().enumerate() {
+        let (Some(a), None) = (&fp.analysis, &fp.skipped) else {
+            bodies.push(None);
+            continue;
+        };
+        let sig = facts.defined_sig(k).ok_or_else(|| {
+            InstrumentError::Encode(format!("function {} has no function type", fp.index.0))
+        })?;
+        let results: Vec<ValType> = sig.results.iter().map(|&t| val_type(t)).collect::<Result<_, _>>()?;
+        let wrapper = match results.len() {
+            0 => BlockType::Empty,
+            1 => BlockType::Result(results[0]),
+            _ => {
+                let pos = extra_types.iter().position(|t| t.0.is_empty() && t.1 == results);
+                let pos = pos.unwrap_or_else(|| {
+                    extra_types.push((vec![], results.clone()));
+                    extra_types.len() - 1
+                });
+                BlockType::FunctionType(facts.num_types + pos as u32)
+            }
+        };
+        let kind = match mode {
+            Mode::ExactPaths => EmitKind::Paths {
+                numbered: fp.numbered.as_ref().expect("paths mode numbers every instrumented function"),
+                counting: fp.counting,
+                func: fp.index.0,
+                hash_fn,
+                tables: &tables[k],
+            },
+            _ => EmitKind::Edges { site_base: &fp.site_base, tables: &tables[k] },
+        };
+        bodies.push(Some(emit_body(facts, k, a, sig.params.len() as u32, wrapper, Emitter {
+            locals: Locals { r: 0, c: 0, a: 0 },
+            mem,
+            analysis: a,
+            kind,
+        })?));
+    }
+    let additions = Additions {
+        extra_types,
+        hash_type,
+        hash_body: hash_function(mem, &plan.layout),
+        memory_pages: plan.layout.size.div_ceil(65536).max(1),
+        memory_index: mem,
+        data: (tables_start, table_bytes),
+    };
+    let bytes = write_module(wasm, facts, bodies, &additions)?;
+    Ok((bytes, plan))
+}
+
+fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentError> {
+    use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+    RoundtripReencoder.val_type(t).map_err(|e| InstrumentError::Encode(e.to_string()))
+}
+
+/// Re-encodes one body with the emitter's code spliced in at the analysis' action points.
+fn emit_body<'f>(
+    facts: &ModuleFacts<'f>,
+    k: usize,
+    a: &FunctionAnalysis,
+    num_params: u32,
+    wrapper: BlockType,
+    mut em: Emitter<'_>,
+) -> Result<Function, InstrumentError> {
+    use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+    let body = &facts.bodies[k];
+    let enc = |e: &dyn std::fmt::Display| InstrumentError::Encode(format!("function {}: {e}", facts.func_index(k).0));
+    let mut locals: Vec<(u32, ValType)> = Vec::new();
+    let mut num_locals = num_params;
+    for l in body.get_locals_reader().map_err(|e| enc(&e))? {
+        let (n, t) = l.map_err(|e| enc(&e))?;
+        num_locals += n;
+        locals.push((n, val_type(t)?));
+    }
+    em.locals = Locals { r: num_locals, c: num_locals + 1, a: num_locals + 2 };
+    locals.push((1, ValType::I64));
+    locals.push((2, ValType::I32));
+    let paths = matches!(em.kind, EmitKind::Paths { .. });
+
+    let mut out: Vec<I<'f>> = Vec::new();
+    if paths {
+        out.push(I::Block(wrapper));
+        em.prologue(&mut out);
+    }
+    let mut reader = body.get_operators_reader().map_err(|e| enc(&e))?;
+    let mut next = 0usize;
+    let mut reenc = RoundtripReencoder;
+    for i in 0..a.num_ops {
+        let op = reader.read().map_err(|e| enc(&e))?;
+        while let Some((at, Slot::Before, act)) = a.actions.get(next) {
+            if *at != i {
+                break;
+            }
+            em.action(&mut out, next, act);
+            next += 1;
+        }
+        let is_last = i + 1 == a.num_ops;
+        if paths && is_last {
+            out.push(I::End);
+            em.epilogue(&mut out);
+            out.push(I::End);
+        } else if let (true, Some(&(_, depth))) = (paths, a.returns.iter().find(|r| r.0 == i)) {
+            out.push(I::Br(depth));
+        } else {
+            out.push(reenc.instruction(op).map_err(|e| enc(&e))?);
+        }
+        while let Some((at, Slot::After, act)) = a.actions.get(next) {
+            if *at != i {
+                break;
+            }
+            em.action(&mut out, next, act);
+            next += 1;
+        }
+    }
+    let mut f = Function::new(locals);
+    for ins in &out {
+        f.instruction(ins);
+    }
+    Ok(f)
+}
+
+/// The in-module hash table for functions with too many paths to give each an array
+/// (TPP §2.2: PP's hashed routines). Open addressing, linear probing; entries are
+/// `[r: u64][count: u64][func + 1: u32][pad]`. When 3/4 full, further new paths are counted
+/// in `hash_overflow` and reported, never silently dropped.
+fn hash_function(mem: u32, l: &MemoryLayout) -> Function {
+    let m64 = |o: u32| memarg(mem, o, 3);
+    let m32 = |o: u32| memarg(mem, o, 2);
+    let (f, r, h, p, key) = (0u32, 1u32, 2u32, 3u32, 4u32);
+    let mask = (l.hash_capacity - 1) as i32;
+    let limit = (l.hash_capacity / 4 * 3) as i32;
+    let tb = l.hash_base;
+    let mut func = Function::new([(3, ValType::I32)]);
+    let ins = [
+        I::LocalGet(r),
+        I::LocalGet(f),
+        I::I64ExtendI32U,
+        I::I64Const(0x9E37_79B9_7F4A_7C15u64 as i64),
+        I::I64Mul,
+        I::I64Xor,
+        I::I64Const(0xFF51_AFD7_ED55_8CCDu64 as i64),
+        I::I64Mul,
+        I::I64Const(32),
+        I::I64ShrU,
+        I::I32WrapI64,
+        I::I32Const(mask),
+        I::I32And,
+        I::LocalSet(h),
+        I::Loop(BlockType::Empty),
+        I::LocalGet(h),
+        I::I32Const(24),
+        I::I32Mul,
+        I::LocalSet(p),
+        I::LocalGet(p),
+        I::I32Load(m32(tb + 16)),
+        I::LocalTee(key),
+        I::LocalGet(f),
+        I::I32Const(1),
+        I::I32Add,
+        I::I32Eq,
+        I::If(BlockType::Empty),
+        I::LocalGet(p),
+        I::I64Load(m64(tb)),
+        I::LocalGet(r),
+        I::I64Eq,
+        I::If(BlockType::Empty),
+        I::LocalGet(p),
+        I::LocalGet(p),
+        I::I64Load(m64(tb + 8)),
+        I::I64Const(1),
+        I::I64Add,
+        I::I64Store(m64(tb + 8)),
+        I::Return,
+        I::End,
+        I::End,
+        I::LocalGet(key),
+        I::I32Eqz,
+        I::If(BlockType::Empty),
+        I::I32Const(0),
+        I::I32Load(m32(l.hash_used)),
+        I::I32Const(limit),
+        I::I32GeU,
+        I::If(BlockType::Empty),
+        I::I32Const(0),
+        I::I32Const(0),
+        I::I64Load(m64(l.hash_overflow)),
+        I::I64Const(1),
+        I::I64Add,
+        I::I64Store(m64(l.hash_overflow)),
+        I::Return,
+        I::End,
+        I::I32Const(0),
+        I::I32Const(0),
+        I::I32Load(m32(l.hash_used)),
+        I::I32Const(1),
+        I::I32Add,
+        I::I32Store(m32(l.hash_used)),
+        I::LocalGet(p),
+        I::LocalGet(f),
+        I::I32Const(1),
+        I::I32Add,
+        I::I32Store(m32(tb + 16)),
+        I::LocalGet(p),
+        I::LocalGet(r),
+        I::I64Store(m64(tb)),
+        I::LocalGet(p),
+        I::I64Const(1),
+        I::I64Store(m64(tb + 8)),
+        I::Return,
+        I::End,
+        I::LocalGet(h),
+        I::I32Const(1),
+        I::I32Add,
+        I::I32Const(mask),
+        I::I32And,
+        I::LocalSet(h),
+        I::Br(0),
+        I::End,
+        I::End,
+    ];
+    for i in &ins {
+        func.instruction(i);
+    }
+    func
+}

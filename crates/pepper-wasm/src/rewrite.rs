@@ -1,0 +1,195 @@
+//! Copying a module with wasm-encoder's `reencode`, overriding only what pepper changes:
+//! instrumented function bodies, plus one memory, one export, one data segment, a few types
+//! and the hash function appended at the *end* of their index spaces, so no existing index
+//! shifts and nothing else in the module needs renumbering.
+
+use crate::module::ModuleFacts;
+use crate::plan::{InstrumentError, COUNTERS_EXPORT};
+use wasm_encoder::reencode::{utils, Reencode};
+use wasm_encoder::{
+    CodeSection, ConstExpr, DataSection, ExportKind, ExportSection, Function, FunctionSection,
+    MemorySection, MemoryType, Module, SectionId, TypeSection, ValType,
+};
+
+/// What pepper appends to the module.
+pub struct Additions {
+    pub extra_types: Vec<(Vec<ValType>, Vec<ValType>)>,
+    pub hash_type: u32,
+    pub hash_body: Function,
+    pub memory_pages: u64,
+    pub memory_index: u32,
+    /// One active data segment: (address, bytes). Empty bytes add no segment.
+    pub data: (u32, Vec<u8>),
+}
+
+struct Writer<'a, 'f> {
+    facts: &'a ModuleFacts<'f>,
+    bodies: Vec<Option<Function>>,
+    add: &'a Additions,
+    memory_done: bool,
+    export_done: bool,
+    data_done: bool,
+}
+
+fn rank(id: SectionId) -> u8 {
+    match id {
+        SectionId::Type => 1,
+        SectionId::Import => 2,
+        SectionId::Function => 3,
+        SectionId::Table => 4,
+        SectionId::Memory => 5,
+        SectionId::Tag => 6,
+        SectionId::Global => 7,
+        SectionId::Export => 8,
+        SectionId::Start => 9,
+        SectionId::Element => 10,
+        SectionId::DataCount => 11,
+        SectionId::Code => 12,
+        SectionId::Data => 13,
+        _ => 0,
+    }
+}
+
+impl Writer<'_, '_> {
+    fn add_memory(&mut self, s: &mut MemorySection) {
+        s.memory(MemoryType {
+            minimum: self.add.memory_pages,
+            maximum: None,
+            memory64: false,
+            shared: false,
+            page_size_log2: None,
+        });
+        self.memory_done = true;
+    }
+    fn add_export(&mut self, s: &mut ExportSection) {
+        s.export(COUNTERS_EXPORT, ExportKind::Memory, self.add.memory_index);
+        self.export_done = true;
+    }
+    fn add_data(&mut self, s: &mut DataSection) {
+        if !self.add.data.1.is_empty() {
+            s.active(
+                self.add.memory_index,
+                &ConstExpr::i32_const(self.add.data.0 as i32),
+                self.add.data.1.iter().copied(),
+            );
+        }
+        self.data_done = true;
+    }
+}
+
+impl Reencode for Writer<'_, '_> {
+    type Error = std::convert::Infallible;
+
+    fn parse_type_section(
+        &mut self,
+        types: &mut TypeSection,
+        section: wasmparser::TypeSectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        utils::parse_type_section(self, types, section)?;
+        for (params, results) in &self.add.extra_types {
+            types.ty().function(params.iter().copied(), results.iter().copied());
+        }
+        Ok(())
+    }
+
+    fn parse_function_section(
+        &mut self,
+        functions: &mut FunctionSection,
+        section: wasmparser::FunctionSectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        utils::parse_function_section(self, functions, section)?;
+        functions.function(self.add.hash_type);
+        Ok(())
+    }
+
+    fn parse_memory_section(
+        &mut self,
+        memories: &mut MemorySection,
+        section: wasmparser::MemorySectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        utils::parse_memory_section(self, memories, section)?;
+        self.add_memory(memories);
+        Ok(())
+    }
+
+    fn parse_export_section(
+        &mut self,
+        exports: &mut ExportSection,
+        section: wasmparser::ExportSectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        utils::parse_export_section(self, exports, section)?;
+        self.add_export(exports);
+        Ok(())
+    }
+
+    fn parse_data_section(
+        &mut self,
+        data: &mut DataSection,
+        section: wasmparser::DataSectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        utils::parse_data_section(self, data, section)?;
+        self.add_data(data);
+        Ok(())
+    }
+
+    fn data_count(&mut self, count: u32) -> Result<u32, wasm_encoder::reencode::Error<Self::Error>> {
+        Ok(count + u32::from(!self.add.data.1.is_empty()))
+    }
+
+    fn parse_code_section(
+        &mut self,
+        code: &mut CodeSection,
+        section: wasmparser::CodeSectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        for (k, body) in section.into_iter().enumerate() {
+            let body = body?;
+            match self.bodies.get_mut(k).and_then(Option::take) {
+                Some(f) => code.function(&f),
+                None => code.raw(body.as_bytes()),
+            };
+        }
+        code.function(&self.add.hash_body);
+        Ok(())
+    }
+
+    fn intersperse_section_hook(
+        &mut self,
+        module: &mut Module,
+        _after: Option<SectionId>,
+        before: Option<SectionId>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        let next = before.map_or(u8::MAX, rank);
+        if !self.memory_done && !self.facts.has_memory_section && next > rank(SectionId::Memory) {
+            let mut s = MemorySection::new();
+            self.add_memory(&mut s);
+            module.section(&s);
+        }
+        if !self.export_done && !self.facts.has_export_section && next > rank(SectionId::Export) {
+            let mut s = ExportSection::new();
+            self.add_export(&mut s);
+            module.section(&s);
+        }
+        if !self.data_done && !self.facts.has_data_section && next > rank(SectionId::Data) {
+            let mut s = DataSection::new();
+            self.add_data(&mut s);
+            if !self.add.data.1.is_empty() {
+                module.section(&s);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes the rewritten module.
+pub fn write_module(
+    wasm: &[u8],
+    facts: &ModuleFacts<'_>,
+    bodies: Vec<Option<Function>>,
+    add: &Additions,
+) -> Result<Vec<u8>, InstrumentError> {
+    let mut w = Writer { facts, bodies, add, memory_done: false, export_done: false, data_done: false };
+    let mut module = Module::new();
+    w.parse_core_module(&mut module, wasmparser::Parser::new(0), wasm)
+        .map_err(|e| InstrumentError::Encode(e.to_string()))?;
+    Ok(module.finish())
+}
