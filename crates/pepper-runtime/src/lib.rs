@@ -1,1 +1,129 @@
-//! placeholder
+//! Runs WASI command modules in embedded wasmtime and hands back what pepper needs to build
+//! a profile: exit status, timings, and a copy of the profiler memory.
+//!
+//! The guest gets what a `wasmtime run` user expects: arguments, environment, inherited
+//! stdio and `--dir` preopens. A guest that traps or calls `proc_exit` still has its counters
+//! read, because the instance (and so its memory) outlives the failed call.
+
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use wasmtime::{Config, Engine, Linker, Module, Store};
+use wasmtime_wasi::p1::WasiP1Ctx;
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+/// How to run the guest.
+#[derive(Clone, Debug, Default)]
+pub struct RunConfig {
+    /// `argv`, including `argv[0]` (the program name).
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Pass the host environment through.
+    pub inherit_env: bool,
+    /// Preopened directories: (host path, guest path).
+    pub dirs: Vec<(PathBuf, String)>,
+    /// wasmtime's compilation cache directory; `None` disables caching.
+    pub cache_dir: Option<PathBuf>,
+    /// Name of the exported memory to copy out after the run (pepper's counters).
+    pub counters_export: Option<String>,
+    /// Inherit stdin/stdout/stderr (otherwise the guest sees empty stdin and its output
+    /// is discarded; benchmarks use that).
+    pub inherit_stdio: bool,
+}
+
+/// What happened.
+#[derive(Debug)]
+pub struct RunResult {
+    /// 0 when `_start` returned, the `proc_exit` code, or 134 (like `wasmtime run`) on a trap.
+    pub exit_code: i32,
+    pub trap: Option<String>,
+    pub compile: Duration,
+    pub run: Duration,
+    /// The counters memory, if it was requested and exists.
+    pub counters: Option<Vec<u8>>,
+}
+
+/// The default compilation cache: `$XDG_CACHE_HOME/pepper/wasmtime` or
+/// `~/.cache/pepper/wasmtime`.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("pepper").join("wasmtime"))
+}
+
+/// A wasmtime engine with the proposals real toolchains emit (multi-memory is what pepper's
+/// counters memory needs; exceptions are what yosys needs).
+pub fn engine(cache_dir: Option<&PathBuf>) -> Result<Engine> {
+    let mut config = Config::new();
+    config.wasm_multi_memory(true);
+    config.wasm_exceptions(true);
+    config.wasm_tail_call(true);
+    if let Some(dir) = cache_dir {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating cache directory {}", dir.display()))?;
+        let dir = std::fs::canonicalize(dir)?;
+        let mut cc = wasmtime::CacheConfig::new();
+        cc.with_directory(dir);
+        config.cache(Some(wasmtime::Cache::new(cc)?));
+    }
+    Ok(Engine::new(&config)?)
+}
+
+/// Compiles and runs `wasm` (already instrumented, or not) as a WASI command.
+pub fn run(wasm: &[u8], cfg: &RunConfig) -> Result<RunResult> {
+    let engine = engine(cfg.cache_dir.as_ref())?;
+    let t0 = Instant::now();
+    let module = Module::new(&engine, wasm).map_err(anyhow::Error::from).context("compiling the module")?;
+    let compile = t0.elapsed();
+
+    let mut builder = WasiCtxBuilder::new();
+    builder.args(&cfg.args);
+    if cfg.inherit_env {
+        builder.inherit_env();
+    }
+    for (k, v) in &cfg.env {
+        builder.env(k, v);
+    }
+    if cfg.inherit_stdio {
+        builder.inherit_stdio();
+    }
+    for (host, guest) in &cfg.dirs {
+        builder
+            .preopened_dir(host, guest, FsPerms::ReadWrite)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("preopening directory {}", host.display()))?;
+    }
+    let wasi: WasiP1Ctx = builder.build_p1();
+    let mut store = Store::new(&engine, wasi);
+    let mut linker: Linker<WasiP1Ctx> = Linker::new(&engine);
+    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t)?;
+    linker.define_unknown_imports_as_traps(&module)?;
+
+    let t1 = Instant::now();
+    let instance = linker.instantiate(&mut store, &module);
+    let (outcome, instance) = match instance {
+        Ok(instance) => {
+            let start = instance
+                .get_typed_func::<(), ()>(&mut store, "_start")
+                .map_err(anyhow::Error::from)
+                .context("the module has no `_start` export: pepper runs WASI commands")?;
+            (start.call(&mut store, ()), Some(instance))
+        }
+        Err(e) => (Err(e), None),
+    };
+    let run = t1.elapsed();
+    let (exit_code, trap) = match outcome {
+        Ok(()) => (0, None),
+        Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+            Some(exit) => (exit.0, None),
+            None => (134, Some(format!("{e:?}"))),
+        },
+    };
+    let counters = match (instance, &cfg.counters_export) {
+        (Some(i), Some(name)) => i.get_memory(&mut store, name).map(|m| m.data(&store).to_vec()),
+        _ => None,
+    };
+    Ok(RunResult { exit_code, trap, compile, run, counters })
+}

@@ -1,1 +1,54 @@
-fn main() {}
+//! `pepper`: the command-line interface. One module per subcommand; flags become plain
+//! config types here, at the edge, and the library crates never see clap.
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// pepper: path, edge and calling-context profiler for WebAssembly.
+///
+/// Typical use:
+///   pepper run prog.wasm -- ARGS       run under exact path profiling, write prog.pepper.json
+///   pepper report prog.pepper.json     hottest functions, paths and branch biases
+#[derive(Parser, Debug)]
+#[command(name = "pepper", version, about, long_about, verbatim_doc_comment)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Run(cmd::run::Args),
+    Report(cmd::report::Args),
+    Instrument(cmd::instrument::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => cmd::run::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Instrument(a) => cmd::instrument::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                std::process::exit(0);
+            }
+            eprintln!("error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            std::process::exit(2);
+        }
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

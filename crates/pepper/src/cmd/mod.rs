@@ -1,0 +1,49 @@
+pub mod instrument;
+pub mod report;
+pub mod run;
+
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// Profiling modes a user can pick on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModeArg {
+    /// Count every Ball-Larus path (PEP's header-split variant); edges derived from paths.
+    ExactPaths,
+    /// Count every branch outcome directly.
+    ExactEdges,
+    /// No instrumentation (baseline).
+    None,
+}
+
+impl From<ModeArg> for pepper_profile::Mode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::ExactPaths => pepper_profile::Mode::ExactPaths,
+            ModeArg::ExactEdges => pepper_profile::Mode::ExactEdges,
+            ModeArg::None => pepper_profile::Mode::None,
+        }
+    }
+}
+
+/// Reads a `.wasm` or `.wat` file and returns the binary module.
+pub fn read_module(path: &Path) -> Result<Vec<u8>> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let wasm = pepper_wasm::read_module(&bytes)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("{} is neither a wasm binary nor valid WebAssembly text", path.display()))?;
+    Ok(wasm.into_owned())
+}
+
+/// Prints the plan's warnings, at most `max` of them, to stderr.
+pub fn print_warnings(warnings: &[String], max: usize) {
+    for w in warnings.iter().take(max) {
+        eprintln!("pepper: warning: {w}");
+    }
+    if warnings.len() > max {
+        eprintln!(
+            "pepper: warning: ... and {} more (all are listed in the profile's \"warnings\")",
+            warnings.len() - max
+        );
+    }
+}
