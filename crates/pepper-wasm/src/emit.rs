@@ -221,7 +221,7 @@ impl Emitter<'_> {
                 }
                 EmitKind::Edges { site_base, .. } => {
                     // taken (condition != 0) is slot 0, not-taken slot 1.
-                    out.extend([I::LocalTee(c), I::I32Eqz]);
+                    out.extend([I::LocalTee(c), I::LocalGet(c), I::I32Eqz]);
                     self.incr_counter_dyn(out, site_base[site.0 as usize]);
                 }
             },

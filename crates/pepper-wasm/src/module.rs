@@ -92,7 +92,15 @@ impl<'a> ModuleFacts<'a> {
                     f.has_memory_section = true;
                     f.num_memories += r.count();
                 }
-                Payload::ExportSection(_) => f.has_export_section = true,
+                Payload::ExportSection(r) => {
+                    f.has_export_section = true;
+                    // Export names stand in for functions the name section does not name.
+                    for e in r.into_iter().flatten() {
+                        if e.kind == wasmparser::ExternalKind::Func {
+                            f.names.entry(e.index).or_insert_with(|| e.name.to_string());
+                        }
+                    }
+                }
                 Payload::DataSection(_) => f.has_data_section = true,
                 Payload::CodeSectionStart { unchecked_range, .. } => {
                     f.code_section_start = unchecked_range.start

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Builds pepper's real workloads (bzip2, Lua, SQLite, zstd) to wasm32-wasi from the C sources
+# carried by crates.io source crates, with Debian's clang, lld and wasi-libc.
+#
+#   bench/workloads/build.sh          installs what is missing (apt), vendors sources, builds
+#
+# Output: bench/workloads/build/{bzip2,lua,sqlite,zstd}.wasm and deterministic inputs.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+OUT="$HERE/build"
+VENDOR="$HERE/vendor"
+mkdir -p "$OUT/obj"
+
+need_install=0
+command -v clang >/dev/null || need_install=1
+command -v wasm-ld >/dev/null || [ -x /usr/lib/llvm-14/bin/wasm-ld ] || need_install=1
+[ -f /usr/lib/wasm32-wasi/libc.a ] || need_install=1
+ls /usr/lib/llvm-*/lib/clang/*/lib/wasi/libclang_rt.builtins-wasm32.a >/dev/null 2>&1 || need_install=1
+if [ "$need_install" = 1 ]; then
+  echo "workloads: installing clang, lld, wasi-libc, libclang-rt-dev-wasm32 (apt)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq clang lld wasi-libc libclang-rt-dev-wasm32 >/dev/null
+fi
+
+if [ ! -d "$VENDOR" ]; then
+  echo "workloads: fetching C sources from crates.io source crates (cargo vendor)" >&2
+  tmp="$(mktemp -d)"
+  cp "$HERE/sources.toml" "$tmp/Cargo.toml"
+  touch "$tmp/lib.rs"
+  (cd "$tmp" && cargo vendor --quiet --versioned-dirs "$VENDOR.tmp" >/dev/null)
+  mv "$VENDOR.tmp" "$VENDOR"
+  rm -rf "$tmp"
+fi
+
+RES="$(clang -print-resource-dir)"
+# -nostdinc: Debian's clang would otherwise also search the host's /usr/include.
+CC=(clang --target=wasm32-wasi -nostdinc -isystem /usr/include/wasm32-wasi -isystem "$RES/include" -O2 -g)
+LINK=(clang --target=wasm32-wasi)
+
+# compile NAME FLAGS... -- FILES...: objects into $OUT/obj/NAME, two at a time.
+compile() {
+  local name="$1"; shift
+  local flags=()
+  while [ "$1" != "--" ]; do flags+=("$1"); shift; done
+  shift
+  mkdir -p "$OUT/obj/$name"
+  printf '%s\n' "$@" | xargs -P 2 -I{} sh -c '
+    src="$1"; shift; obj="$OUT_DIR/$(basename "$src" .c).o"
+    [ "$obj" -nt "$src" ] || "$@" -c "$src" -o "$obj"' _ {} "${CC[@]}" "${flags[@]}"
+}
+export OUT_DIR
+
+BZ="$VENDOR/bzip2-sys-0.1.13+1.0.8/bzip2-1.0.8"
+OUT_DIR="$OUT/obj/bzip2" compile bzip2 -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_PROCESS_CLOCKS -I"$BZ" -- \
+  "$BZ"/{blocksort,huffman,crctable,randtable,compress,decompress,bzlib,bzip2}.c "$HERE/stubs/bzip2_stubs.c"
+"${LINK[@]}" "$OUT"/obj/bzip2/*.o -lwasi-emulated-signal -lwasi-emulated-process-clocks -o "$OUT/bzip2.wasm"
+
+LUA="$VENDOR/lua-src-551.1.0/lua-5.4.9"
+LUA_SRC=()
+for f in "$LUA"/*.c; do
+  case "$(basename "$f")" in lua.c|luac.c|onelua.c|ltests.c) ;; *) LUA_SRC+=("$f") ;; esac
+done
+OUT_DIR="$OUT/obj/lua" compile lua "-Dluai_makeseed(L)=0x5eedu" -I"$HERE/stubs" -I"$LUA" -DLUA_USE_C89 -D_WASI_EMULATED_PROCESS_CLOCKS -D_WASI_EMULATED_SIGNAL -- \
+  "${LUA_SRC[@]}" "$HERE/drivers/lua_driver.c"
+"${LINK[@]}" "$OUT"/obj/lua/*.o -lwasi-emulated-process-clocks -lwasi-emulated-signal -o "$OUT/lua.wasm"
+
+SQ="$VENDOR/libsqlite3-sys-0.39.1/sqlite3"
+OUT_DIR="$OUT/obj/sqlite" compile sqlite -I"$SQ" -DSQLITE_OS_OTHER=1 -DSQLITE_THREADSAFE=0 -DSQLITE_TEMP_STORE=3 \
+  -DSQLITE_OMIT_LOAD_EXTENSION -DLONGDOUBLE_TYPE=double -D_WASI_EMULATED_MMAN -D_WASI_EMULATED_GETPID \
+  -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_PROCESS_CLOCKS -- \
+  "$SQ/sqlite3.c" "$SQ/wasm32-wasi-vfs.c" "$HERE/drivers/sqlite_driver.c"
+"${LINK[@]}" "$OUT"/obj/sqlite/*.o -lwasi-emulated-mman -lwasi-emulated-getpid -lwasi-emulated-signal \
+  -lwasi-emulated-process-clocks -o "$OUT/sqlite.wasm"
+
+ZS="$VENDOR/zstd-sys-2.1.2+zstd.1.5.7/zstd/lib"
+OUT_DIR="$OUT/obj/zstd" compile zstd -I"$ZS" -I"$ZS/common" -DZSTD_DISABLE_ASM -- \
+  "$ZS"/common/*.c "$ZS"/compress/*.c "$ZS"/decompress/*.c "$HERE/drivers/zstd_driver.c"
+"${LINK[@]}" "$OUT"/obj/zstd/*.o -o "$OUT/zstd.wasm"
+
+python3 "$HERE/gen_input.py" "$OUT/input-small.txt" 300000
+python3 "$HERE/gen_input.py" "$OUT/input-bench.txt" 3000000
+ls -la "$OUT"/*.wasm >&2
