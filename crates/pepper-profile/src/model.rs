@@ -129,6 +129,8 @@ pub enum PathPoint {
     Truncation { offset: u64 },
     /// A tail call (`return_call*` at `offset`).
     TailCall { offset: u64 },
+    /// A `throw` or `throw_ref` at `offset`.
+    Throw { offset: u64 },
 }
 
 /// One acyclic path and how often it ran.

@@ -190,6 +190,7 @@ fn point(pt: &PathPoint) -> String {
         PathPoint::LoopHeader { offset } => format!("loop@{offset:#x}"),
         PathPoint::Truncation { offset } => format!("cut@{offset:#x}"),
         PathPoint::TailCall { offset } => format!("tail-call@{offset:#x}"),
+        PathPoint::Throw { offset } => format!("throw@{offset:#x}"),
     }
 }
 

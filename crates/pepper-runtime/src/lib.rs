@@ -118,7 +118,13 @@ pub fn run(wasm: &[u8], cfg: &RunConfig) -> Result<RunResult> {
         Ok(()) => (0, None),
         Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
             Some(exit) => (exit.0, None),
-            None => (134, Some(format!("{e:?}"))),
+            None => {
+                // Like `wasmtime run`: the whole error with its wasm backtrace on stderr,
+                // the root cause (the trap itself) in the profile.
+                eprintln!("{e:?}");
+                let e = anyhow::Error::from(e);
+                (134, Some(e.root_cause().to_string()))
+            }
         },
     };
     let counters = match (instance, &cfg.counters_export) {

@@ -67,6 +67,8 @@ pub struct EdgeInfo {
     pub branch: Option<(LocalBranch, u32)>,
     /// Edge into EXIT made by a tail call at this offset.
     pub tail_call: Option<u64>,
+    /// Edge into EXIT made by a `throw`/`throw_ref` at this offset.
+    pub throw: Option<u64>,
 }
 
 /// The analysis of one function body.
@@ -220,7 +222,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 let site = b.site(offset, BranchKind::If, two_way());
                 let if_src = if let Some(c) = cur {
                     let then = b.node(NodeKind::Other, offset);
-                    let e = b.edge(c, then, EdgeInfo { branch: Some((site, 0)), tail_call: None });
+                    let e = b.edge(c, then, EdgeInfo { branch: Some((site, 0)), tail_call: None, throw: None });
                     b.act(i, Slot::After, Action::Edge(e));
                     b.act(i, Slot::After, Action::NodeStart(then));
                     cur = Some(then);
@@ -241,7 +243,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 cur = None;
                 if let Some((src, site)) = if_src {
                     let arm = b.node(NodeKind::Other, offset);
-                    let e = b.edge(src, arm, EdgeInfo { branch: Some((site, 1)), tail_call: None });
+                    let e = b.edge(src, arm, EdgeInfo { branch: Some((site, 1)), tail_call: None, throw: None });
                     b.act(i, Slot::After, Action::Edge(e));
                     b.act(i, Slot::After, Action::NodeStart(arm));
                     cur = Some(arm);
@@ -255,7 +257,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 }
                 if f.kind == FrameKind::If && !f.has_else {
                     if let Some((src, site)) = f.if_src {
-                        let e = b.edge(src, f.join, EdgeInfo { branch: Some((site, 1)), tail_call: None });
+                        let e = b.edge(src, f.join, EdgeInfo { branch: Some((site, 1)), tail_call: None, throw: None });
                         b.act(i, Slot::Before, Action::SynthElse { not_taken: e });
                     }
                 }
@@ -285,8 +287,8 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     let (idx, t) = target(&frames, relative_depth)?;
                     let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
                     let fall = b.node(NodeKind::Other, offset);
-                    let taken = b.edge(c, t, EdgeInfo { branch: Some((site, 0)), tail_call: None });
-                    let fe = b.edge(c, fall, EdgeInfo { branch: Some((site, 1)), tail_call: None });
+                    let taken = b.edge(c, t, EdgeInfo { branch: Some((site, 0)), tail_call: None, throw: None });
+                    let fe = b.edge(c, fall, EdgeInfo { branch: Some((site, 1)), tail_call: None, throw: None });
                     b.act(i, Slot::Before, Action::BrIf { taken, fall: fe, site });
                     b.act(i, Slot::After, Action::NodeStart(fall));
                     note_back_edge(&frames[idx], t, &mut b.headers);
@@ -331,7 +333,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     for (k, &d) in distinct.iter().enumerate() {
                         let (idx, t) = target(&frames, d)?;
                         let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
-                        let e = b.edge(c, t, EdgeInfo { branch: Some((site, k as u32)), tail_call: None });
+                        let e = b.edge(c, t, EdgeInfo { branch: Some((site, k as u32)), tail_call: None, throw: None });
                         note_back_edge(&frames[idx], t, &mut b.headers);
                         slot_edges.push(e);
                     }
@@ -352,13 +354,22 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             | Operator::ReturnCallIndirect { .. }
             | Operator::ReturnCallRef { .. } => {
                 if let Some(c) = cur {
-                    let e = b.edge(c, exit, EdgeInfo { branch: None, tail_call: Some(offset) });
+                    let e = b.edge(c, exit, EdgeInfo { branch: None, tail_call: Some(offset), throw: None });
                     b.act(i, Slot::Before, Action::TailExit(e));
                 }
                 cur = None;
             }
-            Operator::Unreachable | Operator::Throw { .. } | Operator::ThrowRef | Operator::Rethrow { .. } => {
-                // A dead end: the P-DAG gives it a never-executed edge to EXIT (pitfall P7).
+            Operator::Throw { .. } | Operator::ThrowRef => {
+                // The activation ends here (pepper skips functions that could catch it), so
+                // the path is recorded before the throw, like a tail call.
+                if let Some(c) = cur {
+                    let e = b.edge(c, exit, EdgeInfo { branch: None, tail_call: None, throw: Some(offset) });
+                    b.act(i, Slot::Before, Action::TailExit(e));
+                }
+                cur = None;
+            }
+            Operator::Unreachable | Operator::Rethrow { .. } => {
+                // A dead end (a trap): the P-DAG gives it a never-executed edge to EXIT (P7).
                 cur = None;
             }
             Operator::TryTable { .. } => return Err(AnalysisError::Unsupported { op: "try_table", offset }),

@@ -170,9 +170,10 @@ fn decode_path(fp: &FunctionPlan, r: u64, count: u64) -> Option<Path> {
     };
     let end = match nd.dag.edge(*edges.last()?).kind {
         DagEdgeKind::SplitExit(n) => point(n),
-        DagEdgeKind::Real(e) => match a.edges[e.index()].tail_call {
-            Some(offset) => PathPoint::TailCall { offset },
-            None => PathPoint::FunctionExit,
+        DagEdgeKind::Real(e) => match (a.edges[e.index()].tail_call, a.edges[e.index()].throw) {
+            (Some(offset), _) => PathPoint::TailCall { offset },
+            (_, Some(offset)) => PathPoint::Throw { offset },
+            _ => PathPoint::FunctionExit,
         },
         _ => PathPoint::FunctionExit,
     };

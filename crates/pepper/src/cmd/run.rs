@@ -89,7 +89,7 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let result = pepper_runtime::run(&inst.wasm, &cfg)?;
     if let Some(t) = &result.trap {
-        eprintln!("pepper: guest trapped: {}", t.lines().next().unwrap_or(""));
+        eprintln!("pepper: guest trapped ({t}); writing the profile of what completed");
     }
 
     let facts = ModuleFacts::parse(&wasm)?;

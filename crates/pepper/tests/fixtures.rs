@@ -1,0 +1,137 @@
+//! Hand-written `.wat` fixtures whose counts are known by construction. Each runs in all
+//! three modes: behaviour must not change (the fixtures trap if a result is wrong), and the
+//! edge profile derived from exact paths must equal the directly counted one.
+
+mod common;
+use common::*;
+use pepper_profile::{BranchKind::*, PathPoint, Profile};
+
+fn all_modes(name: &str) -> (Profile, Profile) {
+    let f = fixture(name);
+    let (c0, out0, _, _) = run("none", &f, &[], &[]);
+    let (c1, out1, err1, paths) = run("exact-paths", &f, &[], &[]);
+    let (c2, out2, _, edges) = run("exact-edges", &f, &[], &[]);
+    assert_eq!((c0, &out0), (c1, &out1), "exact-paths changed behaviour of {name}: {err1}");
+    assert_eq!((c0, &out0), (c2, &out2), "exact-edges changed behaviour of {name}");
+    assert_same_edges(&paths, &edges);
+    (paths, edges)
+}
+
+#[test]
+fn mod3_loop_takes_the_if_34_times() {
+    let (p, _) = all_modes("mod3.wat");
+    assert_eq!(branch(&p, "count", If, 0), vec![34, 66]);
+    assert_eq!(branch(&p, "count", BrIf, 0), vec![99, 1]);
+    // entry->header, 99 back edges, last iteration to exit.
+    assert_eq!(path_executions(&p, "count"), 101);
+}
+
+#[test]
+fn nested_loops() {
+    let (p, _) = all_modes("nested.wat");
+    assert_eq!(branch(&p, "nested", BrIf, 0), vec![190, 10]);
+    assert_eq!(branch(&p, "nested", BrIf, 1), vec![9, 1]);
+    let ends_at_header = p.paths.iter().filter(|x| matches!(x.end, PathPoint::LoopHeader { .. })).count();
+    assert!(ends_at_header >= 3, "paths end at both loop headers");
+}
+
+#[test]
+fn br_table_counts_distinct_targets() {
+    let (p, _) = all_modes("brtable.wat");
+    let b = p.branches.iter().find(|b| b.kind == BrTable).unwrap();
+    assert_eq!(b.counts, vec![15, 8, 7]);
+    assert_eq!(b.outcomes, vec!["depth 0 (arms 0,2)", "depth 1 (arms 1)", "depth 2 (arms default)"]);
+}
+
+#[test]
+fn early_returns_all_reach_the_exit() {
+    let (p, _) = all_modes("early_return.wat");
+    assert_eq!(branch(&p, "find", If, 0), vec![10, 95]);
+    let index = p.functions.iter().find(|f| f.name.as_deref() == Some("find")).unwrap().index;
+    let exits: u64 = p
+        .paths
+        .iter()
+        .filter(|x| x.func == index && x.end == PathPoint::FunctionExit)
+        .map(|x| x.count)
+        .sum();
+    assert_eq!(exits, 15, "one completed exit path per call");
+}
+
+#[test]
+fn multi_value_blocks_and_functions() {
+    let (p, _) = all_modes("multivalue.wat");
+    assert_eq!(branch(&p, "divmod", If, 0), vec![1, 1]);
+    assert_eq!(branch(&p, "swapif", If, 0), vec![1, 1]);
+    assert_eq!(branch(&p, "sumloop", BrIf, 0), vec![9, 1]);
+}
+
+#[test]
+fn recursion_keeps_a_register_per_activation() {
+    let (p, _) = all_modes("recursion.wat");
+    assert_eq!(branch(&p, "fib", If, 0), vec![89, 88]);
+    assert_eq!(path_executions(&p, "fib"), 177);
+}
+
+#[test]
+fn trapping_guest_still_gets_a_profile() {
+    let (code, _, stderr, p) = run("exact-paths", &fixture("trap.wat"), &[], &[]);
+    assert_eq!(code, 134);
+    assert!(p.run.trap.as_deref().unwrap().contains("unreachable"), "{:?}", p.run.trap);
+    assert!(stderr.contains("trapped"));
+    // entry->header plus four complete iterations; the fifth is cut by the trap.
+    assert_eq!(path_executions(&p, "work"), 5);
+}
+
+#[test]
+fn proc_exit_code_passes_through_with_profile() {
+    let (code, _, _, p) = run("exact-paths", &fixture("exit.wat"), &[], &[]);
+    assert_eq!(code, 3);
+    assert_eq!(p.run.exit_code, Some(3));
+    assert_eq!(branch(&p, "spin", BrIf, 0), vec![6, 1]);
+}
+
+#[test]
+fn exception_handling_function_is_skipped_with_a_warning() {
+    let (p, _) = all_modes("eh.wat");
+    let g = p.functions.iter().find(|f| f.name.as_deref() == Some("guarded")).unwrap();
+    assert!(!g.instrumented);
+    assert!(g.skipped.as_deref().unwrap().contains("try_table"));
+    assert!(p.warnings.iter().any(|w| w.contains("guarded") && w.contains("try_table")));
+    assert_eq!(branch(&p, "thrower", If, 0), vec![4, 4]);
+}
+
+/// A function with 70 stacked diamonds has 2^70 paths: more than a u64 register holds. It
+/// must be truncated (never wrap) and still count every path segment exactly.
+#[test]
+fn more_than_2_pow_64_paths_are_truncated_and_exact() {
+    let mut body = String::new();
+    for k in 0..70 {
+        body.push_str(&format!(
+            "(if (i32.wrap_i64 (i64.and (i64.shr_u (local.get $x) (i64.const {})) (i64.const 1)))
+               (then (local.set $s (i32.add (local.get $s) (i32.const {k}))))
+               (else (local.set $s (i32.xor (local.get $s) (i32.const {k})))))\n",
+            k % 64
+        ));
+    }
+    let wat = format!(
+        "(module (func $wide (param $x i64) (result i32) (local $s i32) {body} (local.get $s))
+           (func (export \"_start\") (local $i i64)
+             (loop $l
+               (drop (call $wide (i64.mul (local.get $i) (i64.const 0x9E3779B97F4A7C15))))
+               (local.set $i (i64.add (local.get $i) (i64.const 1)))
+               (br_if $l (i64.lt_u (local.get $i) (i64.const 20))))))"
+    );
+    let path = tempdir().join("wide.wat");
+    std::fs::write(&path, wat).unwrap();
+    let (c, _, _, paths) = run("exact-paths", &path, &[], &[]);
+    let (c2, _, _, edges) = run("exact-edges", &path, &[], &[]);
+    assert_eq!((c, c2), (0, 0));
+    assert_same_edges(&paths, &edges);
+    let f = paths.functions.iter().find(|f| f.name.as_deref() == Some("wide")).unwrap();
+    assert!(f.truncated_nodes > 0);
+    assert!(f.num_paths.unwrap() <= 1 << 62);
+    // Every call runs through every truncation point: t + 1 path segments per call.
+    assert_eq!(path_executions(&paths, "wide"), 20 * (f.truncated_nodes as u64 + 1));
+    let total: u64 = edges.branches.iter().filter(|b| b.func == f.index).map(|b| b.total()).sum();
+    assert_eq!(total, 20 * 70);
+}

@@ -1,0 +1,55 @@
+//! Differential tests on the real workloads (bench/workloads/build.sh builds them; CI does
+//! that first): instrumented and original programs print the same output and exit code, and
+//! the edge profile derived from exact paths equals the directly counted one.
+//!
+//! Missing workloads fail the test with instructions, unless PEPPER_SKIP_WORKLOADS=1.
+
+mod common;
+use common::*;
+
+fn workload(name: &str) -> Option<std::path::PathBuf> {
+    let p = root().join("bench/workloads/build").join(format!("{name}.wasm"));
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var_os("PEPPER_SKIP_WORKLOADS").is_some() {
+        eprintln!("skipping {name}: PEPPER_SKIP_WORKLOADS is set");
+        return None;
+    }
+    panic!("{} is missing: run bench/workloads/build.sh (or set PEPPER_SKIP_WORKLOADS=1)", p.display());
+}
+
+fn differential(name: &str, extra: &[&str], guest: &[&str]) {
+    let Some(wasm) = workload(name) else { return };
+    let (c0, out0, _, _) = run("none", &wasm, extra, guest);
+    let (c1, out1, e1, paths) = run("exact-paths", &wasm, extra, guest);
+    let (c2, out2, e2, edges) = run("exact-edges", &wasm, extra, guest);
+    assert_eq!(c0, 0, "{name} runs");
+    assert!(!out0.is_empty(), "{name} prints something");
+    assert_eq!((c0, &out0), (c1, &out1), "exact-paths changed {name}: {e1}");
+    assert_eq!((c0, &out0), (c2, &out2), "exact-edges changed {name}: {e2}");
+    assert!(paths.paths.len() > 100, "{name}: real paths recorded");
+    assert_same_edges(&paths, &edges);
+}
+
+#[test]
+fn bzip2() {
+    let dir = root().join("bench/workloads/build");
+    let d = format!("{}::/data", dir.display());
+    differential("bzip2", &["--dir", &d], &["-c", "-9", "/data/input-small.txt"]);
+}
+
+#[test]
+fn lua() {
+    differential("lua", &[], &["1"]);
+}
+
+#[test]
+fn sqlite() {
+    differential("sqlite", &[], &["1"]);
+}
+
+#[test]
+fn zstd() {
+    differential("zstd", &[], &["1"]);
+}
