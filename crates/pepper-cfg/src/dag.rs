@@ -121,7 +121,9 @@ impl PathDag {
         let fe_dst = target(&dag, cfg.entry());
         dag.function_entry = dag.push(dag.entry, fe_dst, DagEdgeKind::FunctionEntry);
         for node in cfg.nodes() {
-            let Some(src) = dag.body[node.index()] else { continue };
+            let Some(src) = dag.body[node.index()] else {
+                continue;
+            };
             if node == cfg.exit() {
                 continue;
             }
@@ -141,7 +143,10 @@ impl PathDag {
         }
         dag.owner = vec![None; dag.succs.len()];
         for node in cfg.nodes() {
-            for v in [dag.body[node.index()], dag.top[node.index()]].into_iter().flatten() {
+            for v in [dag.body[node.index()], dag.top[node.index()]]
+                .into_iter()
+                .flatten()
+            {
                 dag.owner[v.index()] = Some(node);
             }
         }
@@ -178,7 +183,9 @@ impl PathDag {
             }
         }
         if order.len() != nv {
-            let stuck = (0..nv).find(|&v| indeg[v] > 0).expect("some vertex is on a cycle");
+            let stuck = (0..nv)
+                .find(|&v| indeg[v] > 0)
+                .expect("some vertex is on a cycle");
             let node = cfg
                 .nodes()
                 .find(|n| self.body[n.index()].map(|b| b.index()) == Some(stuck))
@@ -206,7 +213,10 @@ impl PathDag {
         &self.edges[e.index()]
     }
     pub fn edges(&self) -> impl Iterator<Item = (DagEdgeId, &DagEdge)> {
-        self.edges.iter().enumerate().map(|(i, e)| (DagEdgeId::new(i), e))
+        self.edges
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (DagEdgeId::new(i), e))
     }
     pub fn succs(&self, v: Vertex) -> &[DagEdgeId] {
         &self.succs[v.index()]

@@ -19,8 +19,8 @@ pub mod testgen;
 mod truncate;
 
 pub use cfg::Cfg;
+pub use dag::CycleError;
 pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
 pub use ids::{DagEdgeId, EdgeId, NodeId};
 pub use numbering::{NumberingError, PathNumbering, RegenError};
-pub use dag::CycleError;
 pub use truncate::{number_with_limit, DagError, NumberedDag, REGISTER_PATH_LIMIT};

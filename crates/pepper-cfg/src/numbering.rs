@@ -69,7 +69,11 @@ impl PathNumbering {
             .into_iter()
             .map(|p| u64::try_from(p).unwrap_or(u64::MAX))
             .collect();
-        Ok(PathNumbering { num_paths, val, order })
+        Ok(PathNumbering {
+            num_paths,
+            val,
+            order,
+        })
     }
 
     /// Number of paths from ENTRY to EXIT: path numbers are `0..total()`.

@@ -53,7 +53,12 @@ pub fn number_with_limit(
         let weights = freq.map(|f| f(&dag));
         match PathNumbering::new(&dag, weights.as_deref(), limit) {
             Ok(numbering) => {
-                return Ok(NumberedDag { dag, numbering, splits, truncated });
+                return Ok(NumberedDag {
+                    dag,
+                    numbering,
+                    splits,
+                    truncated,
+                });
             }
             Err(err) => {
                 let Some(w) = busiest_node(cfg, &dag, &splits, never_split) else {
@@ -79,9 +84,9 @@ fn busiest_node(
         from[v.index()] = if v == dag.exit() {
             1
         } else {
-            dag.succs(v)
-                .iter()
-                .fold(0u128, |a, &e| a.saturating_add(from[dag.edge(e).dst.index()]))
+            dag.succs(v).iter().fold(0u128, |a, &e| {
+                a.saturating_add(from[dag.edge(e).dst.index()])
+            })
         };
     }
     let mut to = vec![0u128; nv];

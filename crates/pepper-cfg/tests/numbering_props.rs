@@ -9,14 +9,22 @@ fn numbered(cfg: &Cfg, freq: Option<Vec<u64>>) -> (PathDag, PathNumbering) {
     let headers = cfg.dfs_back_edge_targets();
     let dag = PathDag::build(cfg, &headers).expect("splitting DFS back-edge targets is acyclic");
     dag.verify().expect("dag invariants");
-    let freq = freq.map(|f| (0..dag.num_edges()).map(|i| f[i % f.len()]).collect::<Vec<_>>());
+    let freq = freq.map(|f| {
+        (0..dag.num_edges())
+            .map(|i| f[i % f.len()])
+            .collect::<Vec<_>>()
+    });
     let num = PathNumbering::new(&dag, freq.as_deref(), u64::MAX).expect("small graphs fit");
     num.verify(&dag).expect("numbering invariants");
     (dag, num)
 }
 
 fn graph() -> impl Strategy<Value = Cfg> {
-    (3usize..12, prop::collection::vec((0usize..12, 0usize..12), 1..30), prop::collection::vec(2usize..12, 0..3))
+    (
+        3usize..12,
+        prop::collection::vec((0usize..12, 0usize..12), 1..30),
+        prop::collection::vec(2usize..12, 0..3),
+    )
         .prop_map(|(n, edges, dead)| random_cfg(n, &edges, &dead))
 }
 
@@ -100,7 +108,14 @@ fn huge_path_counts_are_truncated() {
         assert!(!nd.truncated.is_empty());
         nd.numbering.verify(&nd.dag).unwrap();
         let last = nd.numbering.total() - 1;
-        assert_eq!(nd.numbering.regenerate(&nd.dag, last).unwrap().last().map(|&e| nd.dag.edge(e).dst), Some(nd.dag.exit()));
+        assert_eq!(
+            nd.numbering
+                .regenerate(&nd.dag, last)
+                .unwrap()
+                .last()
+                .map(|&e| nd.dag.edge(e).dst),
+            Some(nd.dag.exit())
+        );
     }
 }
 
@@ -109,7 +124,14 @@ fn huge_path_counts_are_truncated() {
 fn digest_worked_example() {
     let mut cfg = Cfg::new();
     let (en, ex) = (cfg.entry(), cfg.exit());
-    let (a, b, c, h, d, x) = (en, cfg.add_node(), cfg.add_node(), cfg.add_node(), cfg.add_node(), cfg.add_node());
+    let (a, b, c, h, d, x) = (
+        en,
+        cfg.add_node(),
+        cfg.add_node(),
+        cfg.add_node(),
+        cfg.add_node(),
+        cfg.add_node(),
+    );
     cfg.add_edge(a, b);
     cfg.add_edge(a, c);
     cfg.add_edge(b, h);

@@ -23,7 +23,10 @@ pub enum ProfileError {
 
 /// Lowercase hex SHA-256 of a module.
 pub fn module_hash(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 impl Profile {
@@ -55,7 +58,10 @@ impl Profile {
     pub fn check_module(&self, module: &[u8]) -> Result<(), ProfileError> {
         let found = module_hash(module);
         if found != self.module.sha256 {
-            return Err(ProfileError::ModuleMismatch { expected: self.module.sha256.clone(), found });
+            return Err(ProfileError::ModuleMismatch {
+                expected: self.module.sha256.clone(),
+                found,
+            });
         }
         Ok(())
     }

@@ -124,13 +124,21 @@ pub enum PathPoint {
     FunctionEntry,
     FunctionExit,
     /// A loop header (`loop` instruction at `offset`).
-    LoopHeader { offset: u64 },
+    LoopHeader {
+        offset: u64,
+    },
     /// A node where pepper cut paths to bound their number (block starting at `offset`).
-    Truncation { offset: u64 },
+    Truncation {
+        offset: u64,
+    },
     /// A tail call (`return_call*` at `offset`).
-    TailCall { offset: u64 },
+    TailCall {
+        offset: u64,
+    },
     /// A `throw` or `throw_ref` at `offset`.
-    Throw { offset: u64 },
+    Throw {
+        offset: u64,
+    },
 }
 
 /// One acyclic path and how often it ran.
@@ -174,8 +182,11 @@ impl Profile {
     /// The edge profile implied by the path profile: per branch, per outcome, the sum of the
     /// counts of the paths that take it (PEP §3.3).
     pub fn edges_from_paths(&self) -> Vec<Vec<u64>> {
-        let mut counts: Vec<Vec<u64>> =
-            self.branches.iter().map(|b| vec![0; b.outcomes.len()]).collect();
+        let mut counts: Vec<Vec<u64>> = self
+            .branches
+            .iter()
+            .map(|b| vec![0; b.outcomes.len()])
+            .collect();
         for p in &self.paths {
             for s in &p.steps {
                 counts[s.branch as usize][s.outcome as usize] += p.count;

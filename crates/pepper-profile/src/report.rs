@@ -18,7 +18,11 @@ pub struct ReportOptions {
 
 impl Default for ReportOptions {
     fn default() -> Self {
-        ReportOptions { top_functions: 10, top_paths: 10, top_branches: 15 }
+        ReportOptions {
+            top_functions: 10,
+            top_paths: 10,
+            top_branches: 15,
+        }
     }
 }
 
@@ -109,7 +113,11 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
         .functions
         .iter()
         .map(|f| {
-            let t = totals.iter().find(|t| t.0 == f.index).copied().unwrap_or_default();
+            let t = totals
+                .iter()
+                .find(|t| t.0 == f.index)
+                .copied()
+                .unwrap_or_default();
             JsonFunction {
                 index: f.index,
                 name: p.function_name(f.index),
@@ -223,12 +231,21 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
         p.run.instrument_ms, p.run.compile_ms, p.run.run_ms
     );
     let instrumented = p.functions.iter().filter(|f| f.instrumented).count();
-    let _ = writeln!(o, "{} of {} functions instrumented", instrumented, p.functions.len());
+    let _ = writeln!(
+        o,
+        "{} of {} functions instrumented",
+        instrumented,
+        p.functions.len()
+    );
     for w in &p.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
     if p.lost.hash_overflow > 0 {
-        let _ = writeln!(o, "warning: {} path executions lost to a full hash table", p.lost.hash_overflow);
+        let _ = writeln!(
+            o,
+            "warning: {} path executions lost to a full hash table",
+            p.lost.hash_overflow
+        );
     }
 
     let mut totals = function_totals(p);
@@ -237,7 +254,11 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
     totals.sort_by_key(|t| (std::cmp::Reverse((t.2, t.1)), t.0));
     let _ = writeln!(o, "\nHottest functions (by branch decisions executed)");
     let _ = writeln!(o, "{:>14} {:>6} {:>14}  function", "branches", "%", "paths");
-    for t in totals.iter().take(opts.top_functions).filter(|t| t.1 + t.2 > 0) {
+    for t in totals
+        .iter()
+        .take(opts.top_functions)
+        .filter(|t| t.1 + t.2 > 0)
+    {
         let _ = writeln!(
             o,
             "{:>14} {:>5.1}% {:>14}  {}",
@@ -251,7 +272,12 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
     if !p.paths.is_empty() {
         let mut paths: Vec<_> = p.paths.iter().collect();
         paths.sort_by_key(|x| (std::cmp::Reverse(x.count), x.func, x.number));
-        let _ = writeln!(o, "\nHottest paths ({} distinct, {} executions)", p.paths.len(), all_paths);
+        let _ = writeln!(
+            o,
+            "\nHottest paths ({} distinct, {} executions)",
+            p.paths.len(),
+            all_paths
+        );
         for x in paths.iter().take(opts.top_paths) {
             let _ = writeln!(
                 o,
@@ -268,8 +294,18 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
                 .iter()
                 .map(|s| {
                     let b = &p.branches[s.branch as usize];
-                    let loc = b.location.as_deref().map(|l| format!(" ({l})")).unwrap_or_default();
-                    format!("{}@{:#x} {}{}", b.kind.name(), b.offset, b.outcomes[s.outcome as usize], loc)
+                    let loc = b
+                        .location
+                        .as_deref()
+                        .map(|l| format!(" ({l})"))
+                        .unwrap_or_default();
+                    format!(
+                        "{}@{:#x} {}{}",
+                        b.kind.name(),
+                        b.offset,
+                        b.outcomes[s.outcome as usize],
+                        loc
+                    )
                 })
                 .collect();
             if steps.is_empty() {
@@ -284,7 +320,11 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
     let mut branches: Vec<_> = p.branches.iter().filter(|b| b.total() > 0).collect();
     branches.sort_by_key(|b| (std::cmp::Reverse(b.total()), b.id));
     let _ = writeln!(o, "\nBranch biases (most executed first)");
-    let _ = writeln!(o, "{:>14}  {:<8} {:>10}  outcomes", "executed", "kind", "offset");
+    let _ = writeln!(
+        o,
+        "{:>14}  {:<8} {:>10}  outcomes",
+        "executed", "kind", "offset"
+    );
     for b in branches.iter().take(opts.top_branches) {
         let total = b.total();
         let outs: Vec<String> = b
@@ -293,7 +333,11 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
             .zip(&b.counts)
             .map(|(n, &c)| format!("{n} {:.1}%", pct(c, total)))
             .collect();
-        let loc = b.location.as_deref().map(|l| format!("  {l}")).unwrap_or_default();
+        let loc = b
+            .location
+            .as_deref()
+            .map(|l| format!("  {l}"))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
             "{:>14}  {:<8} {:>#10x}  {}  in {}{}",

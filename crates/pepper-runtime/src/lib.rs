@@ -73,63 +73,97 @@ pub fn engine(cache_dir: Option<&PathBuf>) -> Result<Engine> {
 
 /// Compiles and runs `wasm` (already instrumented, or not) as a WASI command.
 pub fn run(wasm: &[u8], cfg: &RunConfig) -> Result<RunResult> {
-    let engine = engine(cfg.cache_dir.as_ref())?;
-    let t0 = Instant::now();
-    let module = Module::new(&engine, wasm).map_err(anyhow::Error::from).context("compiling the module")?;
-    let compile = t0.elapsed();
+    Prepared::new(wasm, cfg.cache_dir.as_ref())?.run(cfg)
+}
 
-    let mut builder = WasiCtxBuilder::new();
-    builder.args(&cfg.args);
-    if cfg.inherit_env {
-        builder.inherit_env();
-    }
-    for (k, v) in &cfg.env {
-        builder.env(k, v);
-    }
-    if cfg.inherit_stdio {
-        builder.inherit_stdio();
-    }
-    for (host, guest) in &cfg.dirs {
-        builder
-            .preopened_dir(host, guest, FsPerms::ReadWrite)
+/// A compiled module, ready to run any number of times (benchmarks time runs apart from
+/// compilation).
+pub struct Prepared {
+    engine: Engine,
+    module: Module,
+    /// How long compilation (or the cache lookup) took.
+    pub compile: Duration,
+}
+
+impl Prepared {
+    pub fn new(wasm: &[u8], cache_dir: Option<&PathBuf>) -> Result<Prepared> {
+        let engine = engine(cache_dir)?;
+        let t0 = Instant::now();
+        let module = Module::new(&engine, wasm)
             .map_err(anyhow::Error::from)
-            .with_context(|| format!("preopening directory {}", host.display()))?;
+            .context("compiling the module")?;
+        Ok(Prepared {
+            engine,
+            module,
+            compile: t0.elapsed(),
+        })
     }
-    let wasi: WasiP1Ctx = builder.build_p1();
-    let mut store = Store::new(&engine, wasi);
-    let mut linker: Linker<WasiP1Ctx> = Linker::new(&engine);
-    wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t)?;
-    linker.define_unknown_imports_as_traps(&module)?;
 
-    let t1 = Instant::now();
-    let instance = linker.instantiate(&mut store, &module);
-    let (outcome, instance) = match instance {
-        Ok(instance) => {
-            let start = instance
-                .get_typed_func::<(), ()>(&mut store, "_start")
-                .map_err(anyhow::Error::from)
-                .context("the module has no `_start` export: pepper runs WASI commands")?;
-            (start.call(&mut store, ()), Some(instance))
+    /// Instantiates in a fresh store and runs `_start`.
+    pub fn run(&self, cfg: &RunConfig) -> Result<RunResult> {
+        let (engine, module, compile) = (&self.engine, &self.module, self.compile);
+
+        let mut builder = WasiCtxBuilder::new();
+        builder.args(&cfg.args);
+        if cfg.inherit_env {
+            builder.inherit_env();
         }
-        Err(e) => (Err(e), None),
-    };
-    let run = t1.elapsed();
-    let (exit_code, trap) = match outcome {
-        Ok(()) => (0, None),
-        Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
-            Some(exit) => (exit.0, None),
-            None => {
-                // Like `wasmtime run`: the whole error with its wasm backtrace on stderr,
-                // the root cause (the trap itself) in the profile.
-                eprintln!("{e:?}");
-                let e = anyhow::Error::from(e);
-                (134, Some(e.root_cause().to_string()))
+        for (k, v) in &cfg.env {
+            builder.env(k, v);
+        }
+        if cfg.inherit_stdio {
+            builder.inherit_stdio();
+        }
+        for (host, guest) in &cfg.dirs {
+            builder
+                .preopened_dir(host, guest, FsPerms::ReadWrite)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("preopening directory {}", host.display()))?;
+        }
+        let wasi: WasiP1Ctx = builder.build_p1();
+        let mut store = Store::new(engine, wasi);
+        let mut linker: Linker<WasiP1Ctx> = Linker::new(engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t)?;
+        linker.define_unknown_imports_as_traps(module)?;
+
+        let t1 = Instant::now();
+        let instance = linker.instantiate(&mut store, module);
+        let (outcome, instance) = match instance {
+            Ok(instance) => {
+                let start = instance
+                    .get_typed_func::<(), ()>(&mut store, "_start")
+                    .map_err(anyhow::Error::from)
+                    .context("the module has no `_start` export: pepper runs WASI commands")?;
+                (start.call(&mut store, ()), Some(instance))
             }
-        },
-    };
-    let counters = match (instance, &cfg.counters_export) {
-        (Some(i), Some(name)) => i.get_memory(&mut store, name).map(|m| m.data(&store).to_vec()),
-        _ => None,
-    };
-    Ok(RunResult { exit_code, trap, compile, run, counters })
+            Err(e) => (Err(e), None),
+        };
+        let run = t1.elapsed();
+        let (exit_code, trap) = match outcome {
+            Ok(()) => (0, None),
+            Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+                Some(exit) => (exit.0, None),
+                None => {
+                    // Like `wasmtime run`: the whole error with its wasm backtrace on stderr,
+                    // the root cause (the trap itself) in the profile.
+                    eprintln!("{e:?}");
+                    let e = anyhow::Error::from(e);
+                    (134, Some(e.root_cause().to_string()))
+                }
+            },
+        };
+        let counters = match (instance, &cfg.counters_export) {
+            (Some(i), Some(name)) => i
+                .get_memory(&mut store, name)
+                .map(|m| m.data(&store).to_vec()),
+            _ => None,
+        };
+        Ok(RunResult {
+            exit_code,
+            trap,
+            compile,
+            run,
+            counters,
+        })
+    }
 }

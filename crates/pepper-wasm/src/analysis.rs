@@ -50,9 +50,16 @@ pub enum Action {
     /// Unconditional code for one edge (taken whenever control passes this point).
     Edge(EdgeId),
     /// Before a `br_if` (condition on the stack): code for whichever edge is taken.
-    BrIf { taken: EdgeId, fall: EdgeId, site: LocalBranch },
+    BrIf {
+        taken: EdgeId,
+        fall: EdgeId,
+        site: LocalBranch,
+    },
     /// Before a `br_table` (index on the stack): per-arm edges, default last.
-    BrTable { arms: Vec<EdgeId>, site: LocalBranch },
+    BrTable {
+        arms: Vec<EdgeId>,
+        site: LocalBranch,
+    },
     /// Before the `end` of an `if` without `else`: insert `else` and the not-taken edge code.
     SynthElse { not_taken: EdgeId },
     /// A node starts here (a path ends and restarts if the node is split).
@@ -144,7 +151,11 @@ impl Builder {
         e
     }
     fn site(&mut self, offset: u64, kind: BranchKind, outcomes: Vec<String>) -> LocalBranch {
-        self.sites.push(BranchSite { offset, kind, outcomes });
+        self.sites.push(BranchSite {
+            offset,
+            kind,
+            outcomes,
+        });
         LocalBranch(self.sites.len() as u32 - 1)
     }
     fn act(&mut self, op: usize, slot: Slot, a: Action) {
@@ -189,19 +200,28 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         .map_err(|e| malformed(start, &e))?;
     let mut i = 0usize;
     while !reader.eof() {
-        let (op, offset) = reader.read_with_offset().map_err(|e| malformed(start, &e))?;
+        let (op, offset) = reader
+            .read_with_offset()
+            .map_err(|e| malformed(start, &e))?;
         let offset = offset as u64;
-        let target = |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
-            let idx = frames
-                .len()
-                .checked_sub(1 + depth as usize)
-                .ok_or_else(|| malformed(offset, &"branch depth out of range"))?;
-            Ok((idx, frames[idx].label))
-        };
+        let target =
+            |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
+                let idx = frames
+                    .len()
+                    .checked_sub(1 + depth as usize)
+                    .ok_or_else(|| malformed(offset, &"branch depth out of range"))?;
+                Ok((idx, frames[idx].label))
+            };
         match op {
             Operator::Block { .. } => {
                 let join = b.node(NodeKind::Other, offset);
-                frames.push(Frame { kind: FrameKind::Block, label: Some(join), join, if_src: None, has_else: false });
+                frames.push(Frame {
+                    kind: FrameKind::Block,
+                    label: Some(join),
+                    join,
+                    if_src: None,
+                    has_else: false,
+                });
             }
             Operator::Loop { .. } => {
                 let join = b.node(NodeKind::Other, offset);
@@ -215,14 +235,28 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 } else {
                     None
                 };
-                frames.push(Frame { kind: FrameKind::Loop, label, join, if_src: None, has_else: false });
+                frames.push(Frame {
+                    kind: FrameKind::Loop,
+                    label,
+                    join,
+                    if_src: None,
+                    has_else: false,
+                });
             }
             Operator::If { .. } => {
                 let join = b.node(NodeKind::Other, offset);
                 let site = b.site(offset, BranchKind::If, two_way());
                 let if_src = if let Some(c) = cur {
                     let then = b.node(NodeKind::Other, offset);
-                    let e = b.edge(c, then, EdgeInfo { branch: Some((site, 0)), tail_call: None, throw: None });
+                    let e = b.edge(
+                        c,
+                        then,
+                        EdgeInfo {
+                            branch: Some((site, 0)),
+                            tail_call: None,
+                            throw: None,
+                        },
+                    );
                     b.act(i, Slot::After, Action::Edge(e));
                     b.act(i, Slot::After, Action::NodeStart(then));
                     cur = Some(then);
@@ -230,10 +264,18 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 } else {
                     None
                 };
-                frames.push(Frame { kind: FrameKind::If, label: Some(join), join, if_src, has_else: false });
+                frames.push(Frame {
+                    kind: FrameKind::If,
+                    label: Some(join),
+                    join,
+                    if_src,
+                    has_else: false,
+                });
             }
             Operator::Else => {
-                let f = frames.last_mut().ok_or_else(|| malformed(offset, &"else outside if"))?;
+                let f = frames
+                    .last_mut()
+                    .ok_or_else(|| malformed(offset, &"else outside if"))?;
                 f.has_else = true;
                 let (join, if_src) = (f.join, f.if_src);
                 if let Some(c) = cur {
@@ -243,21 +285,39 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 cur = None;
                 if let Some((src, site)) = if_src {
                     let arm = b.node(NodeKind::Other, offset);
-                    let e = b.edge(src, arm, EdgeInfo { branch: Some((site, 1)), tail_call: None, throw: None });
+                    let e = b.edge(
+                        src,
+                        arm,
+                        EdgeInfo {
+                            branch: Some((site, 1)),
+                            tail_call: None,
+                            throw: None,
+                        },
+                    );
                     b.act(i, Slot::After, Action::Edge(e));
                     b.act(i, Slot::After, Action::NodeStart(arm));
                     cur = Some(arm);
                 }
             }
             Operator::End => {
-                let f = frames.pop().ok_or_else(|| malformed(offset, &"unbalanced end"))?;
+                let f = frames
+                    .pop()
+                    .ok_or_else(|| malformed(offset, &"unbalanced end"))?;
                 if let Some(c) = cur {
                     let e = b.edge(c, f.join, EdgeInfo::default());
                     b.act(i, Slot::Before, Action::Edge(e));
                 }
                 if f.kind == FrameKind::If && !f.has_else {
                     if let Some((src, site)) = f.if_src {
-                        let e = b.edge(src, f.join, EdgeInfo { branch: Some((site, 1)), tail_call: None, throw: None });
+                        let e = b.edge(
+                            src,
+                            f.join,
+                            EdgeInfo {
+                                branch: Some((site, 1)),
+                                tail_call: None,
+                                throw: None,
+                            },
+                        );
                         b.act(i, Slot::Before, Action::SynthElse { not_taken: e });
                     }
                 }
@@ -274,7 +334,9 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             Operator::Br { relative_depth } => {
                 if let Some(c) = cur {
                     let (idx, t) = target(&frames, relative_depth)?;
-                    let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
+                    let t = t.ok_or_else(|| {
+                        malformed(offset, &"branch to unreachable label from reachable code")
+                    })?;
                     let e = b.edge(c, t, EdgeInfo::default());
                     b.act(i, Slot::Before, Action::Edge(e));
                     note_back_edge(&frames[idx], t, &mut b.headers);
@@ -285,11 +347,37 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 let site = b.site(offset, BranchKind::BrIf, two_way());
                 if let Some(c) = cur {
                     let (idx, t) = target(&frames, relative_depth)?;
-                    let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
+                    let t = t.ok_or_else(|| {
+                        malformed(offset, &"branch to unreachable label from reachable code")
+                    })?;
                     let fall = b.node(NodeKind::Other, offset);
-                    let taken = b.edge(c, t, EdgeInfo { branch: Some((site, 0)), tail_call: None, throw: None });
-                    let fe = b.edge(c, fall, EdgeInfo { branch: Some((site, 1)), tail_call: None, throw: None });
-                    b.act(i, Slot::Before, Action::BrIf { taken, fall: fe, site });
+                    let taken = b.edge(
+                        c,
+                        t,
+                        EdgeInfo {
+                            branch: Some((site, 0)),
+                            tail_call: None,
+                            throw: None,
+                        },
+                    );
+                    let fe = b.edge(
+                        c,
+                        fall,
+                        EdgeInfo {
+                            branch: Some((site, 1)),
+                            tail_call: None,
+                            throw: None,
+                        },
+                    );
+                    b.act(
+                        i,
+                        Slot::Before,
+                        Action::BrIf {
+                            taken,
+                            fall: fe,
+                            site,
+                        },
+                    );
                     b.act(i, Slot::After, Action::NodeStart(fall));
                     note_back_edge(&frames[idx], t, &mut b.headers);
                     cur = Some(fall);
@@ -322,7 +410,13 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                             .iter()
                             .enumerate()
                             .filter(|&(_, &s)| s == k)
-                            .map(|(a, _)| if a + 1 == depths.len() { "default".to_string() } else { a.to_string() })
+                            .map(|(a, _)| {
+                                if a + 1 == depths.len() {
+                                    "default".to_string()
+                                } else {
+                                    a.to_string()
+                                }
+                            })
                             .collect();
                         format!("depth {d} (arms {})", arms.join(","))
                     })
@@ -332,8 +426,18 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     let mut slot_edges = Vec::with_capacity(distinct.len());
                     for (k, &d) in distinct.iter().enumerate() {
                         let (idx, t) = target(&frames, d)?;
-                        let t = t.ok_or_else(|| malformed(offset, &"branch to unreachable label from reachable code"))?;
-                        let e = b.edge(c, t, EdgeInfo { branch: Some((site, k as u32)), tail_call: None, throw: None });
+                        let t = t.ok_or_else(|| {
+                            malformed(offset, &"branch to unreachable label from reachable code")
+                        })?;
+                        let e = b.edge(
+                            c,
+                            t,
+                            EdgeInfo {
+                                branch: Some((site, k as u32)),
+                                tail_call: None,
+                                throw: None,
+                            },
+                        );
                         note_back_edge(&frames[idx], t, &mut b.headers);
                         slot_edges.push(e);
                     }
@@ -354,7 +458,15 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             | Operator::ReturnCallIndirect { .. }
             | Operator::ReturnCallRef { .. } => {
                 if let Some(c) = cur {
-                    let e = b.edge(c, exit, EdgeInfo { branch: None, tail_call: Some(offset), throw: None });
+                    let e = b.edge(
+                        c,
+                        exit,
+                        EdgeInfo {
+                            branch: None,
+                            tail_call: Some(offset),
+                            throw: None,
+                        },
+                    );
                     b.act(i, Slot::Before, Action::TailExit(e));
                 }
                 cur = None;
@@ -363,7 +475,15 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 // The activation ends here (pepper skips functions that could catch it), so
                 // the path is recorded before the throw, like a tail call.
                 if let Some(c) = cur {
-                    let e = b.edge(c, exit, EdgeInfo { branch: None, tail_call: None, throw: Some(offset) });
+                    let e = b.edge(
+                        c,
+                        exit,
+                        EdgeInfo {
+                            branch: None,
+                            tail_call: None,
+                            throw: Some(offset),
+                        },
+                    );
                     b.act(i, Slot::Before, Action::TailExit(e));
                 }
                 cur = None;
@@ -372,19 +492,48 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 // A dead end (a trap): the P-DAG gives it a never-executed edge to EXIT (P7).
                 cur = None;
             }
-            Operator::TryTable { .. } => return Err(AnalysisError::Unsupported { op: "try_table", offset }),
+            Operator::TryTable { .. } => {
+                return Err(AnalysisError::Unsupported {
+                    op: "try_table",
+                    offset,
+                })
+            }
             Operator::Try { .. } => return Err(AnalysisError::Unsupported { op: "try", offset }),
             Operator::Catch { .. } | Operator::CatchAll => {
-                return Err(AnalysisError::Unsupported { op: "catch", offset })
+                return Err(AnalysisError::Unsupported {
+                    op: "catch",
+                    offset,
+                })
             }
-            Operator::Delegate { .. } => return Err(AnalysisError::Unsupported { op: "delegate", offset }),
-            Operator::BrOnNull { .. } => return Err(AnalysisError::Unsupported { op: "br_on_null", offset }),
+            Operator::Delegate { .. } => {
+                return Err(AnalysisError::Unsupported {
+                    op: "delegate",
+                    offset,
+                })
+            }
+            Operator::BrOnNull { .. } => {
+                return Err(AnalysisError::Unsupported {
+                    op: "br_on_null",
+                    offset,
+                })
+            }
             Operator::BrOnNonNull { .. } => {
-                return Err(AnalysisError::Unsupported { op: "br_on_non_null", offset })
+                return Err(AnalysisError::Unsupported {
+                    op: "br_on_non_null",
+                    offset,
+                })
             }
-            Operator::BrOnCast { .. } => return Err(AnalysisError::Unsupported { op: "br_on_cast", offset }),
+            Operator::BrOnCast { .. } => {
+                return Err(AnalysisError::Unsupported {
+                    op: "br_on_cast",
+                    offset,
+                })
+            }
             Operator::BrOnCastFail { .. } => {
-                return Err(AnalysisError::Unsupported { op: "br_on_cast_fail", offset })
+                return Err(AnalysisError::Unsupported {
+                    op: "br_on_cast_fail",
+                    offset,
+                })
             }
             _ => {}
         }

@@ -8,7 +8,8 @@ use crate::analysis::NodeKind;
 use crate::plan::{Counting, FunctionPlan, Plan};
 use pepper_cfg::DagEdgeKind;
 use pepper_profile::{
-    Branch, Function, Lost, Mode, ModuleInfo, Path, PathPoint, Profile, RunInfo, Step, FORMAT, VERSION,
+    Branch, Function, Lost, Mode, ModuleInfo, Path, PathPoint, Profile, RunInfo, Step, FORMAT,
+    VERSION,
 };
 use std::collections::HashMap;
 
@@ -127,7 +128,10 @@ impl Plan {
                     Counting::Hash => Some("hash".into()),
                     Counting::None => None,
                 },
-                truncated_nodes: fp.numbered.as_ref().map_or(0, |nd| nd.truncated.len() as u32),
+                truncated_nodes: fp
+                    .numbered
+                    .as_ref()
+                    .map_or(0, |nd| nd.truncated.len() as u32),
             })
             .collect();
         let mut profile = Profile {
@@ -183,18 +187,31 @@ fn decode_path(fp: &FunctionPlan, r: u64, count: u64) -> Option<Path> {
         let de = nd.dag.edge(e);
         if let DagEdgeKind::Real(ce) = de.kind {
             if let Some((site, outcome)) = a.edges[ce.index()].branch {
-                steps.push(Step { branch: fp.first_branch + site.0, outcome });
+                steps.push(Step {
+                    branch: fp.first_branch + site.0,
+                    outcome,
+                });
             }
         }
         if de.dst != nd.dag.exit() {
             if let Some(n) = nd.dag.node_of(de.dst) {
-                if matches!(a.node_kind[n.index()], NodeKind::Entry | NodeKind::Other | NodeKind::LoopHeader)
-                    && blocks.last() != Some(&a.node_offset[n.index()])
+                if matches!(
+                    a.node_kind[n.index()],
+                    NodeKind::Entry | NodeKind::Other | NodeKind::LoopHeader
+                ) && blocks.last() != Some(&a.node_offset[n.index()])
                 {
                     blocks.push(a.node_offset[n.index()]);
                 }
             }
         }
     }
-    Some(Path { func: fp.index.0, number: r, count, start, end, steps, blocks })
+    Some(Path {
+        func: fp.index.0,
+        number: r,
+        count,
+        start,
+        end,
+        steps,
+        blocks,
+    })
 }

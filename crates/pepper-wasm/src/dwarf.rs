@@ -14,7 +14,10 @@ pub struct LineTable {
 
 impl LineTable {
     pub fn new(facts: &ModuleFacts<'_>) -> LineTable {
-        let mut t = LineTable { rows: Vec::new(), code_start: facts.code_section_start };
+        let mut t = LineTable {
+            rows: Vec::new(),
+            code_start: facts.code_section_start,
+        };
         if facts.dwarf.contains_key(".debug_line") {
             // DWARF is best effort: a malformed table just gives no locations.
             let _ = t.load(facts);
@@ -25,20 +28,26 @@ impl LineTable {
 
     fn load(&mut self, facts: &ModuleFacts<'_>) -> Result<(), gimli::Error> {
         let section = |id: gimli::SectionId| -> Result<Cow<'_, [u8]>, gimli::Error> {
-            Ok(Cow::Borrowed(facts.dwarf.get(id.name()).copied().unwrap_or(&[])))
+            Ok(Cow::Borrowed(
+                facts.dwarf.get(id.name()).copied().unwrap_or(&[]),
+            ))
         };
         let owned = gimli::DwarfSections::load(section)?;
         let dwarf = owned.borrow(|s| gimli::EndianSlice::new(s, gimli::LittleEndian));
         let mut units = dwarf.units();
         while let Some(header) = units.next()? {
             let unit = dwarf.unit(header)?;
-            let Some(program) = unit.line_program.clone() else { continue };
+            let Some(program) = unit.line_program.clone() else {
+                continue;
+            };
             let mut rows = program.rows();
             while let Some((header, row)) = rows.next_row()? {
                 if row.end_sequence() {
                     continue;
                 }
-                let Some(file) = row.file(header) else { continue };
+                let Some(file) = row.file(header) else {
+                    continue;
+                };
                 let name = dwarf.attr_string(&unit, file.path_name())?;
                 let name = name.to_string_lossy();
                 let short = name.rsplit('/').next().unwrap_or(&name).to_string();

@@ -48,7 +48,12 @@ pub enum EmitKind<'p> {
 
 /// A plain (non-atomic) access to memory `mem` at static `offset`, aligned to 2^`align`.
 pub(crate) fn memarg(mem: u32, offset: u32, align: u32) -> MemArg {
-    MemArg { offset: offset as u64, align, target: MemArgTarget::Memory(mem), ordering: None }
+    MemArg {
+        offset: offset as u64,
+        align,
+        target: MemArgTarget::Memory(mem),
+        ordering: None,
+    }
 }
 fn mem64(mem: u32, offset: u32) -> MemArg {
     memarg(mem, offset, 3)
@@ -60,9 +65,10 @@ fn mem32(mem: u32, offset: u32) -> MemArg {
 impl Emitter<'_> {
     fn val(&self, e: EdgeId) -> u64 {
         match &self.kind {
-            EmitKind::Paths { numbered, .. } => {
-                numbered.dag.real_edge(e).map_or(0, |d| numbered.numbering.val(d))
-            }
+            EmitKind::Paths { numbered, .. } => numbered
+                .dag
+                .real_edge(e)
+                .map_or(0, |d| numbered.numbering.val(d)),
             EmitKind::Edges { .. } => 0,
         }
     }
@@ -70,13 +76,26 @@ impl Emitter<'_> {
     fn add_const(&self, out: &mut Vec<I<'_>>, v: u64) {
         if v != 0 {
             let r = self.locals.r;
-            out.extend([I::LocalGet(r), I::I64Const(v as i64), I::I64Add, I::LocalSet(r)]);
+            out.extend([
+                I::LocalGet(r),
+                I::I64Const(v as i64),
+                I::I64Add,
+                I::LocalSet(r),
+            ]);
         }
     }
 
     /// `count[r]++`: an array slot in profiler memory, or the in-module hash table.
     fn count(&self, out: &mut Vec<I<'_>>) {
-        let EmitKind::Paths { counting, func, hash_fn, .. } = &self.kind else { return };
+        let EmitKind::Paths {
+            counting,
+            func,
+            hash_fn,
+            ..
+        } = &self.kind
+        else {
+            return;
+        };
         let (r, a, m) = (self.locals.r, self.locals.a, self.mem);
         match *counting {
             Counting::Array { base } => out.extend([
@@ -271,7 +290,12 @@ fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {
 pub fn paths_table(numbered: &NumberedDag, arms: &[EdgeId]) -> Option<Vec<u64>> {
     let vals: Vec<u64> = arms
         .iter()
-        .map(|&e| numbered.dag.real_edge(e).map_or(0, |d| numbered.numbering.val(d)))
+        .map(|&e| {
+            numbered
+                .dag
+                .real_edge(e)
+                .map_or(0, |d| numbered.numbering.val(d))
+        })
         .collect();
     (!vals.iter().all(|&v| v == vals[0])).then_some(vals)
 }

@@ -16,7 +16,9 @@ mod rewrite;
 
 pub use collect::RunOutcome;
 pub use module::FuncIndex;
-pub use plan::{instrument, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan, COUNTERS_EXPORT};
+pub use plan::{
+    instrument, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan, COUNTERS_EXPORT,
+};
 
 /// Reads a module file's bytes, translating WebAssembly text (`.wat`) when needed.
 pub fn read_module(bytes: &[u8]) -> Result<std::borrow::Cow<'_, [u8]>, wat::Error> {

@@ -66,7 +66,10 @@ impl<'a> ModuleFacts<'a> {
                             if let CompositeInnerType::Func(ft) = &sub.composite_type.inner {
                                 f.func_sigs.insert(
                                     f.num_types,
-                                    FuncSig { params: ft.params().to_vec(), results: ft.results().to_vec() },
+                                    FuncSig {
+                                        params: ft.params().to_vec(),
+                                        results: ft.results().to_vec(),
+                                    },
                                 );
                             }
                             f.num_types += 1;
@@ -102,9 +105,9 @@ impl<'a> ModuleFacts<'a> {
                     }
                 }
                 Payload::DataSection(_) => f.has_data_section = true,
-                Payload::CodeSectionStart { unchecked_range, .. } => {
-                    f.code_section_start = unchecked_range.start
-                }
+                Payload::CodeSectionStart {
+                    unchecked_range, ..
+                } => f.code_section_start = unchecked_range.start,
                 Payload::CodeSectionEntry(body) => f.bodies.push(body),
                 Payload::CustomSection(c) => {
                     if c.name() == "name" {

@@ -129,11 +129,16 @@ pub fn instrument(wasm: &[u8], opts: &InstrumentOptions) -> Result<Instrumented,
                 if force_skip.iter().any(|s| s.0 == k) {
                     return Err(InstrumentError::Encode(e.to_string()));
                 }
-                force_skip.push((k, format!("internal rewriter error ({e}); left uninstrumented")));
+                force_skip.push((
+                    k,
+                    format!("internal rewriter error ({e}); left uninstrumented"),
+                ));
             }
         }
     }
-    Err(InstrumentError::Encode("too many functions failed validation".into()))
+    Err(InstrumentError::Encode(
+        "too many functions failed validation".into(),
+    ))
 }
 
 /// Which defined function's body contains `offset` in `wasm`.
@@ -161,7 +166,11 @@ fn build(
     let mut warnings = Vec::new();
     let mut functions = Vec::with_capacity(facts.bodies.len());
     let mut bump = Bump(16);
-    let mut layout = MemoryLayout { hash_used: 0, hash_overflow: 8, ..Default::default() };
+    let mut layout = MemoryLayout {
+        hash_used: 0,
+        hash_overflow: 8,
+        ..Default::default()
+    };
     let mut array_bytes = 0u64;
     let mut next_branch = 0u32;
     let mut any_hash = false;
@@ -200,14 +209,22 @@ fn build(
             next_branch += a.sites.len() as u32;
             if fp.skipped.is_none() {
                 if mode == Mode::ExactPaths {
-                    match number_with_limit(&a.cfg, &a.headers, &[a.funnel], None, REGISTER_PATH_LIMIT) {
+                    match number_with_limit(
+                        &a.cfg,
+                        &a.headers,
+                        &[a.funnel],
+                        None,
+                        REGISTER_PATH_LIMIT,
+                    ) {
                         Ok(nd) => {
                             let n = nd.numbering.total();
                             fp.counting = if n <= opts.array_max_paths
                                 && array_bytes + 8 * n <= opts.array_budget
                             {
                                 array_bytes += 8 * n;
-                                Counting::Array { base: bump.alloc(8 * n) }
+                                Counting::Array {
+                                    base: bump.alloc(8 * n),
+                                }
                             } else {
                                 any_hash = true;
                                 Counting::Hash
@@ -227,7 +244,10 @@ fn build(
             fp.analysis = Some(a);
         }
         if let Some(why) = &fp.skipped {
-            warnings.push(format!("function {} ({display}) left uninstrumented: {why}", index.0));
+            warnings.push(format!(
+                "function {} ({display}) left uninstrumented: {why}",
+                index.0
+            ));
         }
         functions.push(fp);
     }
@@ -237,9 +257,13 @@ fn build(
     let mut table_bytes: Vec<u8> = Vec::new();
     let mut tables: Vec<Vec<(usize, u32)>> = vec![Vec::new(); functions.len()];
     for (k, fp) in functions.iter().enumerate() {
-        let Some(a) = fp.analysis.as_ref().filter(|_| fp.skipped.is_none()) else { continue };
+        let Some(a) = fp.analysis.as_ref().filter(|_| fp.skipped.is_none()) else {
+            continue;
+        };
         for (pos, (_, _, act)) in a.actions.iter().enumerate() {
-            let Action::BrTable { arms, .. } = act else { continue };
+            let Action::BrTable { arms, .. } = act else {
+                continue;
+            };
             let entries: Option<Vec<u8>> = match mode {
                 Mode::ExactPaths => fp
                     .numbered
@@ -247,9 +271,9 @@ fn build(
                     .and_then(|nd| paths_table(nd, arms))
                     .map(|vals| vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
                 Mode::ExactEdges => {
-                    let slots = arms.iter().map(|&e| {
-                        a.edges[e.index()].branch.map_or(0, |(_, o)| o)
-                    });
+                    let slots = arms
+                        .iter()
+                        .map(|&e| a.edges[e.index()].branch.map_or(0, |(_, o)| o));
                     Some(slots.flat_map(|s| s.to_le_bytes()).collect())
                 }
                 Mode::None => None,
@@ -273,7 +297,13 @@ fn build(
         return Err(InstrumentError::TooLarge(layout.size));
     }
 
-    let plan = Plan { mode, functions, layout, num_branches: next_branch, warnings };
+    let plan = Plan {
+        mode,
+        functions,
+        layout,
+        num_branches: next_branch,
+        warnings,
+    };
     if mode == Mode::None || facts.bodies.is_empty() {
         return Ok((wasm.to_vec(), plan));
     }
@@ -294,12 +324,18 @@ fn build(
         let sig = facts.defined_sig(k).ok_or_else(|| {
             InstrumentError::Encode(format!("function {} has no function type", fp.index.0))
         })?;
-        let results: Vec<ValType> = sig.results.iter().map(|&t| val_type(t)).collect::<Result<_, _>>()?;
+        let results: Vec<ValType> = sig
+            .results
+            .iter()
+            .map(|&t| val_type(t))
+            .collect::<Result<_, _>>()?;
         let wrapper = match results.len() {
             0 => BlockType::Empty,
             1 => BlockType::Result(results[0]),
             _ => {
-                let pos = extra_types.iter().position(|t| t.0.is_empty() && t.1 == results);
+                let pos = extra_types
+                    .iter()
+                    .position(|t| t.0.is_empty() && t.1 == results);
                 let pos = pos.unwrap_or_else(|| {
                     extra_types.push((vec![], results.clone()));
                     extra_types.len() - 1
@@ -309,20 +345,33 @@ fn build(
         };
         let kind = match mode {
             Mode::ExactPaths => EmitKind::Paths {
-                numbered: fp.numbered.as_ref().expect("paths mode numbers every instrumented function"),
+                numbered: fp
+                    .numbered
+                    .as_ref()
+                    .expect("paths mode numbers every instrumented function"),
                 counting: fp.counting,
                 func: fp.index.0,
                 hash_fn,
                 tables: &tables[k],
             },
-            _ => EmitKind::Edges { site_base: &fp.site_base, tables: &tables[k] },
+            _ => EmitKind::Edges {
+                site_base: &fp.site_base,
+                tables: &tables[k],
+            },
         };
-        bodies.push(Some(emit_body(facts, k, a, sig.params.len() as u32, wrapper, Emitter {
-            locals: Locals { r: 0, c: 0, a: 0 },
-            mem,
-            analysis: a,
-            kind,
-        })?));
+        bodies.push(Some(emit_body(
+            facts,
+            k,
+            a,
+            sig.params.len() as u32,
+            wrapper,
+            Emitter {
+                locals: Locals { r: 0, c: 0, a: 0 },
+                mem,
+                analysis: a,
+                kind,
+            },
+        )?));
     }
     let additions = Additions {
         extra_types,
@@ -338,7 +387,9 @@ fn build(
 
 fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
-    RoundtripReencoder.val_type(t).map_err(|e| InstrumentError::Encode(e.to_string()))
+    RoundtripReencoder
+        .val_type(t)
+        .map_err(|e| InstrumentError::Encode(e.to_string()))
 }
 
 /// Re-encodes one body with the emitter's code spliced in at the analysis' action points.
@@ -352,7 +403,9 @@ fn emit_body<'f>(
 ) -> Result<Function, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     let body = &facts.bodies[k];
-    let enc = |e: &dyn std::fmt::Display| InstrumentError::Encode(format!("function {}: {e}", facts.func_index(k).0));
+    let enc = |e: &dyn std::fmt::Display| {
+        InstrumentError::Encode(format!("function {}: {e}", facts.func_index(k).0))
+    };
     let mut locals: Vec<(u32, ValType)> = Vec::new();
     let mut num_locals = num_params;
     for l in body.get_locals_reader().map_err(|e| enc(&e))? {
@@ -360,7 +413,11 @@ fn emit_body<'f>(
         num_locals += n;
         locals.push((n, val_type(t)?));
     }
-    em.locals = Locals { r: num_locals, c: num_locals + 1, a: num_locals + 2 };
+    em.locals = Locals {
+        r: num_locals,
+        c: num_locals + 1,
+        a: num_locals + 2,
+    };
     locals.push((1, ValType::I64));
     locals.push((2, ValType::I32));
     let paths = matches!(em.kind, EmitKind::Paths { .. });

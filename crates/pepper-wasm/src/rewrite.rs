@@ -87,7 +87,9 @@ impl Reencode for Writer<'_, '_> {
     ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
         utils::parse_type_section(self, types, section)?;
         for (params, results) in &self.add.extra_types {
-            types.ty().function(params.iter().copied(), results.iter().copied());
+            types
+                .ty()
+                .function(params.iter().copied(), results.iter().copied());
         }
         Ok(())
     }
@@ -132,7 +134,10 @@ impl Reencode for Writer<'_, '_> {
         Ok(())
     }
 
-    fn data_count(&mut self, count: u32) -> Result<u32, wasm_encoder::reencode::Error<Self::Error>> {
+    fn data_count(
+        &mut self,
+        count: u32,
+    ) -> Result<u32, wasm_encoder::reencode::Error<Self::Error>> {
         Ok(count + u32::from(!self.add.data.1.is_empty()))
     }
 
@@ -187,7 +192,14 @@ pub fn write_module(
     bodies: Vec<Option<Function>>,
     add: &Additions,
 ) -> Result<Vec<u8>, InstrumentError> {
-    let mut w = Writer { facts, bodies, add, memory_done: false, export_done: false, data_done: false };
+    let mut w = Writer {
+        facts,
+        bodies,
+        add,
+        memory_done: false,
+        export_done: false,
+        data_done: false,
+    };
     let mut module = Module::new();
     w.parse_core_module(&mut module, wasmparser::Parser::new(0), wasm)
         .map_err(|e| InstrumentError::Encode(e.to_string()))?;

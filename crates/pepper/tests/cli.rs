@@ -7,11 +7,21 @@ use common::*;
 fn report_refuses_a_different_module() {
     let (_, _, _, _) = run("exact-paths", &fixture("mod3.wat"), &[], &[]);
     let prof = tempdir().join("mod3.exact-paths.json");
-    let o = pepper(&["report", "--module", fixture("nested.wat").to_str().unwrap(), prof.to_str().unwrap()]);
+    let o = pepper(&[
+        "report",
+        "--module",
+        fixture("nested.wat").to_str().unwrap(),
+        prof.to_str().unwrap(),
+    ]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("recorded for module"), "{err}");
-    let ok = pepper(&["report", "--module", fixture("mod3.wat").to_str().unwrap(), prof.to_str().unwrap()]);
+    let ok = pepper(&[
+        "report",
+        "--module",
+        fixture("mod3.wat").to_str().unwrap(),
+        prof.to_str().unwrap(),
+    ]);
     assert!(ok.status.success());
 }
 
@@ -35,19 +45,38 @@ fn invalid_wasm_is_a_clear_error_not_a_panic() {
     let o = pepper(&["run", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.starts_with("error: ") && err.contains("bad.wasm"), "{err}");
+    assert!(
+        err.starts_with("error: ") && err.contains("bad.wasm"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"));
 }
 
 #[test]
 fn instrumented_module_is_written_and_validates() {
     let out = tempdir().join("mod3.instrumented.wasm");
-    let o = pepper(&["instrument", "--mode", "exact-paths", fixture("mod3.wat").to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let o = pepper(&[
+        "instrument",
+        "--mode",
+        "exact-paths",
+        fixture("mod3.wat").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let bytes = std::fs::read(&out).unwrap();
-    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all()).validate_all(&bytes).unwrap();
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&bytes)
+        .unwrap();
     // The instrumented module runs elsewhere too: here, through pepper with no further rewriting.
-    let o = pepper(&["run", "--mode", "none", "-o", tempdir().join("x.json").to_str().unwrap(), out.to_str().unwrap()]);
+    let o = pepper(&[
+        "run",
+        "--mode",
+        "none",
+        "-o",
+        tempdir().join("x.json").to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(0));
 }
 
@@ -67,6 +96,7 @@ fn json_report_matches_golden() {
         std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
         std::fs::write(&golden, &got).unwrap();
     }
-    let want = std::fs::read_to_string(&golden).expect("golden exists (run with BLESS=1 to create)");
+    let want =
+        std::fs::read_to_string(&golden).expect("golden exists (run with BLESS=1 to create)");
     assert_eq!(got, want);
 }

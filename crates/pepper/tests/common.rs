@@ -17,15 +17,26 @@ pub fn fixture(name: &str) -> PathBuf {
 pub fn pepper(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pepper"))
         .args(args)
-        .env("XDG_CACHE_HOME", std::env::temp_dir().join("pepper-test-cache"))
+        .env(
+            "XDG_CACHE_HOME",
+            std::env::temp_dir().join("pepper-test-cache"),
+        )
         .output()
         .expect("pepper binary runs")
 }
 
 /// Runs `pepper run --mode MODE` and returns (exit code, stdout, stderr, profile).
-pub fn run(mode: &str, program: &Path, extra: &[&str], guest: &[&str]) -> (i32, Vec<u8>, String, Profile) {
+pub fn run(
+    mode: &str,
+    program: &Path,
+    extra: &[&str],
+    guest: &[&str],
+) -> (i32, Vec<u8>, String, Profile) {
     let dir = tempdir();
-    let out = dir.join(format!("{}.{mode}.json", program.file_stem().unwrap().to_string_lossy()));
+    let out = dir.join(format!(
+        "{}.{mode}.json",
+        program.file_stem().unwrap().to_string_lossy()
+    ));
     let mut args = vec!["run", "--mode", mode, "-o", out.to_str().unwrap()];
     args.extend_from_slice(extra);
     args.push(program.to_str().unwrap());
@@ -35,8 +46,10 @@ pub fn run(mode: &str, program: &Path, extra: &[&str], guest: &[&str]) -> (i32, 
     }
     let o = pepper(&args);
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    let profile = Profile::read(std::fs::File::open(&out).unwrap_or_else(|e| panic!("no profile ({e}); stderr: {stderr}")))
-        .expect("profile reads back");
+    let profile = Profile::read(
+        std::fs::File::open(&out).unwrap_or_else(|e| panic!("no profile ({e}); stderr: {stderr}")),
+    )
+    .expect("profile reads back");
     (o.status.code().unwrap_or(-1), o.stdout, stderr, profile)
 }
 
@@ -64,8 +77,17 @@ pub fn branch(p: &Profile, func: &str, kind: BranchKind, nth: usize) -> Vec<u64>
 }
 
 pub fn path_executions(p: &Profile, func: &str) -> u64 {
-    let index = p.functions.iter().find(|f| f.name.as_deref() == Some(func)).unwrap().index;
-    p.paths.iter().filter(|x| x.func == index).map(|x| x.count).sum()
+    let index = p
+        .functions
+        .iter()
+        .find(|f| f.name.as_deref() == Some(func))
+        .unwrap()
+        .index;
+    p.paths
+        .iter()
+        .filter(|x| x.func == index)
+        .map(|x| x.count)
+        .sum()
 }
 
 /// The edge profile derived from exact paths must equal the directly counted one.
@@ -73,6 +95,10 @@ pub fn assert_same_edges(paths: &Profile, edges: &Profile) {
     assert_eq!(paths.branches.len(), edges.branches.len());
     for (a, b) in paths.branches.iter().zip(&edges.branches) {
         assert_eq!((a.func, a.offset), (b.func, b.offset));
-        assert_eq!(a.counts, b.counts, "branch at {:#x} in func {}", a.offset, a.func);
+        assert_eq!(
+            a.counts, b.counts,
+            "branch at {:#x} in func {}",
+            a.offset, a.func
+        );
     }
 }

@@ -11,8 +11,16 @@ fn all_modes(name: &str) -> (Profile, Profile) {
     let (c0, out0, _, _) = run("none", &f, &[], &[]);
     let (c1, out1, err1, paths) = run("exact-paths", &f, &[], &[]);
     let (c2, out2, _, edges) = run("exact-edges", &f, &[], &[]);
-    assert_eq!((c0, &out0), (c1, &out1), "exact-paths changed behaviour of {name}: {err1}");
-    assert_eq!((c0, &out0), (c2, &out2), "exact-edges changed behaviour of {name}");
+    assert_eq!(
+        (c0, &out0),
+        (c1, &out1),
+        "exact-paths changed behaviour of {name}: {err1}"
+    );
+    assert_eq!(
+        (c0, &out0),
+        (c2, &out2),
+        "exact-edges changed behaviour of {name}"
+    );
     assert_same_edges(&paths, &edges);
     (paths, edges)
 }
@@ -31,7 +39,11 @@ fn nested_loops() {
     let (p, _) = all_modes("nested.wat");
     assert_eq!(branch(&p, "nested", BrIf, 0), vec![190, 10]);
     assert_eq!(branch(&p, "nested", BrIf, 1), vec![9, 1]);
-    let ends_at_header = p.paths.iter().filter(|x| matches!(x.end, PathPoint::LoopHeader { .. })).count();
+    let ends_at_header = p
+        .paths
+        .iter()
+        .filter(|x| matches!(x.end, PathPoint::LoopHeader { .. }))
+        .count();
     assert!(ends_at_header >= 3, "paths end at both loop headers");
 }
 
@@ -40,14 +52,26 @@ fn br_table_counts_distinct_targets() {
     let (p, _) = all_modes("brtable.wat");
     let b = p.branches.iter().find(|b| b.kind == BrTable).unwrap();
     assert_eq!(b.counts, vec![15, 8, 7]);
-    assert_eq!(b.outcomes, vec!["depth 0 (arms 0,2)", "depth 1 (arms 1)", "depth 2 (arms default)"]);
+    assert_eq!(
+        b.outcomes,
+        vec![
+            "depth 0 (arms 0,2)",
+            "depth 1 (arms 1)",
+            "depth 2 (arms default)"
+        ]
+    );
 }
 
 #[test]
 fn early_returns_all_reach_the_exit() {
     let (p, _) = all_modes("early_return.wat");
     assert_eq!(branch(&p, "find", If, 0), vec![10, 95]);
-    let index = p.functions.iter().find(|f| f.name.as_deref() == Some("find")).unwrap().index;
+    let index = p
+        .functions
+        .iter()
+        .find(|f| f.name.as_deref() == Some("find"))
+        .unwrap()
+        .index;
     let exits: u64 = p
         .paths
         .iter()
@@ -76,7 +100,11 @@ fn recursion_keeps_a_register_per_activation() {
 fn trapping_guest_still_gets_a_profile() {
     let (code, _, stderr, p) = run("exact-paths", &fixture("trap.wat"), &[], &[]);
     assert_eq!(code, 134);
-    assert!(p.run.trap.as_deref().unwrap().contains("unreachable"), "{:?}", p.run.trap);
+    assert!(
+        p.run.trap.as_deref().unwrap().contains("unreachable"),
+        "{:?}",
+        p.run.trap
+    );
     assert!(stderr.contains("trapped"));
     // entry->header plus four complete iterations; the fifth is cut by the trap.
     assert_eq!(path_executions(&p, "work"), 5);
@@ -93,10 +121,17 @@ fn proc_exit_code_passes_through_with_profile() {
 #[test]
 fn exception_handling_function_is_skipped_with_a_warning() {
     let (p, _) = all_modes("eh.wat");
-    let g = p.functions.iter().find(|f| f.name.as_deref() == Some("guarded")).unwrap();
+    let g = p
+        .functions
+        .iter()
+        .find(|f| f.name.as_deref() == Some("guarded"))
+        .unwrap();
     assert!(!g.instrumented);
     assert!(g.skipped.as_deref().unwrap().contains("try_table"));
-    assert!(p.warnings.iter().any(|w| w.contains("guarded") && w.contains("try_table")));
+    assert!(p
+        .warnings
+        .iter()
+        .any(|w| w.contains("guarded") && w.contains("try_table")));
     assert_eq!(branch(&p, "thrower", If, 0), vec![4, 4]);
 }
 
@@ -127,11 +162,23 @@ fn more_than_2_pow_64_paths_are_truncated_and_exact() {
     let (c2, _, _, edges) = run("exact-edges", &path, &[], &[]);
     assert_eq!((c, c2), (0, 0));
     assert_same_edges(&paths, &edges);
-    let f = paths.functions.iter().find(|f| f.name.as_deref() == Some("wide")).unwrap();
+    let f = paths
+        .functions
+        .iter()
+        .find(|f| f.name.as_deref() == Some("wide"))
+        .unwrap();
     assert!(f.truncated_nodes > 0);
     assert!(f.num_paths.unwrap() <= 1 << 62);
     // Every call runs through every truncation point: t + 1 path segments per call.
-    assert_eq!(path_executions(&paths, "wide"), 20 * (f.truncated_nodes as u64 + 1));
-    let total: u64 = edges.branches.iter().filter(|b| b.func == f.index).map(|b| b.total()).sum();
+    assert_eq!(
+        path_executions(&paths, "wide"),
+        20 * (f.truncated_nodes as u64 + 1)
+    );
+    let total: u64 = edges
+        .branches
+        .iter()
+        .filter(|b| b.func == f.index)
+        .map(|b| b.total())
+        .sum();
     assert_eq!(total, 20 * 70);
 }

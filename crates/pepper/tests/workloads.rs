@@ -8,7 +8,9 @@ mod common;
 use common::*;
 
 fn workload(name: &str) -> Option<std::path::PathBuf> {
-    let p = root().join("bench/workloads/build").join(format!("{name}.wasm"));
+    let p = root()
+        .join("bench/workloads/build")
+        .join(format!("{name}.wasm"));
     if p.exists() {
         return Some(p);
     }
@@ -16,7 +18,10 @@ fn workload(name: &str) -> Option<std::path::PathBuf> {
         eprintln!("skipping {name}: PEPPER_SKIP_WORKLOADS is set");
         return None;
     }
-    panic!("{} is missing: run bench/workloads/build.sh (or set PEPPER_SKIP_WORKLOADS=1)", p.display());
+    panic!(
+        "{} is missing: run bench/workloads/build.sh (or set PEPPER_SKIP_WORKLOADS=1)",
+        p.display()
+    );
 }
 
 fn differential(name: &str, extra: &[&str], guest: &[&str]) {
@@ -36,7 +41,11 @@ fn differential(name: &str, extra: &[&str], guest: &[&str]) {
 fn bzip2() {
     let dir = root().join("bench/workloads/build");
     let d = format!("{}::/data", dir.display());
-    differential("bzip2", &["--dir", &d], &["-c", "-9", "/data/input-small.txt"]);
+    differential(
+        "bzip2",
+        &["--dir", &d],
+        &["-c", "-9", "/data/input-small.txt"],
+    );
 }
 
 #[test]

@@ -22,17 +22,25 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<i32> {
     let wasm = read_module(&a.input)?;
-    let opts = pepper_wasm::InstrumentOptions { mode: a.mode.into(), ..Default::default() };
+    let opts = pepper_wasm::InstrumentOptions {
+        mode: a.mode.into(),
+        ..Default::default()
+    };
     let out = pepper_wasm::instrument(&wasm, &opts)
         .with_context(|| format!("instrumenting {}", a.input.display()))?;
     print_warnings(&out.plan.warnings, 10);
-    std::fs::write(&a.output, &out.wasm).with_context(|| format!("writing {}", a.output.display()))?;
+    std::fs::write(&a.output, &out.wasm)
+        .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(
         "pepper: wrote {} ({} -> {} bytes, {} functions instrumented)",
         a.output.display(),
         wasm.len(),
         out.wasm.len(),
-        out.plan.functions.iter().filter(|f| f.skipped.is_none() && f.analysis.is_some()).count()
+        out.plan
+            .functions
+            .iter()
+            .filter(|f| f.skipped.is_none() && f.analysis.is_some())
+            .count()
     );
     Ok(0)
 }

@@ -31,7 +31,12 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let wasm = pepper_wasm::read_module(&bytes)
         .map_err(|e| anyhow::anyhow!("{e}"))
-        .with_context(|| format!("{} is neither a wasm binary nor valid WebAssembly text", path.display()))?;
+        .with_context(|| {
+            format!(
+                "{} is neither a wasm binary nor valid WebAssembly text",
+                path.display()
+            )
+        })?;
     Ok(wasm.into_owned())
 }
 

@@ -36,13 +36,19 @@ pub fn run(a: Args) -> Result<i32> {
         .with_context(|| format!("reading profile {}", a.profile.display()))?;
     if let Some(m) = &a.module {
         let wasm = super::read_module(m)?;
-        profile.check_module(&wasm).with_context(|| format!("checking {}", m.display()))?;
+        profile
+            .check_module(&wasm)
+            .with_context(|| format!("checking {}", m.display()))?;
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match a.format {
         Format::Text => {
-            let opts = report::ReportOptions { top_functions: a.top, top_paths: a.top, top_branches: a.top + 5 };
+            let opts = report::ReportOptions {
+                top_functions: a.top,
+                top_paths: a.top,
+                top_branches: a.top + 5,
+            };
             out.write_all(report::text(&profile, &opts).as_bytes())?;
         }
         Format::Json => {

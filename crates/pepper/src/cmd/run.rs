@@ -46,7 +46,11 @@ pub fn run(a: Args) -> Result<i32> {
     let mode: pepper_profile::Mode = a.mode.into();
     let t0 = Instant::now();
     if wasm.len() > 8 << 20 {
-        eprintln!("pepper: instrumenting {} ({} MB)...", a.program.display(), wasm.len() >> 20);
+        eprintln!(
+            "pepper: instrumenting {} ({} MB)...",
+            a.program.display(),
+            wasm.len() >> 20
+        );
     }
     let opts = pepper_wasm::InstrumentOptions {
         mode,
@@ -68,10 +72,15 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let mut env = Vec::new();
     for e in &a.envs {
-        let Some((k, v)) = e.split_once('=') else { bail!("--env {e:?}: expected NAME=VALUE") };
+        let Some((k, v)) = e.split_once('=') else {
+            bail!("--env {e:?}: expected NAME=VALUE")
+        };
         env.push((k.to_string(), v.to_string()));
     }
-    let argv0 = a.program.file_name().map_or("program".into(), |n| n.to_string_lossy().into_owned());
+    let argv0 = a
+        .program
+        .file_name()
+        .map_or("program".into(), |n| n.to_string_lossy().into_owned());
     let mut args = vec![argv0];
     args.extend(a.args.iter().cloned());
     let cfg = pepper_runtime::RunConfig {
@@ -79,7 +88,11 @@ pub fn run(a: Args) -> Result<i32> {
         env,
         inherit_env: a.inherit_env,
         dirs,
-        cache_dir: if a.no_cache { None } else { pepper_runtime::default_cache_dir() },
+        cache_dir: if a.no_cache {
+            None
+        } else {
+            pepper_runtime::default_cache_dir()
+        },
         counters_export: (mode != pepper_profile::Mode::None)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
@@ -110,12 +123,18 @@ pub fn run(a: Args) -> Result<i32> {
         },
         warnings: Vec::new(),
     };
-    let profile = inst.plan.profile(result.counters.as_deref(), outcome, &|o| lines.lookup(o));
+    let profile = inst
+        .plan
+        .profile(result.counters.as_deref(), outcome, &|o| lines.lookup(o));
     let output = a.output.clone().unwrap_or_else(|| {
-        let stem = a.program.file_stem().map_or("program".into(), |s| s.to_string_lossy().into_owned());
+        let stem = a
+            .program
+            .file_stem()
+            .map_or("program".into(), |s| s.to_string_lossy().into_owned());
         PathBuf::from(format!("{stem}.pepper.json"))
     });
-    let file = std::fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
+    let file =
+        std::fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
     profile.write(std::io::BufWriter::new(file))?;
     eprintln!(
         "pepper: wrote {} ({} mode: {} paths, {} branches; compile {:.0} ms, run {:.0} ms)",
