@@ -13,6 +13,7 @@
 
 mod cfg;
 mod dag;
+mod edge_count;
 mod ids;
 mod numbering;
 pub mod testgen;
@@ -20,6 +21,7 @@ mod truncate;
 
 pub use cfg::Cfg;
 pub use dag::CycleError;
+pub use edge_count::EdgeCounting;
 pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
 pub use ids::{DagEdgeId, EdgeId, NodeId};
 pub use numbering::{NumberingError, PathNumbering, RegenError};

@@ -64,6 +64,9 @@ pub enum Action {
     SynthElse { not_taken: EdgeId },
     /// A node starts here (a path ends and restarts if the node is split).
     NodeStart(NodeId),
+    /// After a `br_if`: the fall-through edge, for modes that count it where it runs
+    /// (edge counting). Path numbering handles it in [`Action::BrIf`] instead.
+    FallEdge(EdgeId),
     /// Before a `return_call*`: the edge to EXIT, then record the path.
     TailExit(EdgeId),
 }
@@ -86,6 +89,8 @@ pub struct FunctionAnalysis {
     pub node_kind: Vec<NodeKind>,
     /// Original offset of the instruction where each node begins.
     pub node_offset: Vec<u64>,
+    /// Loop nesting depth of each node (a static frequency estimate).
+    pub node_depth: Vec<u32>,
     /// Loop headers that have a back edge: always split (PEP §3.2).
     pub headers: Vec<NodeId>,
     /// The return funnel `X`.
@@ -129,6 +134,8 @@ struct Frame {
 }
 
 struct Builder {
+    depth: u32,
+    node_depth: Vec<u32>,
     cfg: Cfg,
     edges: Vec<EdgeInfo>,
     node_kind: Vec<NodeKind>,
@@ -141,6 +148,7 @@ struct Builder {
 impl Builder {
     fn node(&mut self, kind: NodeKind, offset: u64) -> NodeId {
         let n = self.cfg.add_node();
+        self.node_depth.push(self.depth);
         self.node_kind.push(kind);
         self.node_offset.push(offset);
         n
@@ -175,6 +183,8 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
     };
     let start = body.range().start as u64;
     let mut b = Builder {
+        depth: 0,
+        node_depth: vec![0, 0],
         cfg: Cfg::new(),
         edges: Vec::new(),
         node_kind: vec![NodeKind::Entry, NodeKind::Exit],
@@ -225,6 +235,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             }
             Operator::Loop { .. } => {
                 let join = b.node(NodeKind::Other, offset);
+                b.depth += 1;
                 let label = if let Some(c) = cur {
                     let h = b.node(NodeKind::LoopHeader, offset);
                     let e = b.edge(c, h, EdgeInfo::default());
@@ -378,6 +389,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                             site,
                         },
                     );
+                    b.act(i, Slot::After, Action::FallEdge(fe));
                     b.act(i, Slot::After, Action::NodeStart(fall));
                     note_back_edge(&frames[idx], t, &mut b.headers);
                     cur = Some(fall);
@@ -553,6 +565,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         edges: b.edges,
         node_kind: b.node_kind,
         node_offset: b.node_offset,
+        node_depth: b.node_depth,
         headers: b.headers,
         funnel,
         sites: b.sites,

@@ -53,13 +53,21 @@ impl Plan {
         let mut branches = Vec::with_capacity(self.num_branches as usize);
         for fp in &self.functions {
             let Some(a) = &fp.analysis else { continue };
-            for (i, s) in a.sites.iter().enumerate() {
-                let counts = match (self.mode, fp.site_base.get(i)) {
-                    (Mode::ExactEdges, Some(&base)) => (0..s.outcomes.len() as u64)
-                        .map(|o| read_u64(mem, base as u64 + 8 * o))
-                        .collect(),
-                    _ => vec![0; s.outcomes.len()],
-                };
+            let mut site_counts: Vec<Vec<u64>> =
+                a.sites.iter().map(|s| vec![0; s.outcomes.len()]).collect();
+            if let (Mode::ExactEdges, Some(ec)) = (self.mode, &fp.edge_counting) {
+                let chords: Vec<u64> = fp
+                    .edge_counter
+                    .iter()
+                    .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
+                    .collect();
+                for (e, count) in ec.derive(&a.cfg, &chords).into_iter().enumerate() {
+                    if let Some((site, outcome)) = a.edges[e].branch {
+                        site_counts[site.0 as usize][outcome as usize] += count;
+                    }
+                }
+            }
+            for (i, (s, counts)) in a.sites.iter().zip(site_counts).enumerate() {
                 branches.push(Branch {
                     id: fp.first_branch + i as u32,
                     func: fp.index.0,

@@ -39,9 +39,9 @@ pub enum EmitKind<'p> {
         tables: &'p [(usize, u32)],
     },
     Edges {
-        /// Byte address of each local branch site's first counter.
-        site_base: &'p [u32],
-        /// Address of the i32 arm→slot table of each `br_table` site.
+        /// Per CFG edge: the address of its counter if it is a chord of the counting tree.
+        counter: &'p [Option<u32>],
+        /// Address of the i32 arm→counter-address table of each `br_table` action.
         tables: &'p [(usize, u32)],
     },
 }
@@ -129,12 +129,10 @@ impl Emitter<'_> {
         ]);
     }
 
-    /// Increments the counter at `base + 8 * slot`, with the slot index on the stack.
+    /// Increments the counter at `base + address`, with the address on the stack.
     fn incr_counter_dyn(&self, out: &mut Vec<I<'_>>, base: u32) {
         let (a, m) = (self.locals.a, self.mem);
         out.extend([
-            I::I32Const(3),
-            I::I32Shl,
             I::LocalTee(a),
             I::LocalGet(a),
             I::I64Load(mem64(m, base)),
@@ -160,9 +158,9 @@ impl Emitter<'_> {
     fn edge_code(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
         match &self.kind {
             EmitKind::Paths { .. } => self.add_const(out, self.val(e)),
-            EmitKind::Edges { site_base, .. } => {
-                if let Some((site, outcome)) = self.analysis.edges[e.index()].branch {
-                    self.incr_counter_const(out, site_base[site.0 as usize] + 8 * outcome);
+            EmitKind::Edges { counter, .. } => {
+                if let Some(addr) = counter[e.index()] {
+                    self.incr_counter_const(out, addr);
                 }
             }
         }
@@ -207,6 +205,11 @@ impl Emitter<'_> {
                 self.edge_code(out, *e);
                 self.count(out);
             }
+            Action::FallEdge(e) => {
+                if matches!(self.kind, EmitKind::Edges { .. }) {
+                    self.edge_code(out, *e);
+                }
+            }
             Action::NodeStart(n) => {
                 if self.is_split(*n) {
                     if let EmitKind::Paths { numbered, .. } = &self.kind {
@@ -238,10 +241,25 @@ impl Emitter<'_> {
                         ]);
                     }
                 }
-                EmitKind::Edges { site_base, .. } => {
-                    // taken (condition != 0) is slot 0, not-taken slot 1.
-                    out.extend([I::LocalTee(c), I::LocalGet(c), I::I32Eqz]);
-                    self.incr_counter_dyn(out, site_base[site.0 as usize]);
+                EmitKind::Edges { counter, .. } => {
+                    let _ = site;
+                    // The taken edge is counted here without a branch, by adding (condition != 0);
+                    // the fall-through edge where it runs, after the br_if (Action::FallEdge).
+                    match counter[taken.index()] {
+                        Some(at) => out.extend([
+                            I::LocalTee(c),
+                            I::I32Const(0),
+                            I::I32Const(0),
+                            I::I64Load(mem64(self.mem, at)),
+                            I::LocalGet(c),
+                            I::I32Const(0),
+                            I::I32Ne,
+                            I::I64ExtendI32U,
+                            I::I64Add,
+                            I::I64Store(mem64(self.mem, at)),
+                        ]),
+                        None => {}
+                    }
                 }
             },
             Action::BrTable { arms, site } => {
@@ -265,12 +283,19 @@ impl Emitter<'_> {
                             ]);
                         }
                     }
-                    EmitKind::Edges { site_base, tables } => {
-                        let addr = table_addr(tables, k);
-                        out.push(I::LocalTee(c));
-                        self.clamped_index(out, n);
-                        out.extend([I::I32Const(2), I::I32Shl, I::I32Load(mem32(self.mem, addr))]);
-                        self.incr_counter_dyn(out, site_base[site.0 as usize]);
+                    EmitKind::Edges { counter, tables } => {
+                        let _ = site;
+                        if arms.iter().any(|e| counter[e.index()].is_some()) {
+                            let addr = table_addr(tables, k);
+                            out.push(I::LocalTee(c));
+                            self.clamped_index(out, n);
+                            out.extend([
+                                I::I32Const(2),
+                                I::I32Shl,
+                                I::I32Load(mem32(self.mem, addr)),
+                            ]);
+                            self.incr_counter_dyn(out, 0);
+                        }
                     }
                 }
             }

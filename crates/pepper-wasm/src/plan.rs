@@ -4,7 +4,33 @@ use crate::analysis::{analyze, Action, FunctionAnalysis, Slot};
 use crate::emit::{memarg, paths_table, EmitKind, Emitter, Locals};
 use crate::module::{FuncIndex, ModuleFacts};
 use crate::rewrite::{write_module, Additions};
-use pepper_cfg::{number_with_limit, NumberedDag, REGISTER_PATH_LIMIT};
+use pepper_cfg::{number_with_limit, EdgeCounting, NumberedDag, REGISTER_PATH_LIMIT};
+
+/// A counter that `br_table` arms without their own counter increment; never read.
+const DISCARD: u32 = 16;
+
+/// Static cost of counting each edge, for the spanning tree: edges deep in loops run more,
+/// and a counter on a `br_if`'s taken edge or a `br_table` arm costs more code than one on
+/// an edge with a place of its own. Heavy edges go in the tree and carry no counter.
+fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
+    (0..a.cfg.num_edges())
+        .map(|e| {
+            let (src, dst) = a.cfg.edge(pepper_cfg::EdgeId::new(e));
+            if src == a.funnel {
+                // The funnel's edge to EXIT has no instruction to carry a counter.
+                return u64::MAX;
+            }
+            let depth = a.node_depth[src.index()].max(a.node_depth[dst.index()]).min(8);
+            let freq = 10u64.pow(depth);
+            let cost = match a.edges[e].branch {
+                Some((site, 0)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf => 3,
+                Some((site, _)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable => 3,
+                _ => 2,
+            };
+            freq * cost
+        })
+        .collect()
+}
 use pepper_profile::Mode;
 use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
 
@@ -57,8 +83,10 @@ pub struct FunctionPlan {
     pub counting: Counting,
     /// Global id of this function's first branch site.
     pub first_branch: u32,
-    /// Edges mode: byte address of each branch site's counters.
-    pub site_base: Vec<u32>,
+    /// Edges mode: the counter address of each CFG edge that is a chord of the counting
+    /// tree (the rest are derived by flow conservation).
+    pub edge_counter: Vec<Option<u32>>,
+    pub edge_counting: Option<EdgeCounting>,
 }
 
 /// Where things live in the profiler memory.
@@ -165,7 +193,8 @@ fn build(
     let mode = opts.mode;
     let mut warnings = Vec::new();
     let mut functions = Vec::with_capacity(facts.bodies.len());
-    let mut bump = Bump(16);
+    // 0: hash entries used, 8: hash overflow, 16: discard slot for uncounted br_table arms.
+    let mut bump = Bump(24);
     let mut layout = MemoryLayout {
         hash_used: 0,
         hash_overflow: 8,
@@ -187,7 +216,8 @@ fn build(
             numbered: None,
             counting: Counting::None,
             first_branch: next_branch,
-            site_base: Vec::new(),
+            edge_counter: Vec::new(),
+            edge_counting: None,
         };
         if mode == Mode::None {
             functions.push(fp);
@@ -234,11 +264,13 @@ fn build(
                         Err(e) => fp.skipped = Some(e.to_string()),
                     }
                 } else {
-                    fp.site_base = a
-                        .sites
+                    let ec = EdgeCounting::new(&a.cfg, &edge_weights(&a));
+                    fp.edge_counter = ec
+                        .chord
                         .iter()
-                        .map(|s| bump.alloc(8 * s.outcomes.len() as u64))
+                        .map(|&c| c.then(|| bump.alloc(8)))
                         .collect();
+                    fp.edge_counting = Some(ec);
                 }
             }
             fp.analysis = Some(a);
@@ -271,10 +303,10 @@ fn build(
                     .and_then(|nd| paths_table(nd, arms))
                     .map(|vals| vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
                 Mode::ExactEdges => {
-                    let slots = arms
+                    let addrs = arms
                         .iter()
-                        .map(|&e| a.edges[e.index()].branch.map_or(0, |(_, o)| o));
-                    Some(slots.flat_map(|s| s.to_le_bytes()).collect())
+                        .map(|&e| fp.edge_counter[e.index()].unwrap_or(DISCARD));
+                    Some(addrs.flat_map(|s| s.to_le_bytes()).collect())
                 }
                 Mode::None => None,
             };
@@ -355,7 +387,7 @@ fn build(
                 tables: &tables[k],
             },
             _ => EmitKind::Edges {
-                site_base: &fp.site_base,
+                counter: &fp.edge_counter,
                 tables: &tables[k],
             },
         };
