@@ -40,12 +40,32 @@ struct Workload {
 fn workloads(build: &Path, quick: bool) -> Vec<Workload> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let data = vec![(build.to_path_buf(), "/data".to_string())];
-    let input = if quick { "/data/input-small.txt" } else { "/data/input-bench.txt" };
+    let input = if quick {
+        "/data/input-small.txt"
+    } else {
+        "/data/input-bench.txt"
+    };
     vec![
-        Workload { name: "bzip2", args: s(&["bzip2", "-c", "-9", input]), dirs: data },
-        Workload { name: "lua", args: s(&["lua", if quick { "2" } else { "100" }]), dirs: vec![] },
-        Workload { name: "sqlite", args: s(&["sqlite", if quick { "1" } else { "20" }]), dirs: vec![] },
-        Workload { name: "zstd", args: s(&["zstd", if quick { "1" } else { "8" }]), dirs: vec![] },
+        Workload {
+            name: "bzip2",
+            args: s(&["bzip2", "-c", "-9", input]),
+            dirs: data,
+        },
+        Workload {
+            name: "lua",
+            args: s(&["lua", if quick { "2" } else { "100" }]),
+            dirs: vec![],
+        },
+        Workload {
+            name: "sqlite",
+            args: s(&["sqlite", if quick { "1" } else { "20" }]),
+            dirs: vec![],
+        },
+        Workload {
+            name: "zstd",
+            args: s(&["zstd", if quick { "1" } else { "8" }]),
+            dirs: vec![],
+        },
     ]
 }
 
@@ -75,10 +95,18 @@ fn median(v: &[f64]) -> f64 {
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cpu}, {cores} cores, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+    format!(
+        "{cpu}, {cores} cores, {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
 }
 
 fn main() -> Result<()> {
@@ -88,7 +116,10 @@ fn main() -> Result<()> {
     let build = root.join("bench/workloads/build");
     let mut table = String::new();
     let mut geo: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
-    writeln!(table, "| workload | mode | median run ms | overhead | rewrite ms | code size | runs |")?;
+    writeln!(
+        table,
+        "| workload | mode | median run ms | overhead | rewrite ms | code size | runs |"
+    )?;
     writeln!(table, "|---|---|---|---|---|---|---|")?;
     for w in workloads(&build, args.quick) {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
@@ -100,11 +131,28 @@ fn main() -> Result<()> {
         let mut variants = Vec::new();
         for mode in MODES {
             let t = Instant::now();
-            let inst = pepper_wasm::instrument(&wasm, &pepper_wasm::InstrumentOptions { mode, ..Default::default() })?;
+            let inst = pepper_wasm::instrument(
+                &wasm,
+                &pepper_wasm::InstrumentOptions {
+                    mode,
+                    ..Default::default()
+                },
+            )?;
             let rewrite_ms = t.elapsed().as_secs_f64() * 1e3;
             let prepared = pepper_runtime::Prepared::new(&inst.wasm, None)?;
-            eprintln!("bench: {} {}: rewritten in {rewrite_ms:.0} ms, compiled in {:.0} ms", w.name, mode.name(), prepared.compile.as_secs_f64() * 1e3);
-            variants.push(Variant { mode, prepared, rewrite_ms, size: inst.wasm.len(), times: Vec::new() });
+            eprintln!(
+                "bench: {} {}: rewritten in {rewrite_ms:.0} ms, compiled in {:.0} ms",
+                w.name,
+                mode.name(),
+                prepared.compile.as_secs_f64() * 1e3
+            );
+            variants.push(Variant {
+                mode,
+                prepared,
+                rewrite_ms,
+                size: inst.wasm.len(),
+                times: Vec::new(),
+            });
         }
         let cfg = pepper_runtime::RunConfig {
             args: w.args.clone(),
@@ -116,7 +164,14 @@ fn main() -> Result<()> {
         for round in 0..=rounds {
             for v in &mut variants {
                 let r = v.prepared.run(&cfg)?;
-                anyhow::ensure!(r.exit_code == 0, "{} {} exited {} ({:?})", w.name, v.mode.name(), r.exit_code, r.trap);
+                anyhow::ensure!(
+                    r.exit_code == 0,
+                    "{} {} exited {} ({:?})",
+                    w.name,
+                    v.mode.name(),
+                    r.exit_code,
+                    r.trap
+                );
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
                 }
@@ -143,12 +198,21 @@ fn main() -> Result<()> {
         }
     }
     let mut summary = String::new();
-    writeln!(summary, "| mode | geometric-mean overhead | worst workload |")?;
+    writeln!(
+        summary,
+        "| mode | geometric-mean overhead | worst workload |"
+    )?;
     writeln!(summary, "|---|---|---|")?;
     for (k, mode) in MODES.iter().enumerate() {
         let g = geo[k].iter().map(|r| r.ln()).sum::<f64>() / geo[k].len().max(1) as f64;
         let worst = geo[k].iter().copied().fold(f64::NAN, f64::max);
-        writeln!(summary, "| {} | {:+.1}% | {:+.1}% |", mode.name(), (g.exp() - 1.0) * 100.0, (worst - 1.0) * 100.0)?;
+        writeln!(
+            summary,
+            "| {} | {:+.1}% | {:+.1}% |",
+            mode.name(),
+            (g.exp() - 1.0) * 100.0,
+            (worst - 1.0) * 100.0
+        )?;
     }
     let doc = format!(
         "# pepper exact-mode overhead\n\n\

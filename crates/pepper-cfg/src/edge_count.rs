@@ -68,8 +68,9 @@ impl EdgeCounting {
                 cfg.edge(EdgeId::new(e))
             }
         };
-        let mut known: Vec<Option<i128>> =
-            (0..=m).map(|e| (e < m && self.chord[e]).then(|| chord_counts[e] as i128)).collect();
+        let mut known: Vec<Option<i128>> = (0..=m)
+            .map(|e| (e < m && self.chord[e]).then(|| chord_counts[e] as i128))
+            .collect();
         let mut incident: Vec<Vec<usize>> = vec![Vec::new(); n];
         for e in 0..=m {
             let (s, d) = ends(e);
@@ -83,7 +84,9 @@ impl EdgeCounting {
         };
         let mut stack: Vec<usize> = (0..n).filter(|&v| unknown(&known, v) == 1).collect();
         while let Some(v) = stack.pop() {
-            let Some(&e) = incident[v].iter().find(|&&e| known[e].is_none()) else { continue };
+            let Some(&e) = incident[v].iter().find(|&&e| known[e].is_none()) else {
+                continue;
+            };
             let (mut inflow, mut outflow) = (0i128, 0i128);
             for &f in &incident[v] {
                 let Some(c) = known[f] else { continue };
@@ -96,7 +99,11 @@ impl EdgeCounting {
                 }
             }
             let (s, _) = ends(e);
-            let val = if s.index() == v { inflow - outflow } else { outflow - inflow };
+            let val = if s.index() == v {
+                inflow - outflow
+            } else {
+                outflow - inflow
+            };
             known[e] = Some(val.max(0));
             let (s, d) = ends(e);
             for w in [s.index(), d.index()] {
@@ -119,12 +126,16 @@ mod tests {
     fn derive_recovers_random_walk_counts() {
         let mut seed = 1u64;
         let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) as usize
         };
         for case in 0..300 {
             let n = 3 + rnd() % 10;
-            let edges: Vec<(usize, usize)> = (0..1 + rnd() % 25).map(|_| (rnd() % n, rnd() % n)).collect();
+            let edges: Vec<(usize, usize)> = (0..1 + rnd() % 25)
+                .map(|_| (rnd() % n, rnd() % n))
+                .collect();
             let cfg = random_cfg(n, &edges, &[]);
             let mut counts = vec![0u64; cfg.num_edges()];
             // Walk ENTRY→EXIT several times (bounded), so flow is conserved.
@@ -148,7 +159,11 @@ mod tests {
             }
             let weight: Vec<u64> = (0..cfg.num_edges()).map(|_| (rnd() % 100) as u64).collect();
             let ec = EdgeCounting::new(&cfg, &weight);
-            let chords: Vec<u64> = counts.iter().zip(&ec.chord).map(|(&c, &k)| if k { c } else { u64::MAX }).collect();
+            let chords: Vec<u64> = counts
+                .iter()
+                .zip(&ec.chord)
+                .map(|(&c, &k)| if k { c } else { u64::MAX })
+                .collect();
             let derived = ec.derive(&cfg, &chords);
             // Edges unreachable from the entry may not be determined; compare reachable ones.
             let reach = cfg.reachable();

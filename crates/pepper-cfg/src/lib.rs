@@ -21,8 +21,8 @@ mod truncate;
 
 pub use cfg::Cfg;
 pub use dag::CycleError;
-pub use edge_count::EdgeCounting;
 pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
+pub use edge_count::EdgeCounting;
 pub use ids::{DagEdgeId, EdgeId, NodeId};
 pub use numbering::{NumberingError, PathNumbering, RegenError};
 pub use truncate::{number_with_limit, DagError, NumberedDag, REGISTER_PATH_LIMIT};

@@ -26,6 +26,9 @@ pub enum DagError {
 /// never wraps an i64 and there is headroom for TPP-style poisoning later.
 pub const REGISTER_PATH_LIMIT: u64 = 1 << 62;
 
+/// Computes per-DAG-edge frequencies for smart numbering (PEP §3.4).
+pub type EdgeFrequencies = dyn Fn(&PathDag) -> Vec<u64>;
+
 /// A DAG with its numbering and the split nodes that produced it.
 #[derive(Clone, Debug)]
 pub struct NumberedDag {
@@ -43,7 +46,7 @@ pub fn number_with_limit(
     cfg: &Cfg,
     headers: &[NodeId],
     never_split: &[NodeId],
-    freq: Option<&dyn Fn(&PathDag) -> Vec<u64>>,
+    freq: Option<&EdgeFrequencies>,
     limit: u64,
 ) -> Result<NumberedDag, DagError> {
     let mut splits: Vec<NodeId> = headers.to_vec();

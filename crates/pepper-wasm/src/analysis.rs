@@ -181,7 +181,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         offset,
         message: e.to_string(),
     };
-    let start = body.range().start as u64;
+    let start = body.range().start;
     let mut b = Builder {
         depth: 0,
         node_depth: vec![0, 0],
@@ -213,7 +213,6 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         let (op, offset) = reader
             .read_with_offset()
             .map_err(|e| malformed(start, &e))?;
-        let offset = offset as u64;
         let target =
             |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
                 let idx = frames
@@ -314,6 +313,9 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 let f = frames
                     .pop()
                     .ok_or_else(|| malformed(offset, &"unbalanced end"))?;
+                if f.kind == FrameKind::Loop {
+                    b.depth -= 1;
+                }
                 if let Some(c) = cur {
                     let e = b.edge(c, f.join, EdgeInfo::default());
                     b.act(i, Slot::Before, Action::Edge(e));

@@ -245,8 +245,8 @@ impl Emitter<'_> {
                     let _ = site;
                     // The taken edge is counted here without a branch, by adding (condition != 0);
                     // the fall-through edge where it runs, after the br_if (Action::FallEdge).
-                    match counter[taken.index()] {
-                        Some(at) => out.extend([
+                    if let Some(at) = counter[taken.index()] {
+                        out.extend([
                             I::LocalTee(c),
                             I::I32Const(0),
                             I::I32Const(0),
@@ -257,8 +257,7 @@ impl Emitter<'_> {
                             I::I64ExtendI32U,
                             I::I64Add,
                             I::I64Store(mem64(self.mem, at)),
-                        ]),
-                        None => {}
+                        ]);
                     }
                 }
             },

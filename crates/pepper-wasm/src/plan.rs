@@ -20,11 +20,21 @@ fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
                 // The funnel's edge to EXIT has no instruction to carry a counter.
                 return u64::MAX;
             }
-            let depth = a.node_depth[src.index()].max(a.node_depth[dst.index()]).min(8);
+            let depth = a.node_depth[src.index()]
+                .max(a.node_depth[dst.index()])
+                .min(8);
             let freq = 10u64.pow(depth);
             let cost = match a.edges[e].branch {
-                Some((site, 0)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf => 3,
-                Some((site, _)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable => 3,
+                Some((site, 0))
+                    if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf =>
+                {
+                    3
+                }
+                Some((site, _))
+                    if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable =>
+                {
+                    3
+                }
                 _ => 2,
             };
             freq * cost
@@ -265,11 +275,7 @@ fn build(
                     }
                 } else {
                     let ec = EdgeCounting::new(&a.cfg, &edge_weights(&a));
-                    fp.edge_counter = ec
-                        .chord
-                        .iter()
-                        .map(|&c| c.then(|| bump.alloc(8)))
-                        .collect();
+                    fp.edge_counter = ec.chord.iter().map(|&c| c.then(|| bump.alloc(8))).collect();
                     fp.edge_counting = Some(ec);
                 }
             }
@@ -311,7 +317,7 @@ fn build(
                 Mode::None => None,
             };
             if let Some(bytes) = entries {
-                while (tables_start as usize + table_bytes.len()) % 8 != 0 {
+                while !(tables_start as usize + table_bytes.len()).is_multiple_of(8) {
                     table_bytes.push(0);
                 }
                 tables[k].push((pos, tables_start + table_bytes.len() as u32));
