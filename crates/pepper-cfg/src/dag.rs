@@ -192,8 +192,6 @@ impl PathDag {
                 .unwrap_or(cfg.entry());
             return Err(CycleError(node));
         }
-        // ENTRY has in-degree 0, but other in-degree-0 vertices (none, in a well-formed
-        // DAG) may precede it; keep ENTRY's reachable set only.
         Ok(order)
     }
 

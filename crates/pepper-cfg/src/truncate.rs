@@ -40,6 +40,13 @@ pub struct NumberedDag {
     pub truncated: Vec<NodeId>,
 }
 
+impl NumberedDag {
+    /// The increment a real CFG edge carries (0 for edges left out of the DAG as unreachable).
+    pub fn edge_val(&self, e: crate::EdgeId) -> u64 {
+        self.dag.real_edge(e).map_or(0, |d| self.numbering.val(d))
+    }
+}
+
 /// Builds and numbers the P-DAG of `cfg`, splitting `headers` and, if the path count
 /// exceeds `limit`, more nodes until it fits.
 pub fn number_with_limit(

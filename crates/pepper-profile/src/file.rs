@@ -40,18 +40,24 @@ impl Profile {
     pub fn read(mut r: impl Read) -> Result<Profile, ProfileError> {
         let mut text = String::new();
         r.read_to_string(&mut text)?;
-        let value: serde_json::Value = serde_json::from_str(&text)
+        // Only the header first: a newer version may not fit today's structs at all.
+        #[derive(serde::Deserialize)]
+        struct Header {
+            format: Option<String>,
+            version: Option<u32>,
+        }
+        let header: Header = serde_json::from_str(&text)
             .map_err(|e| ProfileError::NotAProfile(format!("invalid JSON: {e}")))?;
-        if value.get("format").and_then(|f| f.as_str()) != Some(FORMAT) {
+        if header.format.as_deref() != Some(FORMAT) {
             return Err(ProfileError::NotAProfile(format!(
                 "missing \"format\": \"{FORMAT}\""
             )));
         }
-        let version = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0) as u32;
+        let version = header.version.unwrap_or(0);
         if version > VERSION {
             return Err(ProfileError::TooNew { found: version });
         }
-        serde_json::from_value(value).map_err(|e| ProfileError::NotAProfile(e.to_string()))
+        serde_json::from_str(&text).map_err(|e| ProfileError::NotAProfile(e.to_string()))
     }
 
     /// Refuses to go on when `module` is not the module this profile was recorded from.

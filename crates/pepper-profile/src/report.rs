@@ -3,6 +3,7 @@
 
 use crate::model::{Mode, PathPoint, Profile};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// Version of the JSON report schema.
@@ -92,8 +93,9 @@ pub struct JsonEdge {
     pub outcome: String,
 }
 
-fn function_totals(p: &Profile) -> Vec<(u32, u64, u64)> {
-    let mut per: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
+/// Per function index: (path executions, branch executions).
+fn function_totals(p: &Profile) -> BTreeMap<u32, (u64, u64)> {
+    let mut per: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for f in &p.functions {
         per.insert(f.index, (0, 0));
     }
@@ -103,7 +105,7 @@ fn function_totals(p: &Profile) -> Vec<(u32, u64, u64)> {
     for b in &p.branches {
         per.entry(b.func).or_default().1 += b.total();
     }
-    per.into_iter().map(|(f, (a, b))| (f, a, b)).collect()
+    per
 }
 
 /// Builds the JSON report: every branch, every path (sorted by count, then function, number).
@@ -113,19 +115,16 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
         .functions
         .iter()
         .map(|f| {
-            let t = totals
-                .iter()
-                .find(|t| t.0 == f.index)
-                .copied()
-                .unwrap_or_default();
+            let (path_executions, branch_executions) =
+                totals.get(&f.index).copied().unwrap_or_default();
             JsonFunction {
                 index: f.index,
                 name: p.function_name(f.index),
                 instrumented: f.instrumented,
                 skipped: f.skipped.clone(),
                 num_paths: f.num_paths,
-                path_executions: t.1,
-                branch_executions: t.2,
+                path_executions,
+                branch_executions,
             }
         })
         .collect();
@@ -248,7 +247,10 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
         );
     }
 
-    let mut totals = function_totals(p);
+    let mut totals: Vec<(u32, u64, u64)> = function_totals(p)
+        .into_iter()
+        .map(|(f, (paths, branches))| (f, paths, branches))
+        .collect();
     let all_branches: u64 = totals.iter().map(|t| t.2).sum();
     let all_paths: u64 = totals.iter().map(|t| t.1).sum();
     totals.sort_by_key(|t| (std::cmp::Reverse((t.2, t.1)), t.0));

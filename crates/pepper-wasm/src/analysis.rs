@@ -50,16 +50,9 @@ pub enum Action {
     /// Unconditional code for one edge (taken whenever control passes this point).
     Edge(EdgeId),
     /// Before a `br_if` (condition on the stack): code for whichever edge is taken.
-    BrIf {
-        taken: EdgeId,
-        fall: EdgeId,
-        site: LocalBranch,
-    },
+    BrIf { taken: EdgeId, fall: EdgeId },
     /// Before a `br_table` (index on the stack): per-arm edges, default last.
-    BrTable {
-        arms: Vec<EdgeId>,
-        site: LocalBranch,
-    },
+    BrTable { arms: Vec<EdgeId> },
     /// Before the `end` of an `if` without `else`: insert `else` and the not-taken edge code.
     SynthElse { not_taken: EdgeId },
     /// A node starts here (a path ends and restarts if the node is split).
@@ -213,6 +206,9 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         let (op, offset) = reader
             .read_with_offset()
             .map_err(|e| malformed(start, &e))?;
+        if let Some(op) = unsupported(&op) {
+            return Err(AnalysisError::Unsupported { op, offset });
+        }
         let target =
             |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
                 let idx = frames
@@ -382,15 +378,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                             throw: None,
                         },
                     );
-                    b.act(
-                        i,
-                        Slot::Before,
-                        Action::BrIf {
-                            taken,
-                            fall: fe,
-                            site,
-                        },
-                    );
+                    b.act(i, Slot::Before, Action::BrIf { taken, fall: fe });
                     b.act(i, Slot::After, Action::FallEdge(fe));
                     b.act(i, Slot::After, Action::NodeStart(fall));
                     note_back_edge(&frames[idx], t, &mut b.headers);
@@ -456,7 +444,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                         slot_edges.push(e);
                     }
                     let arms = arm_slot.iter().map(|&k| slot_edges[k]).collect();
-                    b.act(i, Slot::Before, Action::BrTable { arms, site });
+                    b.act(i, Slot::Before, Action::BrTable { arms });
                 }
                 cur = None;
             }
@@ -506,49 +494,6 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 // A dead end (a trap): the P-DAG gives it a never-executed edge to EXIT (P7).
                 cur = None;
             }
-            Operator::TryTable { .. } => {
-                return Err(AnalysisError::Unsupported {
-                    op: "try_table",
-                    offset,
-                })
-            }
-            Operator::Try { .. } => return Err(AnalysisError::Unsupported { op: "try", offset }),
-            Operator::Catch { .. } | Operator::CatchAll => {
-                return Err(AnalysisError::Unsupported {
-                    op: "catch",
-                    offset,
-                })
-            }
-            Operator::Delegate { .. } => {
-                return Err(AnalysisError::Unsupported {
-                    op: "delegate",
-                    offset,
-                })
-            }
-            Operator::BrOnNull { .. } => {
-                return Err(AnalysisError::Unsupported {
-                    op: "br_on_null",
-                    offset,
-                })
-            }
-            Operator::BrOnNonNull { .. } => {
-                return Err(AnalysisError::Unsupported {
-                    op: "br_on_non_null",
-                    offset,
-                })
-            }
-            Operator::BrOnCast { .. } => {
-                return Err(AnalysisError::Unsupported {
-                    op: "br_on_cast",
-                    offset,
-                })
-            }
-            Operator::BrOnCastFail { .. } => {
-                return Err(AnalysisError::Unsupported {
-                    op: "br_on_cast_fail",
-                    offset,
-                })
-            }
             _ => {}
         }
         i += 1;
@@ -574,6 +519,22 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         actions: b.actions,
         returns,
         num_ops: i,
+    })
+}
+
+/// Instructions whose control flow pepper does not model yet: exception handlers (a call
+/// may transfer to a `catch`) and GC's conditional `br_on_*` branches.
+fn unsupported(op: &Operator<'_>) -> Option<&'static str> {
+    Some(match op {
+        Operator::TryTable { .. } => "try_table",
+        Operator::Try { .. } => "try",
+        Operator::Catch { .. } | Operator::CatchAll => "catch",
+        Operator::Delegate { .. } => "delegate",
+        Operator::BrOnNull { .. } => "br_on_null",
+        Operator::BrOnNonNull { .. } => "br_on_non_null",
+        Operator::BrOnCast { .. } => "br_on_cast",
+        Operator::BrOnCastFail { .. } => "br_on_cast_fail",
+        _ => return None,
     })
 }
 

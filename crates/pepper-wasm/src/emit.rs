@@ -7,7 +7,7 @@
 
 use crate::analysis::{Action, FunctionAnalysis};
 use crate::plan::Counting;
-use pepper_cfg::{DagEdgeKind, EdgeId, NodeId, NumberedDag};
+use pepper_cfg::{EdgeId, NodeId, NumberedDag};
 use wasm_encoder::{Instruction as I, MemArg, MemArgTarget};
 
 /// pepper's extra locals in an instrumented function.
@@ -65,10 +65,7 @@ fn mem32(mem: u32, offset: u32) -> MemArg {
 impl Emitter<'_> {
     fn val(&self, e: EdgeId) -> u64 {
         match &self.kind {
-            EmitKind::Paths { numbered, .. } => numbered
-                .dag
-                .real_edge(e)
-                .map_or(0, |d| numbered.numbering.val(d)),
+            EmitKind::Paths { numbered, .. } => numbered.edge_val(e),
             EmitKind::Edges { .. } => 0,
         }
     }
@@ -85,6 +82,27 @@ impl Emitter<'_> {
         }
     }
 
+    /// Adds `amount` (instructions pushing an i64) to the u64 counter at `base + address`,
+    /// where the address is on the stack (`on_stack`) or 0. One load-add-store for every
+    /// kind of counter pepper keeps.
+    fn add_to_counter(
+        &self,
+        out: &mut Vec<I<'_>>,
+        base: u32,
+        on_stack: bool,
+        amount: &[I<'static>],
+    ) {
+        let (a, m) = (self.locals.a, self.mem);
+        if on_stack {
+            out.extend([I::LocalTee(a), I::LocalGet(a)]);
+        } else {
+            out.extend([I::I32Const(0), I::I32Const(0)]);
+        }
+        out.push(I::I64Load(mem64(m, base)));
+        out.extend(amount.iter().cloned());
+        out.extend([I::I64Add, I::I64Store(mem64(m, base))]);
+    }
+
     /// `count[r]++`: an array slot in profiler memory, or the in-module hash table.
     fn count(&self, out: &mut Vec<I<'_>>) {
         let EmitKind::Paths {
@@ -96,20 +114,12 @@ impl Emitter<'_> {
         else {
             return;
         };
-        let (r, a, m) = (self.locals.r, self.locals.a, self.mem);
+        let r = self.locals.r;
         match *counting {
-            Counting::Array { base } => out.extend([
-                I::LocalGet(r),
-                I::I32WrapI64,
-                I::I32Const(3),
-                I::I32Shl,
-                I::LocalTee(a),
-                I::LocalGet(a),
-                I::I64Load(mem64(m, base)),
-                I::I64Const(1),
-                I::I64Add,
-                I::I64Store(mem64(m, base)),
-            ]),
+            Counting::Array { base } => {
+                out.extend([I::LocalGet(r), I::I32WrapI64, I::I32Const(3), I::I32Shl]);
+                self.add_to_counter(out, base, true, &[I::I64Const(1)]);
+            }
             Counting::Hash => {
                 out.extend([I::I32Const(*func as i32), I::LocalGet(r), I::Call(*hash_fn)])
             }
@@ -117,29 +127,16 @@ impl Emitter<'_> {
         }
     }
 
-    fn incr_counter_const(&self, out: &mut Vec<I<'_>>, addr: u32) {
-        let m = self.mem;
-        out.extend([
-            I::I32Const(0),
-            I::I32Const(0),
-            I::I64Load(mem64(m, addr)),
-            I::I64Const(1),
-            I::I64Add,
-            I::I64Store(mem64(m, addr)),
-        ]);
-    }
-
-    /// Increments the counter at `base + address`, with the address on the stack.
-    fn incr_counter_dyn(&self, out: &mut Vec<I<'_>>, base: u32) {
-        let (a, m) = (self.locals.a, self.mem);
-        out.extend([
-            I::LocalTee(a),
-            I::LocalGet(a),
-            I::I64Load(mem64(m, base)),
-            I::I64Const(1),
-            I::I64Add,
-            I::I64Store(mem64(m, base)),
-        ]);
+    /// `br_table`: saves the index, then loads entry `min(index, n)` of the table at `addr`
+    /// (i64 entries if `wide`, else i32), leaving the index below it.
+    fn table_lookup(&self, out: &mut Vec<I<'_>>, n: u32, addr: u32, wide: bool) {
+        out.push(I::LocalTee(self.locals.c));
+        self.clamped_index(out, n);
+        if wide {
+            out.extend([I::I32Const(3), I::I32Shl, I::I64Load(mem64(self.mem, addr))]);
+        } else {
+            out.extend([I::I32Const(2), I::I32Shl, I::I32Load(mem32(self.mem, addr))]);
+        }
     }
 
     /// Pushes `min(c, n)` where `c` is the scratch local: the `br_table` arm actually taken.
@@ -160,7 +157,7 @@ impl Emitter<'_> {
             EmitKind::Paths { .. } => self.add_const(out, self.val(e)),
             EmitKind::Edges { counter, .. } => {
                 if let Some(addr) = counter[e.index()] {
-                    self.incr_counter_const(out, addr);
+                    self.add_to_counter(out, addr, false, &[I::I64Const(1)]);
                 }
             }
         }
@@ -223,7 +220,7 @@ impl Emitter<'_> {
                     }
                 }
             }
-            Action::BrIf { taken, fall, site } => match &self.kind {
+            Action::BrIf { taken, fall } => match &self.kind {
                 EmitKind::Paths { .. } => {
                     let (vt, vf) = (self.val(*taken), self.val(*fall));
                     if vt == vf {
@@ -242,58 +239,32 @@ impl Emitter<'_> {
                     }
                 }
                 EmitKind::Edges { counter, .. } => {
-                    let _ = site;
                     // The taken edge is counted here without a branch, by adding (condition != 0);
                     // the fall-through edge where it runs, after the br_if (Action::FallEdge).
                     if let Some(at) = counter[taken.index()] {
-                        out.extend([
-                            I::LocalTee(c),
-                            I::I32Const(0),
-                            I::I32Const(0),
-                            I::I64Load(mem64(self.mem, at)),
-                            I::LocalGet(c),
-                            I::I32Const(0),
-                            I::I32Ne,
-                            I::I64ExtendI32U,
-                            I::I64Add,
-                            I::I64Store(mem64(self.mem, at)),
-                        ]);
+                        out.push(I::LocalTee(c));
+                        let amount = [I::LocalGet(c), I::I32Const(0), I::I32Ne, I::I64ExtendI32U];
+                        self.add_to_counter(out, at, false, &amount);
                     }
                 }
             },
-            Action::BrTable { arms, site } => {
+            Action::BrTable { arms } => {
                 let n = arms.len() as u32 - 1;
                 match &self.kind {
-                    EmitKind::Paths { tables, .. } => {
-                        let vals: Vec<u64> = arms.iter().map(|&e| self.val(e)).collect();
-                        if vals.iter().all(|&v| v == vals[0]) {
-                            self.add_const(out, vals[0]);
+                    EmitKind::Paths {
+                        numbered, tables, ..
+                    } => {
+                        if paths_table(numbered, arms).is_none() {
+                            self.add_const(out, self.val(arms[0]));
                         } else {
-                            let addr = table_addr(tables, k);
-                            out.push(I::LocalTee(c));
-                            self.clamped_index(out, n);
-                            out.extend([
-                                I::I32Const(3),
-                                I::I32Shl,
-                                I::I64Load(mem64(self.mem, addr)),
-                                I::LocalGet(r),
-                                I::I64Add,
-                                I::LocalSet(r),
-                            ]);
+                            self.table_lookup(out, n, table_addr(tables, k), true);
+                            out.extend([I::LocalGet(r), I::I64Add, I::LocalSet(r)]);
                         }
                     }
                     EmitKind::Edges { counter, tables } => {
-                        let _ = site;
                         if arms.iter().any(|e| counter[e.index()].is_some()) {
-                            let addr = table_addr(tables, k);
-                            out.push(I::LocalTee(c));
-                            self.clamped_index(out, n);
-                            out.extend([
-                                I::I32Const(2),
-                                I::I32Shl,
-                                I::I32Load(mem32(self.mem, addr)),
-                            ]);
-                            self.incr_counter_dyn(out, 0);
+                            self.table_lookup(out, n, table_addr(tables, k), false);
+                            self.add_to_counter(out, 0, true, &[I::I64Const(1)]);
                         }
                     }
                 }
@@ -312,19 +283,6 @@ fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {
 
 /// Whether a `br_table` action needs an increment table in paths mode.
 pub fn paths_table(numbered: &NumberedDag, arms: &[EdgeId]) -> Option<Vec<u64>> {
-    let vals: Vec<u64> = arms
-        .iter()
-        .map(|&e| {
-            numbered
-                .dag
-                .real_edge(e)
-                .map_or(0, |d| numbered.numbering.val(d))
-        })
-        .collect();
+    let vals: Vec<u64> = arms.iter().map(|&e| numbered.edge_val(e)).collect();
     (!vals.iter().all(|&v| v == vals[0])).then_some(vals)
-}
-
-/// How a path's end point is described, from the DAG edge that ends it.
-pub fn is_function_exit(kind: DagEdgeKind, funnel_exit: Option<EdgeId>) -> bool {
-    matches!(kind, DagEdgeKind::Real(e) if Some(e) == funnel_exit)
 }

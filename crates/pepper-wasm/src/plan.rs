@@ -403,12 +403,8 @@ fn build(
             a,
             sig.params.len() as u32,
             wrapper,
-            Emitter {
-                locals: Locals { r: 0, c: 0, a: 0 },
-                mem,
-                analysis: a,
-                kind,
-            },
+            mem,
+            kind,
         )?));
     }
     let additions = Additions {
@@ -437,7 +433,8 @@ fn emit_body<'f>(
     a: &FunctionAnalysis,
     num_params: u32,
     wrapper: BlockType,
-    mut em: Emitter<'_>,
+    mem: u32,
+    kind: EmitKind<'_>,
 ) -> Result<Function, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     let body = &facts.bodies[k];
@@ -451,10 +448,15 @@ fn emit_body<'f>(
         num_locals += n;
         locals.push((n, val_type(t)?));
     }
-    em.locals = Locals {
-        r: num_locals,
-        c: num_locals + 1,
-        a: num_locals + 2,
+    let em = Emitter {
+        locals: Locals {
+            r: num_locals,
+            c: num_locals + 1,
+            a: num_locals + 2,
+        },
+        mem,
+        analysis: a,
+        kind,
     };
     locals.push((1, ValType::I64));
     locals.push((2, ValType::I32));
@@ -467,6 +469,8 @@ fn emit_body<'f>(
     }
     let mut reader = body.get_operators_reader().map_err(|e| enc(&e))?;
     let mut next = 0usize;
+    // `returns` is in operator order, so one cursor walks it alongside the operators.
+    let mut returns = a.returns.iter().peekable();
     let mut reenc = RoundtripReencoder;
     for i in 0..a.num_ops {
         let op = reader.read().map_err(|e| enc(&e))?;
@@ -478,11 +482,12 @@ fn emit_body<'f>(
             next += 1;
         }
         let is_last = i + 1 == a.num_ops;
+        let return_here = returns.next_if(|r| r.0 == i);
         if paths && is_last {
             out.push(I::End);
             em.epilogue(&mut out);
             out.push(I::End);
-        } else if let (true, Some(&(_, depth))) = (paths, a.returns.iter().find(|r| r.0 == i)) {
+        } else if let (true, Some(&(_, depth))) = (paths, return_here) {
             out.push(I::Br(depth));
         } else {
             out.push(reenc.instruction(op).map_err(|e| enc(&e))?);
