@@ -12,6 +12,9 @@ pub enum Mode {
     ExactEdges,
     /// No instrumentation: a baseline run.
     None,
+    /// PEP: the path register is always computed, paths are recorded only when sampled;
+    /// the edge profile is derived from the sampled paths.
+    Pep,
 }
 
 impl Mode {
@@ -20,6 +23,7 @@ impl Mode {
             Mode::ExactPaths => "exact-paths",
             Mode::ExactEdges => "exact-edges",
             Mode::None => "none",
+            Mode::Pep => "pep",
         }
     }
 }
@@ -163,6 +167,32 @@ pub struct Lost {
     pub hash_overflow: u64,
 }
 
+/// How a sampled (PEP) profile was taken. Path counts in such a profile are samples, not
+/// executions; `path_ends / samples` scales them to estimated executions.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Sampling {
+    /// `ring` (a host thread reads a ring buffer of completed paths; PEP(SAMPLES, STRIDE)
+    /// bursts per timer tick) or `every` (every K-th path end, counted in the guest;
+    /// deterministic).
+    pub design: String,
+    pub samples: u32,
+    pub stride: u32,
+    pub interval_us: u64,
+    /// `every` design: K.
+    pub every: u64,
+    pub ticks: u64,
+    /// Path samples recorded.
+    pub taken: u64,
+    /// Path ends the guest executed (all of them, sampled or not) when known.
+    pub path_ends: u64,
+    /// Samples lost: overwritten in the ring before the sampler read them, or beyond the
+    /// sample table's capacity.
+    pub lost: u64,
+    /// SHA-256 of the guide profile whose edge profile chose the numbering (smart
+    /// numbering), if one was used.
+    pub guide: Option<String>,
+}
+
 /// A complete profile of one run.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Profile {
@@ -175,6 +205,9 @@ pub struct Profile {
     pub branches: Vec<Branch>,
     pub paths: Vec<Path>,
     pub lost: Lost,
+    /// PEP mode: how paths were sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<Sampling>,
     pub warnings: Vec<String>,
 }
 

@@ -4,6 +4,13 @@
 //! The guest gets what a `wasmtime run` user expects: arguments, environment, inherited
 //! stdio and `--dir` preopens. A guest that traps or calls `proc_exit` still has its counters
 //! read, because the instance (and so its memory) outlives the failed call.
+//!
+//! `unsafe` is denied except in [`sampler`], which reads the profiler memory from another
+//! thread while the guest runs.
+
+mod sampler;
+
+pub use sampler::{SamplerConfig, SamplerResult};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -30,6 +37,8 @@ pub struct RunConfig {
     /// Inherit stdin/stdout/stderr (otherwise the guest sees empty stdin and its output
     /// is discarded; benchmarks use that).
     pub inherit_stdio: bool,
+    /// PEP: sample the ring buffer in the counters memory from a host thread.
+    pub sampler: Option<SamplerConfig>,
 }
 
 /// What happened.
@@ -42,6 +51,8 @@ pub struct RunResult {
     pub run: Duration,
     /// The counters memory, if it was requested and exists.
     pub counters: Option<Vec<u8>>,
+    /// PEP: what the sampler thread collected.
+    pub samples: Option<SamplerResult>,
 }
 
 /// The default compilation cache: `$XDG_CACHE_HOME/pepper/wasmtime` or
@@ -127,6 +138,7 @@ impl Prepared {
         linker.define_unknown_imports_as_traps(module)?;
 
         let t1 = Instant::now();
+        let mut samples = None;
         let instance = linker.instantiate(&mut store, module);
         let (outcome, instance) = match instance {
             Ok(instance) => {
@@ -134,7 +146,18 @@ impl Prepared {
                     .get_typed_func::<(), ()>(&mut store, "_start")
                     .map_err(anyhow::Error::from)
                     .context("the module has no `_start` export: pepper runs WASI commands")?;
-                (start.call(&mut store, ()), Some(instance))
+                let sampler = match (&cfg.sampler, &cfg.counters_export) {
+                    (Some(sc), Some(name)) => {
+                        let mem = instance
+                            .get_memory(&mut store, name)
+                            .context("PEP sampling: the module has no counters memory")?;
+                        Some(sampler::Sampler::start(&mem, &store, sc.clone()))
+                    }
+                    _ => None,
+                };
+                let outcome = start.call(&mut store, ());
+                samples = sampler.map(sampler::Sampler::finish);
+                (outcome, Some(instance))
             }
             Err(e) => (Err(e), None),
         };
@@ -164,6 +187,7 @@ impl Prepared {
             compile,
             run,
             counters,
+            samples,
         })
     }
 }

@@ -57,9 +57,9 @@ pub enum Action {
     SynthElse { not_taken: EdgeId },
     /// A node starts here (a path ends and restarts if the node is split).
     NodeStart(NodeId),
-    /// After a `br_if`: the fall-through edge, for modes that count it where it runs
-    /// (edge counting). Path numbering handles it in [`Action::BrIf`] instead.
-    FallEdge(EdgeId),
+    /// After a `br_if`: the fall-through edge, for code that runs only when the branch is
+    /// not taken (edge counters; a path increment when the taken edge's value is 0).
+    FallEdge { taken: EdgeId, fall: EdgeId },
     /// Before a `return_call*`: the edge to EXIT, then record the path.
     TailExit(EdgeId),
 }
@@ -379,7 +379,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                         },
                     );
                     b.act(i, Slot::Before, Action::BrIf { taken, fall: fe });
-                    b.act(i, Slot::After, Action::FallEdge(fe));
+                    b.act(i, Slot::After, Action::FallEdge { taken, fall: fe });
                     b.act(i, Slot::After, Action::NodeStart(fall));
                     note_back_edge(&frames[idx], t, &mut b.headers);
                     cur = Some(fall);

@@ -8,8 +8,8 @@ use crate::analysis::NodeKind;
 use crate::plan::{Counting, FunctionPlan, Plan};
 use pepper_cfg::DagEdgeKind;
 use pepper_profile::{
-    Branch, Function, Lost, Mode, ModuleInfo, Path, PathPoint, Profile, RunInfo, Step, FORMAT,
-    VERSION,
+    Branch, Function, Lost, Mode, ModuleInfo, Path, PathPoint, Profile, RunInfo, Sampling, Step,
+    FORMAT, VERSION,
 };
 use std::collections::HashMap;
 
@@ -20,6 +20,9 @@ pub struct RunOutcome {
     pub run: RunInfo,
     /// Warnings from outside the rewriter (runtime, DWARF).
     pub warnings: Vec<String>,
+    /// PEP: how sampling went, and the host sampler's (path word, samples) pairs (empty
+    /// for the in-guest every-K design, whose samples are in the profiler memory).
+    pub sampling: Option<(Sampling, Vec<(u64, u64)>)>,
 }
 
 fn read_u64(mem: &[u8], addr: u64) -> u64 {
@@ -81,7 +84,11 @@ impl Plan {
         }
         let mut paths = Vec::new();
         let mut lost = Lost::default();
-        if self.mode == Mode::ExactPaths {
+        let (sampling, host_samples) = match outcome.sampling {
+            Some((s, words)) => (Some(s), words),
+            None => (None, Vec::new()),
+        };
+        if matches!(self.mode, Mode::ExactPaths | Mode::Pep) {
             let mut hashed: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
             let l = &self.layout;
             for slot in 0..l.hash_capacity as u64 {
@@ -95,6 +102,13 @@ impl Plan {
                 }
             }
             lost.hash_overflow = read_u64(mem, l.hash_overflow as u64);
+            // PEP words carry their function in the tag; group them like the hash table's.
+            for (word, count) in host_samples {
+                match crate::plan::pep_untag(word) {
+                    Some((f, r)) => hashed.entry(f).or_default().push((r, count)),
+                    None => warnings.push(format!("sample word {word:#x} has no function tag")),
+                }
+            }
             for fp in &self.functions {
                 let counts: Vec<(u64, u64)> = match fp.counting {
                     Counting::Array { base } => {
@@ -104,8 +118,13 @@ impl Plan {
                             .filter(|&(_, c)| c > 0)
                             .collect()
                     }
-                    Counting::Hash => {
+                    Counting::Hash | Counting::Ring | Counting::Every { .. } => {
                         let mut v = hashed.remove(&fp.index.0).unwrap_or_default();
+                        if matches!(fp.counting, Counting::Every { .. }) {
+                            for w in &mut v {
+                                w.0 = crate::plan::pep_untag(w.0).map_or(u64::MAX, |x| x.1);
+                            }
+                        }
                         v.sort_unstable();
                         v
                     }
@@ -134,6 +153,8 @@ impl Plan {
                 counting: match fp.counting {
                     Counting::Array { .. } => Some("array".into()),
                     Counting::Hash => Some("hash".into()),
+                    Counting::Ring => Some("ring".into()),
+                    Counting::Every { .. } => Some("every".into()),
                     Counting::None => None,
                 },
                 truncated_nodes: fp
@@ -152,9 +173,10 @@ impl Plan {
             branches,
             paths,
             lost,
+            sampling,
             warnings,
         };
-        if self.mode == Mode::ExactPaths {
+        if matches!(self.mode, Mode::ExactPaths | Mode::Pep) {
             let derived = profile.edges_from_paths();
             for (b, c) in profile.branches.iter_mut().zip(derived) {
                 b.counts = c;

@@ -6,7 +6,7 @@
 //! So they are valid at any point, including inside blocks with parameters (multi-value).
 
 use crate::analysis::{Action, FunctionAnalysis};
-use crate::plan::Counting;
+use crate::plan::{Counting, MemoryLayout};
 use pepper_cfg::{EdgeId, NodeId, NumberedDag};
 use wasm_encoder::{Instruction as I, MemArg, MemArgTarget};
 
@@ -34,6 +34,10 @@ pub enum EmitKind<'p> {
         numbered: &'p NumberedDag,
         counting: Counting,
         func: u32,
+        /// Added to every path's starting value (PEP's function tag; 0 otherwise), so the
+        /// register holds a word that identifies function and path together.
+        tag: u64,
+        layout: &'p MemoryLayout,
         hash_fn: u32,
         /// Address of the i64 increment table of each `br_table` action (by action position).
         tables: &'p [(usize, u32)],
@@ -103,19 +107,65 @@ impl Emitter<'_> {
         out.extend([I::I64Add, I::I64Store(mem64(m, base))]);
     }
 
-    /// `count[r]++`: an array slot in profiler memory, or the in-module hash table.
+    /// `count[r]++`: an array slot in profiler memory, or the in-module hash table; under
+    /// PEP, hand the path to the sampler instead.
     fn count(&self, out: &mut Vec<I<'_>>) {
         let EmitKind::Paths {
             counting,
             func,
             hash_fn,
+            layout,
             ..
         } = &self.kind
         else {
             return;
         };
-        let r = self.locals.r;
+        let (r, a, m) = (self.locals.r, self.locals.a, self.mem);
         match *counting {
+            Counting::Ring => {
+                // ring[head % N] = r; head += 1. Two stores and no branch: the host
+                // sampler thread picks its windows out of the ring asynchronously.
+                let mask = (layout.ring_entries - 1) as i32;
+                out.extend([
+                    I::I32Const(0),
+                    I::I32Load(mem32(m, layout.ring_head)),
+                    I::LocalTee(a),
+                    I::I32Const(mask),
+                    I::I32And,
+                    I::I32Const(3),
+                    I::I32Shl,
+                    I::LocalGet(r),
+                    I::I64Store(mem64(m, layout.ring_base)),
+                    I::I32Const(0),
+                    I::LocalGet(a),
+                    I::I32Const(1),
+                    I::I32Add,
+                    I::I32Store(mem32(m, layout.ring_head)),
+                ]);
+            }
+            Counting::Every { k } => {
+                // if ++n >= k { n = 0; count[r]++ (hash) } — deterministic sampling.
+                let at = layout.every_counter;
+                out.extend([
+                    I::I32Const(0),
+                    I::I32Load(mem32(m, at)),
+                    I::I32Const(1),
+                    I::I32Add,
+                    I::LocalTee(a),
+                    I::I32Const(k as i32),
+                    I::I32GeU,
+                    I::If(wasm_encoder::BlockType::Empty),
+                    I::I32Const(0),
+                    I::LocalSet(a),
+                    I::I32Const(*func as i32),
+                    I::LocalGet(r),
+                    I::Call(*hash_fn),
+                    I::End,
+                    I::I32Const(0),
+                    I::LocalGet(a),
+                    I::I32Store(mem32(m, at)),
+                ]);
+            }
             Counting::Array { base } => {
                 out.extend([I::LocalGet(r), I::I32WrapI64, I::I32Const(3), I::I32Shl]);
                 self.add_to_counter(out, base, true, &[I::I64Const(1)]);
@@ -172,8 +222,8 @@ impl Emitter<'_> {
 
     /// Code at function start (after the wrapper `block`): `r = Val(ENTRY → first)`.
     pub fn prologue(&self, out: &mut Vec<I<'_>>) {
-        if let EmitKind::Paths { numbered, .. } = &self.kind {
-            let v = numbered.numbering.val(numbered.dag.function_entry());
+        if let EmitKind::Paths { numbered, tag, .. } = &self.kind {
+            let v = numbered.numbering.val(numbered.dag.function_entry()) + tag;
             if v != 0 {
                 out.extend([I::I64Const(v as i64), I::LocalSet(self.locals.r)]);
             }
@@ -202,20 +252,23 @@ impl Emitter<'_> {
                 self.edge_code(out, *e);
                 self.count(out);
             }
-            Action::FallEdge(e) => {
-                if matches!(self.kind, EmitKind::Edges { .. }) {
-                    self.edge_code(out, *e);
-                }
-            }
+            Action::FallEdge { taken, fall } => match &self.kind {
+                EmitKind::Edges { .. } => self.edge_code(out, *fall),
+                // The cheap case of digest §4.4: nothing before the branch, `r += Val(fall)`
+                // only where the fall-through runs.
+                EmitKind::Paths { .. } if self.val(*taken) == 0 => self.edge_code(out, *fall),
+                EmitKind::Paths { .. } => {}
+            },
             Action::NodeStart(n) => {
                 if self.is_split(*n) {
-                    if let EmitKind::Paths { numbered, .. } = &self.kind {
+                    if let EmitKind::Paths { numbered, tag, .. } = &self.kind {
                         // PEP §3.2: the path ends at h_a (Val(h_a→EXIT) is 0); the next starts at h_b.
                         self.count(out);
-                        let v = numbered
-                            .dag
-                            .split_entry(*n)
-                            .map_or(0, |e| numbered.numbering.val(e));
+                        let v = tag
+                            + numbered
+                                .dag
+                                .split_entry(*n)
+                                .map_or(0, |e| numbered.numbering.val(e));
                         out.extend([I::I64Const(v as i64), I::LocalSet(r)]);
                     }
                 }
@@ -223,7 +276,9 @@ impl Emitter<'_> {
             Action::BrIf { taken, fall } => match &self.kind {
                 EmitKind::Paths { .. } => {
                     let (vt, vf) = (self.val(*taken), self.val(*fall));
-                    if vt == vf {
+                    if vt == 0 {
+                        // Action::FallEdge adds Val(fall) after the branch.
+                    } else if vt == vf {
                         self.add_const(out, vt);
                     } else {
                         out.extend([

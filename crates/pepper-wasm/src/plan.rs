@@ -41,6 +41,36 @@ fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
         })
         .collect()
 }
+/// Per-CFG-edge weights for smart numbering (PEP §3.4): the out-edge of a block with the
+/// highest weight gets value 0 and so carries no code. Without a measured profile, a static
+/// estimate: edges that stay deep in loops first, then a `br_if`'s taken edge (a zero there
+/// leaves only a cheap add on the fall-through instead of a `select` before the branch).
+fn static_numbering_weights(a: &FunctionAnalysis) -> Vec<u64> {
+    (0..a.cfg.num_edges())
+        .map(|e| {
+            let (src, dst) = a.cfg.edge(pepper_cfg::EdgeId::new(e));
+            let depth = a.node_depth[src.index()]
+                .min(a.node_depth[dst.index()])
+                .min(8);
+            let taken_br_if = matches!(a.edges[e].branch, Some((site, 0))
+                if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf);
+            10u64.pow(depth) * 4 + taken_br_if as u64
+        })
+        .collect()
+}
+
+/// Lifts per-CFG-edge weights to the P-DAG's edges (dummy edges weigh nothing).
+fn dag_weights(cfg_weights: Vec<u64>) -> impl Fn(&pepper_cfg::PathDag) -> Vec<u64> {
+    move |dag| {
+        dag.edges()
+            .map(|(_, de)| match de.kind {
+                pepper_cfg::DagEdgeKind::Real(e) => cfg_weights[e.index()],
+                _ => 0,
+            })
+            .collect()
+    }
+}
+
 use pepper_profile::Mode;
 use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
 
@@ -56,6 +86,68 @@ pub enum Counting {
     Array { base: u32 },
     /// A call to the in-module hash table (functions with many paths).
     Hash,
+    /// PEP: append the tagged path word to the ring buffer the host sampler reads.
+    Ring,
+    /// PEP, deterministic: every `k`-th path end (over the whole module) goes to the hash
+    /// table.
+    Every { k: u32 },
+}
+
+/// PEP: paths per function must stay below this so that the function's tag fits above the
+/// path number in one 64-bit word (`(func + 1) << PEP_TAG_SHIFT | number`).
+pub const PEP_TAG_SHIFT: u32 = 44;
+
+/// The tag PEP puts above function `func`'s path numbers (0 when `func` does not fit).
+pub fn pep_tag(func: u32) -> Option<u64> {
+    ((func as u64 + 1) < (1 << (64 - PEP_TAG_SHIFT))).then(|| (func as u64 + 1) << PEP_TAG_SHIFT)
+}
+
+/// Splits a PEP path word into (function index, path number).
+pub fn pep_untag(word: u64) -> Option<(u32, u64)> {
+    let f = word >> PEP_TAG_SHIFT;
+    (f > 0).then(|| ((f - 1) as u32, word & ((1 << PEP_TAG_SHIFT) - 1)))
+}
+
+/// An edge profile used to choose path numbering (PEP §3.4 smart numbering): per branch
+/// (function index, original offset), its outcome counts.
+#[derive(Clone, Debug, Default)]
+pub struct Guide {
+    pub counts: std::collections::HashMap<(u32, u64), Vec<u64>>,
+    /// SHA-256 of the guide file, recorded in the profile.
+    pub id: String,
+}
+
+impl Guide {
+    pub fn from_profile(p: &pepper_profile::Profile, id: String) -> Guide {
+        Guide {
+            counts: p
+                .branches
+                .iter()
+                .map(|b| ((b.func, b.offset), b.counts.clone()))
+                .collect(),
+            id,
+        }
+    }
+
+    /// Per-CFG-edge weights of one function from the guide, or `None` if the guide saw
+    /// none of its branches run.
+    fn weights(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<u64>> {
+        let w: Vec<u64> = a
+            .edges
+            .iter()
+            .map(|info| {
+                info.branch.map_or(0, |(site, outcome)| {
+                    let s = &a.sites[site.0 as usize];
+                    self.counts
+                        .get(&(func, s.offset))
+                        .and_then(|c| c.get(outcome as usize))
+                        .copied()
+                        .unwrap_or(0)
+                })
+            })
+            .collect();
+        w.iter().any(|&x| x > 0).then_some(w)
+    }
 }
 
 /// Tuning knobs of the rewriter.
@@ -68,6 +160,13 @@ pub struct InstrumentOptions {
     pub array_budget: u64,
     /// log2 of the hash table's capacity in entries (24 bytes each).
     pub hash_capacity_log2: u32,
+    /// PEP: record every `k`-th path end in the guest (deterministic) instead of appending
+    /// every path end to the ring for the host sampler.
+    pub pep_every: Option<u32>,
+    /// PEP: log2 of the ring buffer's length in entries.
+    pub ring_log2: u32,
+    /// Edge profile for smart numbering (paths and PEP modes).
+    pub guide: Option<std::sync::Arc<Guide>>,
 }
 
 impl Default for InstrumentOptions {
@@ -77,6 +176,9 @@ impl Default for InstrumentOptions {
             array_max_paths: 4096,
             array_budget: 256 << 20,
             hash_capacity_log2: 20,
+            pep_every: None,
+            ring_log2: 12,
+            guide: None,
         }
     }
 }
@@ -108,6 +210,12 @@ pub struct MemoryLayout {
     pub hash_overflow: u32,
     pub hash_base: u32,
     pub hash_capacity: u32,
+    /// PEP ring: u32 count of path ends written (the next slot is `head % entries`).
+    pub ring_head: u32,
+    pub ring_base: u32,
+    pub ring_entries: u32,
+    /// PEP every-K: u32 path ends since the last sample.
+    pub every_counter: u32,
     pub size: u64,
 }
 
@@ -203,11 +311,14 @@ fn build(
     let mode = opts.mode;
     let mut warnings = Vec::new();
     let mut functions = Vec::with_capacity(facts.bodies.len());
-    // 0: hash entries used, 8: hash overflow, 16: discard slot for uncounted br_table arms.
-    let mut bump = Bump(24);
+    // 0: hash entries used, 8: hash overflow, 16: discard slot for uncounted br_table
+    // arms, 24: PEP ring head, 32: PEP every-K counter.
+    let mut bump = Bump(40);
     let mut layout = MemoryLayout {
         hash_used: 0,
         hash_overflow: 8,
+        ring_head: 24,
+        every_counter: 32,
         ..Default::default()
     };
     let mut array_bytes = 0u64;
@@ -247,18 +358,30 @@ fn build(
             // Branch ids are assigned even when the function ends up skipped, so that the
             // profile lists every branch instruction of the module.
             next_branch += a.sites.len() as u32;
+            if mode == Mode::Pep && pep_tag(index.0).is_none() {
+                fp.skipped = Some("function index too large for PEP's path tag".into());
+            }
             if fp.skipped.is_none() {
-                if mode == Mode::ExactPaths {
-                    match number_with_limit(
-                        &a.cfg,
-                        &a.headers,
-                        &[a.funnel],
-                        None,
-                        REGISTER_PATH_LIMIT,
-                    ) {
+                if matches!(mode, Mode::ExactPaths | Mode::Pep) {
+                    let guided = opts.guide.as_ref().and_then(|g| g.weights(index.0, &a));
+                    let weights =
+                        dag_weights(guided.unwrap_or_else(|| static_numbering_weights(&a)));
+                    // One limit for every paths mode, so that exact and PEP profiles cut the
+                    // same monster functions at the same places and their paths compare.
+                    let limit = REGISTER_PATH_LIMIT.min(1 << PEP_TAG_SHIFT);
+                    match number_with_limit(&a.cfg, &a.headers, &[a.funnel], Some(&weights), limit)
+                    {
                         Ok(nd) => {
                             let n = nd.numbering.total();
-                            fp.counting = if n <= opts.array_max_paths
+                            fp.counting = if mode == Mode::Pep {
+                                match opts.pep_every {
+                                    Some(k) => {
+                                        any_hash = true;
+                                        Counting::Every { k: k.max(1) }
+                                    }
+                                    None => Counting::Ring,
+                                }
+                            } else if n <= opts.array_max_paths
                                 && array_bytes + 8 * n <= opts.array_budget
                             {
                                 array_bytes += 8 * n;
@@ -303,7 +426,7 @@ fn build(
                 continue;
             };
             let entries: Option<Vec<u8>> = match mode {
-                Mode::ExactPaths => fp
+                Mode::ExactPaths | Mode::Pep => fp
                     .numbered
                     .as_ref()
                     .and_then(|nd| paths_table(nd, arms))
@@ -330,6 +453,10 @@ fn build(
     let cap_log2 = if any_hash { opts.hash_capacity_log2 } else { 4 };
     layout.hash_capacity = 1 << cap_log2;
     layout.hash_base = bump.alloc(24 * layout.hash_capacity as u64);
+    if mode == Mode::Pep && opts.pep_every.is_none() {
+        layout.ring_entries = 1 << opts.ring_log2.clamp(4, 20);
+        layout.ring_base = bump.alloc(8 * layout.ring_entries as u64);
+    }
     layout.size = bump.0;
     if layout.size > (u32::MAX as u64) - (1 << 20) {
         return Err(InstrumentError::TooLarge(layout.size));
@@ -382,13 +509,18 @@ fn build(
             }
         };
         let kind = match mode {
-            Mode::ExactPaths => EmitKind::Paths {
+            Mode::ExactPaths | Mode::Pep => EmitKind::Paths {
                 numbered: fp
                     .numbered
                     .as_ref()
                     .expect("paths mode numbers every instrumented function"),
                 counting: fp.counting,
                 func: fp.index.0,
+                tag: match mode {
+                    Mode::Pep => pep_tag(fp.index.0).unwrap_or(0),
+                    _ => 0,
+                },
+                layout: &plan.layout,
                 hash_fn,
                 tables: &tables[k],
             },

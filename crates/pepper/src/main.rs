@@ -8,8 +8,9 @@ use clap::{Parser, Subcommand};
 /// pepper: path, edge and calling-context profiler for WebAssembly.
 ///
 /// Typical use:
-///   pepper run prog.wasm -- ARGS       run under exact path profiling, write prog.pepper.json
+///   pepper run prog.wasm -- ARGS       profile (PEP sampling by default), write prog.pepper.json
 ///   pepper report prog.pepper.json     hottest functions, paths and branch biases
+///   pepper compare exact.json pep.json accuracy of one profile against another
 #[derive(Parser, Debug)]
 #[command(name = "pepper", version, about, long_about, verbatim_doc_comment)]
 struct Cli {
@@ -22,6 +23,7 @@ enum Command {
     Run(cmd::run::Args),
     Report(cmd::report::Args),
     Instrument(cmd::instrument::Args),
+    Compare(cmd::compare::Args),
 }
 
 fn main() {
@@ -30,6 +32,7 @@ fn main() {
         Command::Run(a) => cmd::run::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Instrument(a) => cmd::instrument::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -102,3 +102,53 @@ pub fn assert_same_edges(paths: &Profile, edges: &Profile) {
         );
     }
 }
+
+/// Path counts keyed by what the path is (function, ends, branch decisions), so profiles
+/// with different numberings compare.
+pub fn paths_by_key(
+    p: &Profile,
+) -> std::collections::HashMap<pepper_profile::compare::PathKey, u64> {
+    let mut m = std::collections::HashMap::new();
+    for path in &p.paths {
+        *m.entry(pepper_profile::compare::PathKey::of(path))
+            .or_insert(0) += path.count;
+    }
+    m
+}
+
+/// PEP recording every path end (`--every 1`), with plain and with smart numbering from
+/// `exact` as the guide, must count exactly what exact-paths counts; the default sampled
+/// PEP run must not change the program's behaviour.
+pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], exact: &Profile) {
+    let (c0, out0, _, _) = run("none", program, extra, guest);
+    let guide = tempdir().join(format!(
+        "{}.guide.json",
+        program.file_stem().unwrap().to_string_lossy()
+    ));
+    let mut f = std::fs::File::create(&guide).unwrap();
+    exact.write(&mut f).unwrap();
+    let g = guide.to_str().unwrap();
+    for flags in [
+        vec!["--every", "1"],
+        vec!["--every", "1", "--guide", g],
+        vec![],
+    ] {
+        let mut args = extra.to_vec();
+        args.extend_from_slice(&flags);
+        let (c, out, err, pep) = run("pep", program, &args, guest);
+        assert_eq!(
+            (c0, &out0),
+            (c, &out),
+            "pep {flags:?} changed behaviour: {err}"
+        );
+        assert!(!err.contains("ignored"), "guide was not used: {err}");
+        if !flags.is_empty() {
+            assert_eq!(
+                paths_by_key(&pep),
+                paths_by_key(exact),
+                "pep {flags:?} differs from exact-paths"
+            );
+            assert_same_edges(&pep, exact);
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Hand-written `.wat` fixtures whose counts are known by construction. Each runs in all
-//! three modes: behaviour must not change (the fixtures trap if a result is wrong), and the
-//! edge profile derived from exact paths must equal the directly counted one.
+//! mode: behaviour must not change (the fixtures trap if a result is wrong), the edge
+//! profile derived from exact paths must equal the directly counted one, and PEP recording
+//! every path end (plain and guided numbering) must equal exact paths.
 
 mod common;
 use common::*;
@@ -22,6 +23,7 @@ fn all_modes(name: &str) -> (Profile, Profile) {
         "exact-edges changed behaviour of {name}"
     );
     assert_same_edges(&paths, &edges);
+    assert_pep_matches_exact(&f, &[], &[], &paths);
     (paths, edges)
 }
 

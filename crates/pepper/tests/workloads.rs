@@ -1,6 +1,7 @@
 //! Differential tests on the real workloads (bench/workloads/build.sh builds them; CI does
 //! that first): instrumented and original programs print the same output and exit code, and
-//! the edge profile derived from exact paths equals the directly counted one.
+//! the edge profile derived from exact paths equals the directly counted one, and PEP with
+//! every path end recorded (plain and smart numbering) equals exact paths.
 //!
 //! Missing workloads fail the test with instructions, unless PEPPER_SKIP_WORKLOADS=1.
 
@@ -35,6 +36,7 @@ fn differential(name: &str, extra: &[&str], guest: &[&str]) {
     assert_eq!((c0, &out0), (c2, &out2), "exact-edges changed {name}: {e2}");
     assert!(paths.paths.len() > 100, "{name}: real paths recorded");
     assert_same_edges(&paths, &edges);
+    assert_pep_matches_exact(&wasm, extra, guest, &paths);
 }
 
 #[test]

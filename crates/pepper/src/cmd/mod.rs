@@ -1,3 +1,4 @@
+pub mod compare;
 pub mod instrument;
 pub mod report;
 pub mod run;
@@ -8,6 +9,9 @@ use std::path::Path;
 /// Profiling modes a user can pick on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModeArg {
+    /// Continuous path profiling (PEP): the path is always computed, recorded only when
+    /// sampled; edges derived from the sampled paths. Low overhead, for always-on use.
+    Pep,
     /// Count every Ball-Larus path (PEP's header-split variant); edges derived from paths.
     ExactPaths,
     /// Count every branch outcome directly.
@@ -19,6 +23,7 @@ pub enum ModeArg {
 impl From<ModeArg> for pepper_profile::Mode {
     fn from(m: ModeArg) -> Self {
         match m {
+            ModeArg::Pep => pepper_profile::Mode::Pep,
             ModeArg::ExactPaths => pepper_profile::Mode::ExactPaths,
             ModeArg::ExactEdges => pepper_profile::Mode::ExactEdges,
             ModeArg::None => pepper_profile::Mode::None,

@@ -11,11 +11,41 @@ use std::time::Instant;
 ///
 /// Arguments after `--` go to the guest. The guest's exit code becomes pepper's. The
 /// profile is written even when the guest traps or calls `proc_exit`.
+///
+/// The default mode, `pep`, is meant to stay on: every completed path goes to a small ring
+/// buffer and a host thread samples bursts of consecutive paths from it each `--interval`
+/// (PEP(SAMPLES, STRIDE)). `exact-paths` counts every path, `exact-edges` every branch.
+///
+/// Examples:
+///   pepper run prog.wasm -- input.txt              PEP(64,17) every 1 ms
+///   pepper run --mode exact-paths prog.wasm        every path counted (ground truth)
+///   pepper run --guide prog.pepper.json prog.wasm  smart numbering from an earlier profile
+///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
 #[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// What to measure.
-    #[arg(long, value_enum, default_value = "exact-paths")]
+    #[arg(long, value_enum, default_value = "pep")]
     mode: ModeArg,
+    /// PEP: consecutive paths recorded per timer tick (SAMPLES).
+    #[arg(long, default_value_t = 64)]
+    samples: u32,
+    /// PEP: before a tick's burst, skip up to STRIDE-1 paths (rotating), to avoid
+    /// sampling at a fixed phase of a loop.
+    #[arg(long, default_value_t = 17)]
+    stride: u32,
+    /// PEP: timer period, e.g. `1ms`, `500us`, `10ms`.
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    interval: std::time::Duration,
+    /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
+    /// `--every 1` records every path, which equals `exact-paths`.
+    #[arg(long, value_name = "K")]
+    every: Option<u32>,
+    /// Smart path numbering from an earlier profile of the same module (PEP §3.4): the
+    /// hottest branch outcomes get path value 0 and carry no code. A guide recorded from a
+    /// different module is reported and ignored.
+    #[arg(long, value_name = "PROFILE")]
+    guide: Option<PathBuf>,
     /// Profile output file [default: PROGRAM's stem + `.pepper.json`].
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -52,9 +82,16 @@ pub fn run(a: Args) -> Result<i32> {
             wasm.len() >> 20
         );
     }
+    let guide = a
+        .guide
+        .as_ref()
+        .and_then(|g| load_guide(g, &wasm))
+        .map(std::sync::Arc::new);
     let opts = pepper_wasm::InstrumentOptions {
         mode,
         array_max_paths: a.array_max_paths,
+        pep_every: a.every,
+        guide: guide.clone(),
         ..Default::default()
     };
     let inst = pepper_wasm::instrument(&wasm, &opts)
@@ -96,6 +133,20 @@ pub fn run(a: Args) -> Result<i32> {
         counters_export: (mode != pepper_profile::Mode::None)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
+        sampler: (mode == pepper_profile::Mode::Pep && a.every.is_none()).then(|| {
+            let l = &inst.plan.layout;
+            pepper_runtime::SamplerConfig {
+                head: l.ring_head,
+                base: l.ring_base,
+                entries: l.ring_entries,
+                params: pepper_sampling::PepParams {
+                    samples: a.samples,
+                    stride: a.stride,
+                },
+                interval: a.interval,
+                table_capacity: 1 << 20,
+            }
+        }),
     };
     if wasm.len() > 8 << 20 {
         eprintln!("pepper: compiling (cached after the first run)...");
@@ -122,10 +173,30 @@ pub fn run(a: Args) -> Result<i32> {
             run_ms: result.run.as_secs_f64() * 1e3,
         },
         warnings: Vec::new(),
+        sampling: (mode == pepper_profile::Mode::Pep).then(|| {
+            let s = result.samples.clone().unwrap_or_default();
+            let info = pepper_profile::Sampling {
+                design: if a.every.is_some() { "every" } else { "ring" }.into(),
+                samples: a.samples,
+                stride: a.stride,
+                interval_us: a.interval.as_micros() as u64,
+                every: a.every.unwrap_or(0) as u64,
+                ticks: s.ticks,
+                taken: s.taken,
+                path_ends: s.path_ends,
+                lost: s.lost,
+                guide: guide.as_ref().map(|g| g.id.clone()),
+            };
+            (info, s.words)
+        }),
     };
-    let profile = inst
+    let mut profile = inst
         .plan
         .profile(result.counters.as_deref(), outcome, &|o| lines.lookup(o));
+    if let Some(s) = profile.sampling.as_mut().filter(|s| s.design == "every") {
+        // The in-guest design counted its samples in the hash table.
+        s.taken = profile.paths.iter().map(|p| p.count).sum();
+    }
     let output = a.output.clone().unwrap_or_else(|| {
         let stem = a
             .program
@@ -146,4 +217,60 @@ pub fn run(a: Args) -> Result<i32> {
         profile.run.run_ms
     );
     Ok(result.exit_code)
+}
+
+/// Parses `1ms`, `250us`, `2s` or a bare number of milliseconds.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "ms"),
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: expected a duration such as 1ms, 500us or 2s"))?;
+    let secs = match unit {
+        "s" => v,
+        "ms" => v / 1e3,
+        "us" | "µs" => v / 1e6,
+        _ => return Err(format!("{s:?}: unknown unit {unit:?} (use s, ms or us)")),
+    };
+    if !(secs > 0.0 && secs < 3600.0) {
+        return Err(format!("{s:?}: must be positive and under an hour"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// Loads a guide profile for smart numbering. A guide is advice: anything wrong with it is
+/// reported and the run goes on with pepper's static numbering instead.
+fn load_guide(path: &std::path::Path, wasm: &[u8]) -> Option<pepper_wasm::plan::Guide> {
+    let ignore = |why: String| {
+        eprintln!(
+            "pepper: warning: guide {}: {why}; ignored, using static numbering",
+            path.display()
+        );
+        None
+    };
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return ignore(e.to_string()),
+    };
+    let profile = match pepper_profile::Profile::read(&bytes[..]) {
+        Ok(p) => p,
+        Err(e) => return ignore(e.to_string()),
+    };
+    if let Err(e) = profile.check_module(wasm) {
+        return ignore(format!("{e} (stale guide?)"));
+    }
+    if profile.branches.iter().all(|b| b.total() == 0) {
+        return ignore(format!(
+            "it has no branch counts ({} mode)",
+            profile.mode.name()
+        ));
+    }
+    Some(pepper_wasm::plan::Guide::from_profile(
+        &profile,
+        module_hash(&bytes),
+    ))
 }

@@ -1,0 +1,241 @@
+//! Accuracy of an estimated profile against a reference of the same module (PEP §6.3-6.4,
+//! digest §2.5): Wall weight matching for paths, relative and absolute overlap for edges.
+//!
+//! Paths are matched by what they are (function, start, branch decisions, end), not by
+//! number, so profiles numbered differently (plain vs. smart numbering from a guide) compare
+//! correctly.
+
+use crate::model::{Path, PathPoint, Profile, Step};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Paths whose reference flow exceeds this fraction of the total are "hot" (Wall, PEP §6.3).
+pub const HOT_PATH_THRESHOLD: f64 = 0.00125;
+
+/// What identifies a path independently of its number.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PathKey {
+    pub func: u32,
+    pub start: String,
+    pub end: String,
+    pub steps: Vec<Step>,
+}
+
+impl PathKey {
+    pub fn of(p: &Path) -> PathKey {
+        let point = |pt: &PathPoint| match pt {
+            PathPoint::FunctionEntry => "entry".to_string(),
+            PathPoint::FunctionExit => "exit".to_string(),
+            PathPoint::LoopHeader { offset } => format!("loop@{offset}"),
+            PathPoint::Truncation { offset } => format!("cut@{offset}"),
+            PathPoint::TailCall { offset } => format!("tail@{offset}"),
+            PathPoint::Throw { offset } => format!("throw@{offset}"),
+        };
+        PathKey {
+            func: p.func,
+            start: point(&p.start),
+            end: point(&p.end),
+            steps: p.steps.clone(),
+        }
+    }
+}
+
+/// Branch flow of a path execution: its number of branch decisions (PEP §6.3's `b_p`: `if`,
+/// `br_if` and `br_table` with at least two distinct targets; a path with none counts 1 so
+/// straight-line paths still carry weight).
+pub fn branch_flow(p: &Path) -> f64 {
+    p.count as f64 * p.steps.len().max(1) as f64
+}
+
+/// Per-function part of a comparison.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct FunctionAccuracy {
+    pub func: u32,
+    pub name: String,
+    /// Share of the reference's total path flow in this function.
+    pub reference_flow: f64,
+    /// Share of the estimate's total path flow in this function.
+    pub estimate_flow: f64,
+    /// Hot reference paths in this function, and how many of them the estimate ranked hot.
+    pub hot_paths: usize,
+    pub hot_paths_found: usize,
+    /// Relative overlap of this function's branches (None: no executed branch).
+    pub edge_accuracy: Option<f64>,
+}
+
+/// The three accuracy measures of PEP §6.3-6.4, plus where the estimate goes wrong.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+pub struct Accuracy {
+    /// Wall weight matching with branch flow and the 0.125% hot threshold (None if the
+    /// reference has no paths).
+    pub path_accuracy: Option<f64>,
+    /// Relative overlap of branch biases, weighted by reference branch frequency. A branch
+    /// the estimate never saw is taken as unbiased (each outcome equally likely).
+    pub edge_relative_overlap: Option<f64>,
+    /// Absolute overlap of normalised edge (branch outcome) frequencies.
+    pub edge_absolute_overlap: Option<f64>,
+    pub reference_paths: usize,
+    pub estimate_paths: usize,
+    pub hot_paths: usize,
+    /// Per function, hottest (by reference flow) first.
+    pub functions: Vec<FunctionAccuracy>,
+}
+
+/// Wall weight matching (PEP §6.3): the share of the hot reference flow that lies on paths
+/// the estimate also ranks among its `|H_actual|` hottest.
+fn path_accuracy(reference: &[Path], estimate: &[Path]) -> (Option<f64>, Vec<PathKey>, Vec<bool>) {
+    let total: f64 = reference.iter().map(branch_flow).sum();
+    if total <= 0.0 {
+        return (None, Vec::new(), Vec::new());
+    }
+    let mut hot: Vec<(PathKey, f64)> = reference
+        .iter()
+        .filter(|p| branch_flow(p) > HOT_PATH_THRESHOLD * total)
+        .map(|p| (PathKey::of(p), branch_flow(p)))
+        .collect();
+    hot.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let mut est: Vec<(PathKey, f64)> = estimate
+        .iter()
+        .map(|p| (PathKey::of(p), branch_flow(p)))
+        .collect();
+    // Ties broken by key so the metric does not depend on input order.
+    est.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)))
+    });
+    let top: std::collections::HashSet<&PathKey> =
+        est.iter().take(hot.len()).map(|(k, _)| k).collect();
+    let hot_flow: f64 = hot.iter().map(|h| h.1).sum();
+    let found: Vec<bool> = hot.iter().map(|(k, _)| top.contains(k)).collect();
+    let matched: f64 = hot
+        .iter()
+        .zip(&found)
+        .filter(|(_, f)| **f)
+        .map(|(h, _)| h.1)
+        .sum();
+    let keys = hot.into_iter().map(|h| h.0).collect();
+    (Some(matched / hot_flow), keys, found)
+}
+
+/// Relative overlap of one branch: `1 - ½ Σ_outcomes |p_ref - p_est|` (the binary formula
+/// `1 - |taken_ref - taken_est|` for two outcomes).
+fn branch_overlap(reference: &[u64], estimate: &[u64]) -> f64 {
+    let rt: u64 = reference.iter().sum();
+    let et: u64 = estimate.iter().sum();
+    let n = reference.len().max(1) as f64;
+    let diff: f64 = reference
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| {
+            let pr = r as f64 / rt as f64;
+            let pe = if et == 0 {
+                1.0 / n
+            } else {
+                estimate.get(i).copied().unwrap_or(0) as f64 / et as f64
+            };
+            (pr - pe).abs()
+        })
+        .sum();
+    1.0 - diff / 2.0
+}
+
+/// Compares `estimate` against `reference`; both must describe the same module (the caller
+/// checks the hashes) so branch ids agree.
+pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
+    let (path_acc, hot_keys, found) = path_accuracy(&reference.paths, &estimate.paths);
+
+    // Edges: relative overlap per branch, absolute overlap over all outcomes.
+    let ref_total: u64 = reference.branches.iter().map(|b| b.total()).sum();
+    let est_total: u64 = estimate.branches.iter().map(|b| b.total()).sum();
+    let est_counts: HashMap<u32, &[u64]> = estimate
+        .branches
+        .iter()
+        .map(|b| (b.id, b.counts.as_slice()))
+        .collect();
+    let mut rel_num = 0.0;
+    let mut abs = 0.0;
+    let mut per_func_edges: HashMap<u32, (f64, f64)> = HashMap::new();
+    for b in &reference.branches {
+        let t = b.total();
+        let est = est_counts.get(&b.id).copied().unwrap_or(&[]);
+        if t > 0 {
+            let acc = branch_overlap(&b.counts, est);
+            rel_num += t as f64 * acc;
+            let e = per_func_edges.entry(b.func).or_default();
+            e.0 += t as f64 * acc;
+            e.1 += t as f64;
+        }
+        if ref_total > 0 && est_total > 0 {
+            for (i, &r) in b.counts.iter().enumerate() {
+                let e = est.get(i).copied().unwrap_or(0);
+                abs += (r as f64 / ref_total as f64).min(e as f64 / est_total as f64);
+            }
+        }
+    }
+
+    // Per function.
+    let flow_by_func = |paths: &[Path]| {
+        let mut m: HashMap<u32, f64> = HashMap::new();
+        for p in paths {
+            *m.entry(p.func).or_default() += branch_flow(p);
+        }
+        let total: f64 = m.values().sum();
+        (m, total)
+    };
+    let (ref_flow, ref_flow_total) = flow_by_func(&reference.paths);
+    let (est_flow, est_flow_total) = flow_by_func(&estimate.paths);
+    let mut hot_by_func: HashMap<u32, (usize, usize)> = HashMap::new();
+    for (k, f) in hot_keys.iter().zip(&found) {
+        let e = hot_by_func.entry(k.func).or_default();
+        e.0 += 1;
+        e.1 += *f as usize;
+    }
+    let mut funcs: Vec<u32> = ref_flow
+        .keys()
+        .chain(est_flow.keys())
+        .chain(per_func_edges.keys())
+        .copied()
+        .collect();
+    funcs.sort_unstable();
+    funcs.dedup();
+    let share = |m: &HashMap<u32, f64>, total: f64, f: u32| {
+        if total > 0.0 {
+            m.get(&f).copied().unwrap_or(0.0) / total
+        } else {
+            0.0
+        }
+    };
+    let mut functions: Vec<FunctionAccuracy> = funcs
+        .into_iter()
+        .map(|f| {
+            let (hot, hot_found) = hot_by_func.get(&f).copied().unwrap_or((0, 0));
+            FunctionAccuracy {
+                func: f,
+                name: reference.function_name(f),
+                reference_flow: share(&ref_flow, ref_flow_total, f),
+                estimate_flow: share(&est_flow, est_flow_total, f),
+                hot_paths: hot,
+                hot_paths_found: hot_found,
+                edge_accuracy: per_func_edges
+                    .get(&f)
+                    .filter(|e| e.1 > 0.0)
+                    .map(|e| e.0 / e.1),
+            }
+        })
+        .collect();
+    functions.sort_by(|a, b| {
+        b.reference_flow
+            .total_cmp(&a.reference_flow)
+            .then(a.func.cmp(&b.func))
+    });
+
+    Accuracy {
+        path_accuracy: path_acc,
+        edge_relative_overlap: (ref_total > 0).then(|| rel_num / ref_total as f64),
+        edge_absolute_overlap: (ref_total > 0 && est_total > 0).then_some(abs),
+        reference_paths: reference.paths.len(),
+        estimate_paths: estimate.paths.len(),
+        hot_paths: hot_keys.len(),
+        functions,
+    }
+}

@@ -1,0 +1,124 @@
+//! `pepper compare`: how close an estimated profile (PEP, a guided run, an older run) is to
+//! a reference (normally an exact profile of the same module and input).
+
+use anyhow::{bail, Context, Result};
+use pepper_profile::compare::{compare, Accuracy, HOT_PATH_THRESHOLD};
+use pepper_profile::Profile;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+/// Accuracy of ESTIMATE against REFERENCE, as PEP measures it.
+///
+/// - path accuracy: Wall weight matching. Hot paths are the reference paths carrying more
+///   than 0.125% of all branch flow (count × branch decisions); the score is the share of
+///   their flow on paths the estimate also ranks among its same number of hottest.
+/// - edge relative overlap: per branch, 1 - |bias difference|, weighted by the reference's
+///   branch frequency (a branch the estimate never saw counts as unbiased).
+/// - edge absolute overlap: Σ min of the two normalised branch-outcome frequencies.
+///
+/// Paths are matched by their branch decisions, not their numbers, so profiles with
+/// different numberings (for example with and without --guide) compare correctly.
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+    /// Functions listed in the per-function breakdown.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// The ground truth, usually from `pepper run --mode exact-paths`.
+    reference: PathBuf,
+    /// The profile to score.
+    estimate: PathBuf,
+}
+
+fn load(path: &Path) -> Result<Profile> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("opening profile {}", path.display()))?;
+    Profile::read(std::io::BufReader::new(file))
+        .with_context(|| format!("reading profile {}", path.display()))
+}
+
+pub fn run(a: Args) -> Result<i32> {
+    let reference = load(&a.reference)?;
+    let estimate = load(&a.estimate)?;
+    if reference.module.sha256 != estimate.module.sha256 {
+        bail!(
+            "the profiles describe different modules ({} has {}, {} has {})",
+            a.reference.display(),
+            reference.module.sha256,
+            a.estimate.display(),
+            estimate.module.sha256
+        );
+    }
+    let acc = compare(&reference, &estimate);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match a.format {
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut out, &acc)?;
+            writeln!(out)?;
+        }
+        Format::Text => out.write_all(text(&acc, &reference, &estimate, a.top).as_bytes())?,
+    }
+    Ok(0)
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("n/a".into(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "reference: {} ({}), {} paths\nestimate:  {} ({}), {} paths\n",
+        reference.module.path,
+        reference.mode.name(),
+        acc.reference_paths,
+        estimate.module.path,
+        estimate.mode.name(),
+        acc.estimate_paths
+    );
+    let _ = writeln!(
+        s,
+        "path accuracy (Wall, hot > {}% of flow, {} hot paths): {}",
+        HOT_PATH_THRESHOLD * 100.0,
+        acc.hot_paths,
+        pct(acc.path_accuracy)
+    );
+    let _ = writeln!(
+        s,
+        "edge relative overlap:                              {}",
+        pct(acc.edge_relative_overlap)
+    );
+    let _ = writeln!(
+        s,
+        "edge absolute overlap:                              {}\n",
+        pct(acc.edge_absolute_overlap)
+    );
+    let _ = writeln!(
+        s,
+        "{:>8} {:>8} {:>9} {:>9}  function",
+        "ref flow", "est flow", "hot found", "edge acc"
+    );
+    for f in acc.functions.iter().take(top) {
+        let _ = writeln!(
+            s,
+            "{:>7.2}% {:>7.2}% {:>9} {:>9}  {}",
+            f.reference_flow * 100.0,
+            f.estimate_flow * 100.0,
+            format!("{}/{}", f.hot_paths_found, f.hot_paths),
+            pct(f.edge_accuracy),
+            f.name
+        );
+    }
+    s
+}
