@@ -1,34 +1,43 @@
-//! pepper-bench: overhead of each profiling mode on the real workloads, measured side by side.
+//! pepper-bench: overhead and accuracy of each profiling mode on the real workloads,
+//! measured side by side.
 //!
-//! For every workload: instrument once per mode (rewrite time and code size), compile once per
-//! variant (not timed), then run all variants interleaved round after round (so machine noise
-//! hits every mode alike), and report the median run time of each and its ratio to the
-//! uninstrumented median. Writes a Markdown table to `bench/results/`.
+//! For every workload: instrument once per variant (rewrite time and code size), compile
+//! once per variant (not timed), then run all variants interleaved round after round (so
+//! machine noise hits every variant alike), and report the median run time of each and its
+//! ratio to the uninstrumented median of the same run. Sampled variants are also scored
+//! against the exact-paths profile of the same round (`pepper compare`'s metrics). Writes
+//! a Markdown table to `bench/results/`.
 //!
-//!   cargo run --release -p pepper-bench                 # full run, writes bench/results/exact.md
+//!   cargo run --release -p pepper-bench                 # full run, writes bench/results/bench.md
 //!   cargo run --release -p pepper-bench -- --quick      # CI smoke: small inputs, 1 round
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use pepper_profile::Mode;
+use pepper_profile::compare::compare;
+use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
+use pepper_sampling::PepParams;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 #[derive(Parser, Debug)]
 struct Args {
     /// Interleaved rounds (the median is reported).
-    #[arg(long, default_value_t = 7)]
+    #[arg(long, default_value_t = 5)]
     rounds: usize,
     /// Small inputs and one round: checks the harness works, measures nothing meaningful.
     #[arg(long)]
     quick: bool,
-    /// Output Markdown file [default: bench/results/exact.md, or a temp file with --quick].
+    /// Output Markdown file [default: bench/results/bench.md, or a temp file with --quick].
     #[arg(long)]
     output: Option<PathBuf>,
     /// Only these workloads.
     #[arg(long)]
     only: Vec<String>,
+    /// Only variants whose label contains one of these (the baseline always runs).
+    #[arg(long)]
+    variants: Vec<String>,
 }
 
 struct Workload {
@@ -69,18 +78,108 @@ fn workloads(build: &Path, quick: bool) -> Vec<Workload> {
     ]
 }
 
-const MODES: [Mode; 3] = [Mode::None, Mode::ExactEdges, Mode::ExactPaths];
+const INTERVAL: Duration = Duration::from_millis(1);
+
+/// One configuration measured on every workload.
+#[derive(Clone, Debug)]
+struct Spec {
+    label: &'static str,
+    mode: Mode,
+    /// PEP with the host sampler thread.
+    sampler: Option<PepParams>,
+    /// PEP, in-guest every-K design.
+    every: Option<u32>,
+    /// Smart numbering from the exact-paths profile of the same input.
+    guide: bool,
+    /// Epoch ticks every INTERVAL; `Some(true)` also takes wasmtime GuestProfiler samples.
+    epoch: Option<bool>,
+    what: &'static str,
+}
+
+fn specs() -> Vec<Spec> {
+    let base = Spec {
+        label: "none",
+        mode: Mode::None,
+        sampler: None,
+        every: None,
+        guide: false,
+        epoch: None,
+        what: "uninstrumented (the baseline)",
+    };
+    let pep = |label, samples, stride, what| Spec {
+        label,
+        mode: Mode::Pep,
+        sampler: Some(PepParams { samples, stride }),
+        what,
+        ..base.clone()
+    };
+    vec![
+        base.clone(),
+        Spec {
+            label: "epoch",
+            epoch: Some(false),
+            what: "uninstrumented, wasmtime epoch interruption ticking every 1 ms",
+            ..base.clone()
+        },
+        Spec {
+            label: "wasmtime-guest-profiler",
+            epoch: Some(true),
+            what: "uninstrumented, wasmtime's GuestProfiler sampled from the epoch callback every 1 ms",
+            ..base.clone()
+        },
+        Spec {
+            label: "exact-edges",
+            mode: Mode::ExactEdges,
+            what: "every branch outcome counted",
+            ..base.clone()
+        },
+        Spec {
+            label: "exact-paths",
+            mode: Mode::ExactPaths,
+            what: "every path counted (the accuracy reference)",
+            ..base.clone()
+        },
+        Spec {
+            label: "pep-instrumentation",
+            mode: Mode::Pep,
+            what: "PEP ring writes, sampler never runs",
+            ..base.clone()
+        },
+        pep("pep(1,1)", 1, 1, "PEP, timer sampling (one path per tick)"),
+        pep("pep(64,17)", 64, 17, "PEP default"),
+        pep("pep(256,17)", 256, 17, "PEP, longer bursts"),
+        Spec {
+            guide: true,
+            ..pep(
+                "pep(64,17)+guide",
+                64,
+                17,
+                "PEP default with smart numbering from the exact profile of the same input",
+            )
+        },
+        Spec {
+            label: "pep-every-1024",
+            mode: Mode::Pep,
+            every: Some(1024),
+            what: "PEP, in-guest design: a counter check at every path end, every 1024th path hashed",
+            ..base.clone()
+        },
+    ]
+}
 
 struct Variant {
-    mode: Mode,
+    spec: Spec,
     prepared: pepper_runtime::Prepared,
+    plan: pepper_wasm::Plan,
     rewrite_ms: f64,
     size: usize,
     times: Vec<f64>,
+    /// Per round: (path accuracy, edge relative overlap, edge absolute overlap, samples).
+    accuracy: Vec<[f64; 4]>,
 }
 
 fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
     v.sort_by(f64::total_cmp);
     if v.is_empty() {
         return f64::NAN;
@@ -109,18 +208,103 @@ fn machine() -> String {
     )
 }
 
+fn instrument(
+    wasm: &[u8],
+    spec: &Spec,
+    guide: Option<&Arc<pepper_wasm::plan::Guide>>,
+) -> Result<(pepper_wasm::Instrumented, f64)> {
+    let t = Instant::now();
+    let inst = pepper_wasm::instrument(
+        wasm,
+        &pepper_wasm::InstrumentOptions {
+            mode: spec.mode,
+            pep_every: spec.every,
+            guide: if spec.guide { guide.cloned() } else { None },
+            ..Default::default()
+        },
+    )?;
+    Ok((inst, t.elapsed().as_secs_f64() * 1e3))
+}
+
+fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_runtime::RunConfig {
+    let l = &plan.layout;
+    pepper_runtime::RunConfig {
+        args: w.args.clone(),
+        dirs: w.dirs.clone(),
+        counters_export: (spec.mode != Mode::None)
+            .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
+        sampler: spec.sampler.map(|params| pepper_runtime::SamplerConfig {
+            head: l.ring_head,
+            base: l.ring_base,
+            entries: l.ring_entries,
+            params,
+            interval: INTERVAL,
+            table_capacity: 1 << 20,
+        }),
+        epoch: spec.epoch.map(|gp| pepper_runtime::EpochConfig {
+            interval: INTERVAL,
+            guest_profiler: gp,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The profile of one run, as `pepper run` would write it.
+fn profile_of(plan: &pepper_wasm::Plan, r: &pepper_runtime::RunResult) -> Profile {
+    let outcome = pepper_wasm::RunOutcome {
+        module: ModuleInfo {
+            path: String::new(),
+            sha256: String::new(),
+            size: 0,
+        },
+        run: RunInfo::default(),
+        warnings: Vec::new(),
+        sampling: r.samples.as_ref().map(|s| {
+            (
+                pepper_profile::Sampling {
+                    taken: s.taken,
+                    ..Default::default()
+                },
+                s.words.clone(),
+            )
+        }),
+    };
+    plan.profile(r.counters.as_deref(), outcome, &|_| None)
+}
+
 fn main() -> Result<()> {
     let args = Args::parse();
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let build = root.join("bench/workloads/build");
+    let specs: Vec<Spec> = specs()
+        .into_iter()
+        .enumerate()
+        .filter(|(k, s)| {
+            *k == 0
+                || s.label == "exact-paths"
+                || args.variants.is_empty()
+                || args.variants.iter().any(|v| s.label.contains(v.as_str()))
+        })
+        .map(|(_, s)| s)
+        .collect();
+    let exact_k = specs
+        .iter()
+        .position(|s| s.label == "exact-paths")
+        .expect("exact-paths is always measured");
     let mut table = String::new();
-    let mut geo: Vec<Vec<f64>> = vec![Vec::new(); MODES.len()];
     writeln!(
         table,
-        "| workload | mode | median run ms | overhead | rewrite ms | code size | runs |"
+        "| workload | variant | median run ms | overhead | min run ms | overhead of min | vs epoch | path acc | edge rel | edge abs | samples | rewrite ms | code size |"
     )?;
-    writeln!(table, "|---|---|---|---|---|---|---|")?;
+    writeln!(
+        table,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )?;
+    // Per spec: ratios to plain, ratios to epoch, accuracies.
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+    let mut ratios_epoch: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+    let mut accs: Vec<Vec<[f64; 4]>> = vec![Vec::new(); specs.len()];
     for w in workloads(&build, args.quick) {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
             continue;
@@ -128,107 +312,208 @@ fn main() -> Result<()> {
         let path = build.join(format!("{}.wasm", w.name));
         let wasm = std::fs::read(&path)
             .with_context(|| format!("{} missing: run bench/workloads/build.sh", path.display()))?;
-        let mut variants = Vec::new();
-        for mode in MODES {
-            let t = Instant::now();
-            let inst = pepper_wasm::instrument(
-                &wasm,
-                &pepper_wasm::InstrumentOptions {
-                    mode,
-                    ..Default::default()
-                },
-            )?;
-            let rewrite_ms = t.elapsed().as_secs_f64() * 1e3;
-            let prepared = pepper_runtime::Prepared::new(&inst.wasm, None)?;
+        let mut variants: Vec<Variant> = Vec::new();
+        let mut guide: Option<Arc<pepper_wasm::plan::Guide>> = None;
+        for spec in &specs {
+            if spec.guide && guide.is_none() {
+                // The guide: one exact-paths run of the same input, as a user would record.
+                let v = &variants[exact_k];
+                let r = v.prepared.run(&run_config(&w, &v.spec, &v.plan))?;
+                let p = profile_of(&v.plan, &r);
+                guide = Some(Arc::new(pepper_wasm::plan::Guide::from_profile(
+                    &p,
+                    "exact-paths".into(),
+                )));
+            }
+            let (inst, rewrite_ms) = instrument(&wasm, spec, guide.as_ref())?;
+            let prepared = pepper_runtime::Prepared::new(&inst.wasm, None, spec.epoch.is_some())?;
             eprintln!(
                 "bench: {} {}: rewritten in {rewrite_ms:.0} ms, compiled in {:.0} ms",
                 w.name,
-                mode.name(),
+                spec.label,
                 prepared.compile.as_secs_f64() * 1e3
             );
             variants.push(Variant {
-                mode,
+                spec: spec.clone(),
                 prepared,
+                plan: inst.plan,
                 rewrite_ms,
                 size: inst.wasm.len(),
                 times: Vec::new(),
+                accuracy: Vec::new(),
             });
         }
-        let cfg = pepper_runtime::RunConfig {
-            args: w.args.clone(),
-            dirs: w.dirs.clone(),
-            counters_export: Some(pepper_wasm::COUNTERS_EXPORT.into()),
-            ..Default::default()
-        };
         // One untimed warm-up of each variant, then interleaved timed rounds.
         for round in 0..=rounds {
+            let mut results = Vec::with_capacity(variants.len());
             for v in &mut variants {
-                let r = v.prepared.run(&cfg)?;
+                let r = v.prepared.run(&run_config(&w, &v.spec, &v.plan))?;
                 anyhow::ensure!(
                     r.exit_code == 0,
                     "{} {} exited {} ({:?})",
                     w.name,
-                    v.mode.name(),
+                    v.spec.label,
                     r.exit_code,
                     r.trap
                 );
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
                 }
+                results.push(r);
+            }
+            if round > 0 {
+                let reference = profile_of(&variants[exact_k].plan, &results[exact_k]);
+                for (v, r) in variants.iter_mut().zip(&results) {
+                    if v.spec.mode != Mode::Pep
+                        || (v.spec.sampler.is_none() && v.spec.every.is_none())
+                    {
+                        continue;
+                    }
+                    let p = profile_of(&v.plan, r);
+                    let a = compare(&reference, &p);
+                    let samples = r.samples.as_ref().map_or_else(
+                        || {
+                            p.paths.iter().map(|x| x.count).sum::<u64>()
+                                / v.spec.every.unwrap_or(1) as u64
+                        },
+                        |s| s.taken,
+                    );
+                    v.accuracy.push([
+                        a.path_accuracy.unwrap_or(f64::NAN),
+                        a.edge_relative_overlap.unwrap_or(f64::NAN),
+                        a.edge_absolute_overlap.unwrap_or(f64::NAN),
+                        samples as f64,
+                    ]);
+                }
             }
             eprintln!("bench: {} round {round}/{rounds}", w.name);
         }
-        let base = median(&variants[0].times);
+        let base_min = variants[0]
+            .times
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let epoch_base = variants
+            .iter()
+            .find(|v| v.spec.label == "epoch")
+            .map(|v| v.times.clone());
         for (k, v) in variants.iter().enumerate() {
             let m = median(&v.times);
-            let ratio = m / base;
-            geo[k].push(ratio);
+            // Paired: each round's time over the baseline's time in the same round, then
+            // the median of those ratios. Runs next to each other share the machine's
+            // state, so slow drifts in the noise cancel.
+            let paired: Vec<f64> = v
+                .times
+                .iter()
+                .zip(&variants[0].times)
+                .map(|(t, b)| t / b)
+                .collect();
+            let ratio = median(&paired);
+            let min = v.times.iter().copied().fold(f64::INFINITY, f64::min);
+            ratios[k].push(ratio);
+            let vs_epoch = epoch_base.as_ref().map(|e| {
+                let paired: Vec<f64> = v.times.iter().zip(e).map(|(t, b)| t / b).collect();
+                median(&paired)
+            });
+            if let Some(r) = vs_epoch {
+                ratios_epoch[k].push(r);
+            }
+            let acc: [f64; 4] = std::array::from_fn(|i| {
+                median(&v.accuracy.iter().map(|a| a[i]).collect::<Vec<_>>())
+            });
+            if !v.accuracy.is_empty() {
+                accs[k].push(acc);
+            }
+            let pct = |x: f64| {
+                if x.is_nan() {
+                    "".to_string()
+                } else {
+                    format!("{:.1}%", x * 100.0)
+                }
+            };
             writeln!(
                 table,
-                "| {} | {} | {:.1} | {:+.1}% | {:.0} | {} ({:+.1}%) | {} |",
+                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {:.0} | {} ({:+.1}%) |",
                 w.name,
-                v.mode.name(),
+                v.spec.label,
                 m,
                 (ratio - 1.0) * 100.0,
+                min,
+                (min / base_min - 1.0) * 100.0,
+                vs_epoch.map_or(String::new(), |r| format!("{:+.1}%", (r - 1.0) * 100.0)),
+                pct(acc[0]),
+                pct(acc[1]),
+                pct(acc[2]),
+                if acc[3].is_nan() {
+                    String::new()
+                } else {
+                    format!("{:.0}", acc[3])
+                },
                 v.rewrite_ms,
                 v.size,
                 (v.size as f64 / wasm.len() as f64 - 1.0) * 100.0,
-                v.times.len()
             )?;
         }
     }
+    let geo = |v: &[f64]| {
+        let g = v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64;
+        (g.exp() - 1.0) * 100.0
+    };
     let mut summary = String::new();
     writeln!(
         summary,
-        "| mode | geometric-mean overhead | worst workload |"
+        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | what |"
     )?;
-    writeln!(summary, "|---|---|---|")?;
-    for (k, mode) in MODES.iter().enumerate() {
-        let g = geo[k].iter().map(|r| r.ln()).sum::<f64>() / geo[k].len().max(1) as f64;
-        let worst = geo[k].iter().copied().fold(f64::NAN, f64::max);
+    writeln!(summary, "|---|---|---|---|---|---|---|---|")?;
+    for (k, spec) in specs.iter().enumerate() {
+        let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
+        let acc = |i: usize| {
+            if accs[k].is_empty() {
+                return String::new();
+            }
+            let vals: Vec<f64> = accs[k].iter().map(|a| a[i]).collect();
+            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+            let min = vals.iter().copied().fold(f64::NAN, f64::min);
+            format!("{:.1}% / {:.1}%", mean * 100.0, min * 100.0)
+        };
         writeln!(
             summary,
-            "| {} | {:+.1}% | {:+.1}% |",
-            mode.name(),
-            (g.exp() - 1.0) * 100.0,
-            (worst - 1.0) * 100.0
+            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} |",
+            spec.label,
+            geo(&ratios[k]),
+            (worst - 1.0) * 100.0,
+            if ratios_epoch[k].is_empty() {
+                String::new()
+            } else {
+                format!("{:+.1}%", geo(&ratios_epoch[k]))
+            },
+            acc(0),
+            acc(1),
+            acc(2),
+            spec.what
         )?;
     }
     let doc = format!(
-        "# pepper exact-mode overhead\n\n\
+        "# pepper benchmark: overhead and accuracy\n\n\
          Machine: {}. Rounds: {rounds} interleaved (plus one warm-up), median of guest run time \
          (compilation excluded; wasmtime {}, Cranelift). Overhead is relative to the \
-         uninstrumented module in the same run.\n\n\
+         uninstrumented module in the same run (median over rounds of the per-round ratio, so \
+         that slow drifts in machine noise cancel); \"vs epoch\" relative to the uninstrumented \
+         module with epoch interruption ticking every 1 ms. Accuracy (median over rounds) is \
+         against the exact-paths profile of the same round: Wall path accuracy with branch \
+         flow and the 0.125% hot threshold, edge relative overlap, edge absolute overlap \
+         (`pepper compare`). Timer period: {} ms.\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
         "48.0.8",
+        INTERVAL.as_millis(),
     );
     let out = args.output.unwrap_or_else(|| {
         if args.quick {
             std::env::temp_dir().join("pepper-bench-quick.md")
         } else {
-            root.join("bench/results/exact.md")
+            root.join("bench/results/bench.md")
         }
     });
     std::fs::write(&out, &doc).with_context(|| format!("writing {}", out.display()))?;

@@ -239,3 +239,124 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         functions,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+
+    fn branch(id: u32, counts: &[u64]) -> Branch {
+        Branch {
+            id,
+            func: 0,
+            offset: 100 + id as u64,
+            kind: BranchKind::BrIf,
+            outcomes: vec!["taken".into(), "not-taken".into()],
+            counts: counts.to_vec(),
+            location: None,
+        }
+    }
+
+    fn path(number: u64, count: u64, steps: &[(u32, u32)]) -> Path {
+        Path {
+            func: 0,
+            number,
+            count,
+            start: PathPoint::FunctionEntry,
+            end: PathPoint::FunctionExit,
+            steps: steps
+                .iter()
+                .map(|&(branch, outcome)| Step { branch, outcome })
+                .collect(),
+            blocks: vec![],
+        }
+    }
+
+    fn profile(branches: Vec<Branch>, paths: Vec<Path>) -> Profile {
+        Profile {
+            format: crate::FORMAT.into(),
+            version: crate::VERSION,
+            mode: Mode::ExactPaths,
+            module: ModuleInfo {
+                path: "m.wasm".into(),
+                sha256: "00".into(),
+                size: 0,
+            },
+            run: RunInfo::default(),
+            functions: vec![],
+            branches,
+            paths,
+            lost: Lost::default(),
+            sampling: None,
+            warnings: vec![],
+        }
+    }
+
+    /// Reference: A (1000 × 2 branches = flow 2000), B (500 × 1 = 500), C (1 × 1 = 1).
+    /// Hot threshold 0.125% of 2501 ≈ 3.1, so H_actual = {A, B}. The estimate ranks B, C, A:
+    /// its top two are {B, C}, which catch only B: path accuracy 500 / 2500 = 20%.
+    #[test]
+    fn wall_weight_matching_by_hand() {
+        let r = profile(
+            vec![],
+            vec![
+                path(0, 1000, &[(0, 0), (2, 0)]),
+                path(1, 500, &[(0, 1)]),
+                path(2, 1, &[(2, 1)]),
+            ],
+        );
+        let e = profile(
+            vec![],
+            vec![
+                path(0, 10, &[(0, 0), (2, 0)]),
+                path(1, 90, &[(0, 1)]),
+                path(2, 80, &[(2, 1)]),
+            ],
+        );
+        let a = compare(&r, &e);
+        assert_eq!(a.hot_paths, 2);
+        assert!((a.path_accuracy.unwrap() - 0.2).abs() < 1e-12);
+        assert_eq!(
+            (a.functions[0].hot_paths, a.functions[0].hot_paths_found),
+            (2, 1)
+        );
+        // Identical profiles score 100%.
+        assert_eq!(compare(&r, &r).path_accuracy, Some(1.0));
+    }
+
+    /// Paths are matched by their decisions: renumbered paths still match.
+    #[test]
+    fn paths_match_across_numberings() {
+        let r = profile(vec![], vec![path(0, 7, &[(0, 0)]), path(1, 3, &[(0, 1)])]);
+        let e = profile(vec![], vec![path(5, 7, &[(0, 0)]), path(9, 3, &[(0, 1)])]);
+        assert_eq!(compare(&r, &e).path_accuracy, Some(1.0));
+    }
+
+    /// Branch 0: same bias (75% taken) → 1. Branch 1: never run in the reference → no
+    /// weight. Branch 2: reference always taken, estimate never saw it → unbiased → 0.5.
+    /// Relative overlap = (400 × 1 + 100 × 0.5) / 500 = 90%.
+    /// Absolute overlap: reference outcome shares 0.6, 0.2 | 0, 0 | 0.2, 0; estimate
+    /// 3/14, 1/14 | 5/14, 5/14 | 0, 0 → Σ min = 4/14.
+    #[test]
+    fn edge_overlaps_by_hand() {
+        let r = profile(
+            vec![
+                branch(0, &[300, 100]),
+                branch(1, &[0, 0]),
+                branch(2, &[100, 0]),
+            ],
+            vec![],
+        );
+        let e = profile(
+            vec![branch(0, &[3, 1]), branch(1, &[5, 5]), branch(2, &[0, 0])],
+            vec![],
+        );
+        let a = compare(&r, &e);
+        assert!((a.edge_relative_overlap.unwrap() - 0.9).abs() < 1e-12);
+        assert!((a.edge_absolute_overlap.unwrap() - 4.0 / 14.0).abs() < 1e-12);
+        assert_eq!(a.path_accuracy, None, "no reference paths");
+        let same = compare(&r, &r);
+        assert!((same.edge_relative_overlap.unwrap() - 1.0).abs() < 1e-12);
+        assert!((same.edge_absolute_overlap.unwrap() - 1.0).abs() < 1e-12);
+    }
+}

@@ -39,6 +39,18 @@ pub struct RunConfig {
     pub inherit_stdio: bool,
     /// PEP: sample the ring buffer in the counters memory from a host thread.
     pub sampler: Option<SamplerConfig>,
+    /// Tick wasmtime's epoch every period (the engine must have been prepared with epoch
+    /// interruption); with `guest_profiler`, take a wasmtime `GuestProfiler` sample at
+    /// each tick. Benchmarks use both as references: the epoch-enabled baseline and the
+    /// sampling profiler wasmtime users have today.
+    pub epoch: Option<EpochConfig>,
+}
+
+/// Epoch ticking for a run.
+#[derive(Clone, Debug)]
+pub struct EpochConfig {
+    pub interval: Duration,
+    pub guest_profiler: bool,
 }
 
 /// What happened.
@@ -53,6 +65,16 @@ pub struct RunResult {
     pub counters: Option<Vec<u8>>,
     /// PEP: what the sampler thread collected.
     pub samples: Option<SamplerResult>,
+    /// Epoch ticks the guest observed (epoch runs only).
+    pub epoch_ticks: u64,
+}
+
+/// What a store carries: WASI, and wasmtime's guest profiler when it is the reference.
+struct Host {
+    wasi: WasiP1Ctx,
+    profiler: Option<wasmtime::GuestProfiler>,
+    ticks: u64,
+    last_tick: Instant,
 }
 
 /// The default compilation cache: `$XDG_CACHE_HOME/pepper/wasmtime` or
@@ -65,9 +87,11 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 }
 
 /// A wasmtime engine with the proposals real toolchains emit (multi-memory is what pepper's
-/// counters memory needs; exceptions are what yosys needs).
-pub fn engine(cache_dir: Option<&PathBuf>) -> Result<Engine> {
+/// counters memory needs; exceptions are what yosys needs), optionally with epoch
+/// interruption (an embedder's timeouts and preemption, or wasmtime's guest profiler).
+pub fn engine(cache_dir: Option<&PathBuf>, epoch_interruption: bool) -> Result<Engine> {
     let mut config = Config::new();
+    config.epoch_interruption(epoch_interruption);
     config.wasm_multi_memory(true);
     config.wasm_exceptions(true);
     config.wasm_tail_call(true);
@@ -84,7 +108,7 @@ pub fn engine(cache_dir: Option<&PathBuf>) -> Result<Engine> {
 
 /// Compiles and runs `wasm` (already instrumented, or not) as a WASI command.
 pub fn run(wasm: &[u8], cfg: &RunConfig) -> Result<RunResult> {
-    Prepared::new(wasm, cfg.cache_dir.as_ref())?.run(cfg)
+    Prepared::new(wasm, cfg.cache_dir.as_ref(), cfg.epoch.is_some())?.run(cfg)
 }
 
 /// A compiled module, ready to run any number of times (benchmarks time runs apart from
@@ -97,8 +121,12 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(wasm: &[u8], cache_dir: Option<&PathBuf>) -> Result<Prepared> {
-        let engine = engine(cache_dir)?;
+    pub fn new(
+        wasm: &[u8],
+        cache_dir: Option<&PathBuf>,
+        epoch_interruption: bool,
+    ) -> Result<Prepared> {
+        let engine = engine(cache_dir, epoch_interruption)?;
         let t0 = Instant::now();
         let module = Module::new(&engine, wasm)
             .map_err(anyhow::Error::from)
@@ -132,9 +160,44 @@ impl Prepared {
                 .with_context(|| format!("preopening directory {}", host.display()))?;
         }
         let wasi: WasiP1Ctx = builder.build_p1();
-        let mut store = Store::new(engine, wasi);
-        let mut linker: Linker<WasiP1Ctx> = Linker::new(engine);
-        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| t)?;
+        let profiler = match &cfg.epoch {
+            Some(e) if e.guest_profiler => Some(
+                wasmtime::GuestProfiler::new(
+                    engine,
+                    "guest",
+                    e.interval,
+                    [("guest".to_string(), module.clone())],
+                )
+                .map_err(anyhow::Error::from)?,
+            ),
+            _ => None,
+        };
+        let mut store = Store::new(
+            engine,
+            Host {
+                wasi,
+                profiler,
+                ticks: 0,
+                last_tick: Instant::now(),
+            },
+        );
+        if cfg.epoch.is_some() {
+            store.set_epoch_deadline(1);
+            store.epoch_deadline_callback(|mut cx| {
+                let now = Instant::now();
+                let host = cx.data_mut();
+                host.ticks += 1;
+                let delta = now - host.last_tick;
+                host.last_tick = now;
+                if let Some(mut p) = cx.data_mut().profiler.take() {
+                    p.sample(&cx, delta);
+                    cx.data_mut().profiler = Some(p);
+                }
+                Ok(wasmtime::UpdateDeadline::Continue(1))
+            });
+        }
+        let mut linker: Linker<Host> = Linker::new(engine);
+        wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| &mut t.wasi)?;
         linker.define_unknown_imports_as_traps(module)?;
 
         let t1 = Instant::now();
@@ -155,7 +218,12 @@ impl Prepared {
                     }
                     _ => None,
                 };
+                let ticker = cfg
+                    .epoch
+                    .as_ref()
+                    .map(|e| Ticker::start(engine, e.interval));
                 let outcome = start.call(&mut store, ());
+                drop(ticker);
                 samples = sampler.map(sampler::Sampler::finish);
                 (outcome, Some(instance))
             }
@@ -188,6 +256,41 @@ impl Prepared {
             run,
             counters,
             samples,
+            epoch_ticks: store.data().ticks,
         })
+    }
+}
+
+/// A thread that increments the engine's epoch every period until dropped.
+struct Ticker {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Ticker {
+    fn start(engine: &Engine, interval: Duration) -> Ticker {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (e, s) = (engine.clone(), stop.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Acquire) {
+                std::thread::park_timeout(interval);
+                e.increment_epoch();
+            }
+        });
+        Ticker {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
     }
 }

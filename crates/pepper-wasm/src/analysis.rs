@@ -50,7 +50,13 @@ pub enum Action {
     /// Unconditional code for one edge (taken whenever control passes this point).
     Edge(EdgeId),
     /// Before a `br_if` (condition on the stack): code for whichever edge is taken.
-    BrIf { taken: EdgeId, fall: EdgeId },
+    /// `bare`: the target label carries no values, so the `br_if` may be rewritten as
+    /// `if; <taken-edge code>; br L+1; end` (a trampoline on the taken edge only).
+    BrIf {
+        taken: EdgeId,
+        fall: EdgeId,
+        bare: bool,
+    },
     /// Before a `br_table` (index on the stack): per-arm edges, default last.
     BrTable { arms: Vec<EdgeId> },
     /// Before the `end` of an `if` without `else`: insert `else` and the not-taken edge code.
@@ -59,7 +65,11 @@ pub enum Action {
     NodeStart(NodeId),
     /// After a `br_if`: the fall-through edge, for code that runs only when the branch is
     /// not taken (edge counters; a path increment when the taken edge's value is 0).
-    FallEdge { taken: EdgeId, fall: EdgeId },
+    FallEdge {
+        taken: EdgeId,
+        fall: EdgeId,
+        bare: bool,
+    },
     /// Before a `return_call*`: the edge to EXIT, then record the path.
     TailExit(EdgeId),
 }
@@ -124,6 +134,9 @@ struct Frame {
     /// For `if`: the node that ends with the `if`, and its branch site.
     if_src: Option<(NodeId, LocalBranch)>,
     has_else: bool,
+    /// A branch to this label carries no values (so a `br_if` to it can become an `if`
+    /// around a `br`). Conservatively false when the arity would need the type section.
+    bare_label: bool,
 }
 
 struct Builder {
@@ -195,6 +208,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         join: funnel,
         if_src: None,
         has_else: false,
+        bare_label: false,
     }];
     let mut cur: Option<NodeId> = Some(entry);
     let mut returns = Vec::new();
@@ -218,7 +232,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 Ok((idx, frames[idx].label))
             };
         match op {
-            Operator::Block { .. } => {
+            Operator::Block { blockty } => {
                 let join = b.node(NodeKind::Other, offset);
                 frames.push(Frame {
                     kind: FrameKind::Block,
@@ -226,9 +240,10 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     join,
                     if_src: None,
                     has_else: false,
+                    bare_label: blockty == wasmparser::BlockType::Empty,
                 });
             }
-            Operator::Loop { .. } => {
+            Operator::Loop { blockty } => {
                 let join = b.node(NodeKind::Other, offset);
                 b.depth += 1;
                 let label = if let Some(c) = cur {
@@ -247,9 +262,11 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     join,
                     if_src: None,
                     has_else: false,
+                    // A loop's label takes the loop's parameters.
+                    bare_label: !matches!(blockty, wasmparser::BlockType::FuncType(_)),
                 });
             }
-            Operator::If { .. } => {
+            Operator::If { blockty } => {
                 let join = b.node(NodeKind::Other, offset);
                 let site = b.site(offset, BranchKind::If, two_way());
                 let if_src = if let Some(c) = cur {
@@ -276,6 +293,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     join,
                     if_src,
                     has_else: false,
+                    bare_label: blockty == wasmparser::BlockType::Empty,
                 });
             }
             Operator::Else => {
@@ -378,8 +396,25 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                             throw: None,
                         },
                     );
-                    b.act(i, Slot::Before, Action::BrIf { taken, fall: fe });
-                    b.act(i, Slot::After, Action::FallEdge { taken, fall: fe });
+                    let bare = frames[idx].bare_label;
+                    b.act(
+                        i,
+                        Slot::Before,
+                        Action::BrIf {
+                            taken,
+                            fall: fe,
+                            bare,
+                        },
+                    );
+                    b.act(
+                        i,
+                        Slot::After,
+                        Action::FallEdge {
+                            taken,
+                            fall: fe,
+                            bare,
+                        },
+                    );
                     b.act(i, Slot::After, Action::NodeStart(fall));
                     note_back_edge(&frames[idx], t, &mut b.headers);
                     cur = Some(fall);

@@ -120,9 +120,11 @@ impl Plan {
                     }
                     Counting::Hash | Counting::Ring | Counting::Every { .. } => {
                         let mut v = hashed.remove(&fp.index.0).unwrap_or_default();
-                        if matches!(fp.counting, Counting::Every { .. }) {
+                        if let Counting::Every { k } = fp.counting {
+                            // Each sample stands for k path ends.
                             for w in &mut v {
                                 w.0 = crate::plan::pep_untag(w.0).map_or(u64::MAX, |x| x.1);
+                                w.1 *= k as u64;
                             }
                         }
                         v.sort_unstable();

@@ -19,6 +19,9 @@ pub struct Locals {
     pub c: u32,
     /// Scratch: a counter address (i32).
     pub a: u32,
+    /// PEP ring: this activation's copy of the ring head (i32), kept in a register so that
+    /// recording a path is two stores and no load; reloaded after every call.
+    pub h: u32,
 }
 
 /// Everything the emitter needs to write one function's instrumentation.
@@ -120,16 +123,16 @@ impl Emitter<'_> {
         else {
             return;
         };
-        let (r, a, m) = (self.locals.r, self.locals.a, self.mem);
+        let (r, m) = (self.locals.r, self.mem);
         match *counting {
             Counting::Ring => {
-                // ring[head % N] = r; head += 1. Two stores and no branch: the host
-                // sampler thread picks its windows out of the ring asynchronously.
-                let mask = (layout.ring_entries - 1) as i32;
+                // ring[h % N] = r; head = ++h. Two stores, no load, no branch: the head
+                // lives in a local (see `after_call`), so a tight loop carries no
+                // store-to-load dependency through memory. The host sampler thread picks
+                // its windows out of the ring asynchronously.
+                let (h, mask) = (self.locals.h, (layout.ring_entries - 1) as i32);
                 out.extend([
-                    I::I32Const(0),
-                    I::I32Load(mem32(m, layout.ring_head)),
-                    I::LocalTee(a),
+                    I::LocalGet(h),
                     I::I32Const(mask),
                     I::I32And,
                     I::I32Const(3),
@@ -137,33 +140,32 @@ impl Emitter<'_> {
                     I::LocalGet(r),
                     I::I64Store(mem64(m, layout.ring_base)),
                     I::I32Const(0),
-                    I::LocalGet(a),
+                    I::LocalGet(h),
                     I::I32Const(1),
                     I::I32Add,
+                    I::LocalTee(h),
                     I::I32Store(mem32(m, layout.ring_head)),
                 ]);
             }
             Counting::Every { k } => {
-                // if ++n >= k { n = 0; count[r]++ (hash) } — deterministic sampling.
-                let at = layout.every_counter;
+                // if --n <= 0 { n = k; count[r]++ (hash) }: deterministic sampling of every
+                // k-th path end of the whole module. The countdown lives in a local (see
+                // `after_call`), so a path end costs a decrement and a well-predicted branch.
+                let n = self.locals.h;
                 out.extend([
-                    I::I32Const(0),
-                    I::I32Load(mem32(m, at)),
+                    I::LocalGet(n),
                     I::I32Const(1),
-                    I::I32Add,
-                    I::LocalTee(a),
-                    I::I32Const(k as i32),
-                    I::I32GeU,
-                    I::If(wasm_encoder::BlockType::Empty),
+                    I::I32Sub,
+                    I::LocalTee(n),
                     I::I32Const(0),
-                    I::LocalSet(a),
+                    I::I32LeS,
+                    I::If(wasm_encoder::BlockType::Empty),
+                    I::I32Const(k as i32),
+                    I::LocalSet(n),
                     I::I32Const(*func as i32),
                     I::LocalGet(r),
                     I::Call(*hash_fn),
                     I::End,
-                    I::I32Const(0),
-                    I::LocalGet(a),
-                    I::I32Store(mem32(m, at)),
                 ]);
             }
             Counting::Array { base } => {
@@ -220,8 +222,56 @@ impl Emitter<'_> {
         }
     }
 
+    /// The module-wide PEP word a function keeps in local `h` (ring head or every-K
+    /// countdown), if any.
+    fn shared_word(&self) -> Option<u32> {
+        match &self.kind {
+            EmitKind::Paths {
+                counting: Counting::Ring,
+                layout,
+                ..
+            } => Some(layout.ring_head),
+            EmitKind::Paths {
+                counting: Counting::Every { .. },
+                layout,
+                ..
+            } => Some(layout.every_counter),
+            _ => None,
+        }
+    }
+
+    /// PEP: reload local `h` from memory at function start and after a call (the callee
+    /// moved it on).
+    pub fn after_call(&self, out: &mut Vec<I<'_>>) {
+        if let Some(at) = self.shared_word() {
+            out.extend([
+                I::I32Const(0),
+                I::I32Load(mem32(self.mem, at)),
+                I::LocalSet(self.locals.h),
+            ]);
+        }
+    }
+
+    /// PEP every-K: publish the countdown before a call and at function exit. (The ring
+    /// head is stored at every path end anyway, for the sampler thread.)
+    pub fn before_call(&self, out: &mut Vec<I<'_>>) {
+        if let EmitKind::Paths {
+            counting: Counting::Every { .. },
+            layout,
+            ..
+        } = &self.kind
+        {
+            out.extend([
+                I::I32Const(0),
+                I::LocalGet(self.locals.h),
+                I::I32Store(mem32(self.mem, layout.every_counter)),
+            ]);
+        }
+    }
+
     /// Code at function start (after the wrapper `block`): `r = Val(ENTRY → first)`.
     pub fn prologue(&self, out: &mut Vec<I<'_>>) {
+        self.after_call(out);
         if let EmitKind::Paths { numbered, tag, .. } = &self.kind {
             let v = numbered.numbering.val(numbered.dag.function_entry()) + tag;
             if v != 0 {
@@ -236,11 +286,13 @@ impl Emitter<'_> {
             if numbered.dag.body(self.analysis.funnel).is_some() {
                 self.count(out);
             }
+            self.before_call(out);
         }
     }
 
-    /// Code for action number `k`.
-    pub fn action(&self, out: &mut Vec<I<'_>>, k: usize, action: &Action) {
+    /// Code for action number `k`. Returns true when the code opened a `br_if` trampoline
+    /// (`if; ...`): the caller then writes `br L+1; end` in place of the `br_if L`.
+    pub fn action(&self, out: &mut Vec<I<'_>>, k: usize, action: &Action) -> bool {
         let (r, c) = (self.locals.r, self.locals.c);
         match action {
             Action::Edge(e) => self.edge_code(out, *e),
@@ -252,11 +304,13 @@ impl Emitter<'_> {
                 self.edge_code(out, *e);
                 self.count(out);
             }
-            Action::FallEdge { taken, fall } => match &self.kind {
+            Action::FallEdge { taken, fall, bare } => match &self.kind {
                 EmitKind::Edges { .. } => self.edge_code(out, *fall),
-                // The cheap case of digest §4.4: nothing before the branch, `r += Val(fall)`
-                // only where the fall-through runs.
-                EmitKind::Paths { .. } if self.val(*taken) == 0 => self.edge_code(out, *fall),
+                // Digest §4.4: when the taken edge needs nothing, or has its own trampoline,
+                // `r += Val(fall)` goes where only the fall-through runs.
+                EmitKind::Paths { .. } if self.val(*taken) == 0 || *bare => {
+                    self.edge_code(out, *fall)
+                }
                 EmitKind::Paths { .. } => {}
             },
             Action::NodeStart(n) => {
@@ -273,11 +327,17 @@ impl Emitter<'_> {
                     }
                 }
             }
-            Action::BrIf { taken, fall } => match &self.kind {
+            Action::BrIf { taken, fall, bare } => match &self.kind {
                 EmitKind::Paths { .. } => {
                     let (vt, vf) = (self.val(*taken), self.val(*fall));
                     if vt == 0 {
                         // Action::FallEdge adds Val(fall) after the branch.
+                    } else if *bare {
+                        // Trampoline: `if; r += Val(taken); br L+1; end` replaces the br_if,
+                        // so the not-taken path runs no extra code at all.
+                        out.push(I::If(wasm_encoder::BlockType::Empty));
+                        self.add_const(out, vt);
+                        return true;
                     } else if vt == vf {
                         self.add_const(out, vt);
                     } else {
@@ -294,8 +354,14 @@ impl Emitter<'_> {
                     }
                 }
                 EmitKind::Edges { counter, .. } => {
-                    // The taken edge is counted here without a branch, by adding (condition != 0);
-                    // the fall-through edge where it runs, after the br_if (Action::FallEdge).
+                    // The taken edge is counted in a trampoline when its label carries no
+                    // values, otherwise without a branch by adding (condition != 0); the
+                    // fall-through edge where it runs, after the br_if (Action::FallEdge).
+                    if let (Some(at), true) = (counter[taken.index()], *bare) {
+                        out.push(I::If(wasm_encoder::BlockType::Empty));
+                        self.add_to_counter(out, at, false, &[I::I64Const(1)]);
+                        return true;
+                    }
                     if let Some(at) = counter[taken.index()] {
                         out.push(I::LocalTee(c));
                         let amount = [I::LocalGet(c), I::I32Const(0), I::I32Ne, I::I64ExtendI32U];
@@ -325,6 +391,7 @@ impl Emitter<'_> {
                 }
             }
         }
+        false
     }
 }
 

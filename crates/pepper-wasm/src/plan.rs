@@ -585,13 +585,14 @@ fn emit_body<'f>(
             r: num_locals,
             c: num_locals + 1,
             a: num_locals + 2,
+            h: num_locals + 3,
         },
         mem,
         analysis: a,
         kind,
     };
     locals.push((1, ValType::I64));
-    locals.push((2, ValType::I32));
+    locals.push((3, ValType::I32));
     let paths = matches!(em.kind, EmitKind::Paths { .. });
 
     let mut out: Vec<I<'f>> = Vec::new();
@@ -606,29 +607,53 @@ fn emit_body<'f>(
     let mut reenc = RoundtripReencoder;
     for i in 0..a.num_ops {
         let op = reader.read().map_err(|e| enc(&e))?;
+        let mut trampoline = false;
         while let Some((at, Slot::Before, act)) = a.actions.get(next) {
             if *at != i {
                 break;
             }
-            em.action(&mut out, next, act);
+            trampoline |= em.action(&mut out, next, act);
             next += 1;
         }
         let is_last = i + 1 == a.num_ops;
         let return_here = returns.next_if(|r| r.0 == i);
-        if paths && is_last {
+        if let (true, wasmparser::Operator::BrIf { relative_depth }) = (trampoline, &op) {
+            out.extend([I::Br(relative_depth + 1), I::End]);
+        } else if paths && is_last {
             out.push(I::End);
             em.epilogue(&mut out);
             out.push(I::End);
         } else if let (true, Some(&(_, depth))) = (paths, return_here) {
             out.push(I::Br(depth));
         } else {
+            use wasmparser::Operator as O;
+            let is_call = matches!(
+                op,
+                O::Call { .. } | O::CallIndirect { .. } | O::CallRef { .. }
+            );
+            // Tail calls and throws leave the function: publish like at an exit.
+            let leaves = matches!(
+                op,
+                O::ReturnCall { .. }
+                    | O::ReturnCallIndirect { .. }
+                    | O::ReturnCallRef { .. }
+                    | O::Throw { .. }
+                    | O::ThrowRef
+            );
+            if is_call || leaves {
+                em.before_call(&mut out);
+            }
             out.push(reenc.instruction(op).map_err(|e| enc(&e))?);
+            if is_call {
+                em.after_call(&mut out);
+            }
         }
         while let Some((at, Slot::After, act)) = a.actions.get(next) {
             if *at != i {
                 break;
             }
-            em.action(&mut out, next, act);
+            let opened = em.action(&mut out, next, act);
+            debug_assert!(!opened, "trampolines open only before a br_if");
             next += 1;
         }
     }

@@ -100,3 +100,70 @@ fn json_report_matches_golden() {
         std::fs::read_to_string(&golden).expect("golden exists (run with BLESS=1 to create)");
     assert_eq!(got, want);
 }
+
+#[test]
+fn a_guide_from_another_module_is_reported_and_ignored() {
+    // (Each test writes its own files: tests run in parallel in one temp directory.)
+    let (_, _, _, _) = run("exact-paths", &fixture("recursion.wat"), &[], &[]);
+    let guide = tempdir().join("recursion.exact-paths.json");
+    let (c, _, err, p) = run(
+        "pep",
+        &fixture("mod3.wat"),
+        &["--every", "1", "--guide", guide.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(c, 0);
+    assert!(
+        err.contains("ignored, using static numbering") && err.contains("recorded for module"),
+        "{err}"
+    );
+    assert_eq!(p.sampling.unwrap().guide, None);
+    // A file that is not a profile is refused the same way.
+    let junk = tempdir().join("junk.json");
+    std::fs::write(&junk, "{}").unwrap();
+    let (c, _, err, _) = run(
+        "pep",
+        &fixture("mod3.wat"),
+        &["--guide", junk.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(c, 0);
+    assert!(err.contains("not a pepper profile"), "{err}");
+}
+
+#[test]
+fn compare_scores_pep_every_path_as_perfect() {
+    let (_, _, _, _) = run("exact-paths", &fixture("nested.wat"), &[], &[]);
+    let (_, _, _, _) = run("pep", &fixture("nested.wat"), &["--every", "1"], &[]);
+    let dir = tempdir();
+    let exact = dir.join("nested.exact-paths.json");
+    let pep = dir.join("nested.pep.json");
+    let o = pepper(&[
+        "compare",
+        "--format",
+        "json",
+        exact.to_str().unwrap(),
+        pep.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for k in [
+        "path_accuracy",
+        "edge_relative_overlap",
+        "edge_absolute_overlap",
+    ] {
+        assert_eq!(v[k].as_f64(), Some(1.0), "{k}: {v}");
+    }
+    let text = pepper(&["compare", exact.to_str().unwrap(), pep.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("path accuracy") && text.contains("100.0%"),
+        "{text}"
+    );
+    // Profiles of different modules are refused.
+    let (_, _, _, _) = run("exact-paths", &fixture("early_return.wat"), &[], &[]);
+    let other = dir.join("early_return.exact-paths.json");
+    let o = pepper(&["compare", exact.to_str().unwrap(), other.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("different modules"));
+}

@@ -133,6 +133,7 @@ pub fn run(a: Args) -> Result<i32> {
         counters_export: (mode != pepper_profile::Mode::None)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
+        epoch: None,
         sampler: (mode == pepper_profile::Mode::Pep && a.every.is_none()).then(|| {
             let l = &inst.plan.layout;
             pepper_runtime::SamplerConfig {
@@ -194,8 +195,9 @@ pub fn run(a: Args) -> Result<i32> {
         .plan
         .profile(result.counters.as_deref(), outcome, &|o| lines.lookup(o));
     if let Some(s) = profile.sampling.as_mut().filter(|s| s.design == "every") {
-        // The in-guest design counted its samples in the hash table.
-        s.taken = profile.paths.iter().map(|p| p.count).sum();
+        // The in-guest design counted its samples in the hash table (counts are scaled to
+        // executions, `every` per sample).
+        s.taken = profile.paths.iter().map(|p| p.count).sum::<u64>() / s.every.max(1);
     }
     let output = a.output.clone().unwrap_or_else(|| {
         let stem = a
