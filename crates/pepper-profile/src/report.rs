@@ -239,6 +239,28 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
     for w in &p.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
+    if let Some(s) = &p.sampling {
+        let how = if s.design == "every" {
+            format!("every {}th path end recorded in the guest", s.every)
+        } else {
+            format!(
+                "PEP({},{}) every {} us: {} samples over {} ticks of {} path ends",
+                s.samples, s.stride, s.interval_us, s.taken, s.ticks, s.path_ends
+            )
+        };
+        let _ = writeln!(
+            o,
+            "sampled: {how}{}; counts below are estimated executions",
+            if s.guide.is_some() {
+                ", smart numbering from a guide"
+            } else {
+                ""
+            }
+        );
+        if s.lost > 0 {
+            let _ = writeln!(o, "warning: {} samples lost (overwritten or table full)", s.lost);
+        }
+    }
     if p.lost.hash_overflow > 0 {
         let _ = writeln!(
             o,
@@ -329,12 +351,24 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
     );
     for b in branches.iter().take(opts.top_branches) {
         let total = b.total();
-        let outs: Vec<String> = b
+        // `if`/`br_if`: both outcomes. `br_table`: the arms that ran, busiest first, at
+        // most six, so a 90-way interpreter dispatch stays on one readable line.
+        let mut outs: Vec<(u64, String)> = b
             .outcomes
             .iter()
             .zip(&b.counts)
-            .map(|(n, &c)| format!("{n} {:.1}%", pct(c, total)))
+            .filter(|(_, &c)| b.kind != crate::BranchKind::BrTable || c > 0)
+            .map(|(n, &c)| (c, format!("{n} {:.1}%", pct(c, total))))
             .collect();
+        if b.kind == crate::BranchKind::BrTable {
+            outs.sort_by_key(|o| std::cmp::Reverse(o.0));
+            let more = outs.len().saturating_sub(6);
+            outs.truncate(6);
+            if more > 0 {
+                outs.push((0, format!("... {more} more targets")));
+            }
+        }
+        let outs: Vec<String> = outs.into_iter().map(|o| o.1).collect();
         let loc = b
             .location
             .as_deref()
