@@ -43,6 +43,8 @@ struct Args {
 struct Workload {
     name: &'static str,
     args: Vec<String>,
+    /// A different input, for guides that must not come from the measured run.
+    other_args: Vec<String>,
     dirs: Vec<(PathBuf, String)>,
 }
 
@@ -58,27 +60,40 @@ fn workloads(build: &Path, quick: bool) -> Vec<Workload> {
         Workload {
             name: "bzip2",
             args: s(&["bzip2", "-c", "-9", input]),
+            other_args: s(&["bzip2", "-c", "-1", "/data/input-small.txt"]),
             dirs: data,
         },
         Workload {
             name: "lua",
             args: s(&["lua", if quick { "2" } else { "100" }]),
+            other_args: s(&["lua", "1"]),
             dirs: vec![],
         },
         Workload {
             name: "sqlite",
             args: s(&["sqlite", if quick { "1" } else { "20" }]),
+            other_args: s(&["sqlite", "2"]),
             dirs: vec![],
         },
         Workload {
             name: "zstd",
             args: s(&["zstd", if quick { "1" } else { "8" }]),
+            other_args: s(&["zstd", "1"]),
             dirs: vec![],
         },
     ]
 }
 
 const INTERVAL: Duration = Duration::from_millis(1);
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Guide {
+    None,
+    /// Recorded on the measured input.
+    SameInput,
+    /// Recorded on the workload's other input.
+    OtherInput,
+}
 
 /// One configuration measured on every workload.
 #[derive(Clone, Debug)]
@@ -89,8 +104,8 @@ struct Spec {
     sampler: Option<PepParams>,
     /// PEP, in-guest every-K design.
     every: Option<u32>,
-    /// Smart numbering from the exact-paths profile of the same input.
-    guide: bool,
+    /// Guide (smart numbering; cold pruning in targeted mode) from an exact-paths run.
+    guide: Guide,
     /// Epoch ticks every INTERVAL; `Some(true)` also takes wasmtime GuestProfiler samples.
     epoch: Option<bool>,
     what: &'static str,
@@ -102,7 +117,7 @@ fn specs() -> Vec<Spec> {
         mode: Mode::None,
         sampler: None,
         every: None,
-        guide: false,
+        guide: Guide::None,
         epoch: None,
         what: "uninstrumented (the baseline)",
     };
@@ -149,13 +164,27 @@ fn specs() -> Vec<Spec> {
         pep("pep(64,17)", 64, 17, "PEP default"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),
         Spec {
-            guide: true,
+            guide: Guide::SameInput,
             ..pep(
                 "pep(64,17)+guide",
                 64,
                 17,
                 "PEP default with smart numbering from the exact profile of the same input",
             )
+        },
+        Spec {
+            label: "targeted(same input)",
+            mode: Mode::Targeted,
+            guide: Guide::SameInput,
+            what: "TPP cold path elimination (5%), guide: exact profile of the measured input",
+            ..base.clone()
+        },
+        Spec {
+            label: "targeted(other input)",
+            mode: Mode::Targeted,
+            guide: Guide::OtherInput,
+            what: "TPP cold path elimination (5%), guide: exact profile of the workload's other input",
+            ..base.clone()
         },
         Spec {
             label: "pep-every-1024",
@@ -173,9 +202,13 @@ struct Variant {
     plan: pepper_wasm::Plan,
     rewrite_ms: f64,
     size: usize,
+    /// Paths numbered over all functions, and functions counting by hash.
+    static_paths: u64,
+    hashed: usize,
     times: Vec<f64>,
-    /// Per round: (path accuracy, edge relative overlap, edge absolute overlap, samples).
-    accuracy: Vec<[f64; 4]>,
+    /// Per round: path accuracy, edge relative overlap, edge absolute overlap, samples
+    /// (PEP) or cold executions (targeted), AoDF.
+    accuracy: Vec<[f64; 5]>,
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -213,13 +246,18 @@ fn instrument(
     spec: &Spec,
     guide: Option<&Arc<pepper_wasm::plan::Guide>>,
 ) -> Result<(pepper_wasm::Instrumented, f64)> {
+    anyhow::ensure!(
+        spec.guide == Guide::None || guide.is_some(),
+        "{}: guide missing",
+        spec.label
+    );
     let t = Instant::now();
     let inst = pepper_wasm::instrument(
         wasm,
         &pepper_wasm::InstrumentOptions {
             mode: spec.mode,
             pep_every: spec.every,
-            guide: if spec.guide { guide.cloned() } else { None },
+            guide: guide.cloned(),
             ..Default::default()
         },
     )?;
@@ -304,7 +342,9 @@ fn main() -> Result<()> {
     // Per spec: ratios to plain, ratios to epoch, accuracies.
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut ratios_epoch: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
-    let mut accs: Vec<Vec<[f64; 4]>> = vec![Vec::new(); specs.len()];
+    let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
+    // Targeted: (static paths removed, functions moved from hash to arrays) per workload.
+    let mut tpp_static: Vec<Vec<(f64, i64)>> = vec![Vec::new(); specs.len()];
     for w in workloads(&build, args.quick) {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
             continue;
@@ -313,19 +353,43 @@ fn main() -> Result<()> {
         let wasm = std::fs::read(&path)
             .with_context(|| format!("{} missing: run bench/workloads/build.sh", path.display()))?;
         let mut variants: Vec<Variant> = Vec::new();
-        let mut guide: Option<Arc<pepper_wasm::plan::Guide>> = None;
+        let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
         for spec in &specs {
-            if spec.guide && guide.is_none() {
-                // The guide: one exact-paths run of the same input, as a user would record.
-                let v = &variants[exact_k];
-                let r = v.prepared.run(&run_config(&w, &v.spec, &v.plan))?;
-                let p = profile_of(&v.plan, &r);
-                guide = Some(Arc::new(pepper_wasm::plan::Guide::from_profile(
-                    &p,
-                    "exact-paths".into(),
-                )));
-            }
+            let slot = match spec.guide {
+                Guide::None => None,
+                Guide::SameInput => Some(0),
+                Guide::OtherInput => Some(1),
+            };
+            let guide = match slot {
+                Some(i) if guides[i].is_none() => {
+                    // The guide: one exact-paths run, as a user would record it.
+                    let v = &variants[exact_k];
+                    let mut cfg = run_config(&w, &v.spec, &v.plan);
+                    if i == 1 {
+                        cfg.args = w.other_args.clone();
+                    }
+                    let r = v.prepared.run(&cfg)?;
+                    let p = profile_of(&v.plan, &r);
+                    guides[i] = Some(Arc::new(pepper_wasm::plan::Guide::from_profile(
+                        &p,
+                        "exact-paths".into(),
+                    )));
+                    guides[i].clone()
+                }
+                Some(i) => guides[i].clone(),
+                None => None,
+            };
             let (inst, rewrite_ms) = instrument(&wasm, spec, guide.as_ref())?;
+            let fns = &inst.plan.functions;
+            let static_paths: u64 = fns
+                .iter()
+                .filter_map(|f| f.numbered.as_ref())
+                .map(|n| n.numbering.total())
+                .sum();
+            let hashed = fns
+                .iter()
+                .filter(|f| f.counting == pepper_wasm::Counting::Hash)
+                .count();
             let prepared = pepper_runtime::Prepared::new(&inst.wasm, None, spec.epoch.is_some())?;
             eprintln!(
                 "bench: {} {}: rewritten in {rewrite_ms:.0} ms, compiled in {:.0} ms",
@@ -339,6 +403,8 @@ fn main() -> Result<()> {
                 plan: inst.plan,
                 rewrite_ms,
                 size: inst.wasm.len(),
+                static_paths,
+                hashed,
                 times: Vec::new(),
                 accuracy: Vec::new(),
             });
@@ -364,13 +430,14 @@ fn main() -> Result<()> {
             if round > 0 {
                 let reference = profile_of(&variants[exact_k].plan, &results[exact_k]);
                 for (v, r) in variants.iter_mut().zip(&results) {
-                    if v.spec.mode != Mode::Pep
-                        || (v.spec.sampler.is_none() && v.spec.every.is_none())
-                    {
+                    let sampled = v.spec.mode == Mode::Pep
+                        && (v.spec.sampler.is_some() || v.spec.every.is_some());
+                    if !sampled && v.spec.mode != Mode::Targeted {
                         continue;
                     }
                     let p = profile_of(&v.plan, r);
                     let a = compare(&reference, &p);
+                    let cold: u64 = p.functions.iter().filter_map(|f| f.cold_executions).sum();
                     let samples = r.samples.as_ref().map_or_else(
                         || {
                             p.paths.iter().map(|x| x.count).sum::<u64>()
@@ -382,7 +449,12 @@ fn main() -> Result<()> {
                         a.path_accuracy.unwrap_or(f64::NAN),
                         a.edge_relative_overlap.unwrap_or(f64::NAN),
                         a.edge_absolute_overlap.unwrap_or(f64::NAN),
-                        samples as f64,
+                        if v.spec.mode == Mode::Targeted {
+                            cold as f64
+                        } else {
+                            samples as f64
+                        },
+                        a.aodf.unwrap_or(f64::NAN),
                     ]);
                 }
             }
@@ -418,9 +490,16 @@ fn main() -> Result<()> {
             if let Some(r) = vs_epoch {
                 ratios_epoch[k].push(r);
             }
-            let acc: [f64; 4] = std::array::from_fn(|i| {
+            let acc: [f64; 5] = std::array::from_fn(|i| {
                 median(&v.accuracy.iter().map(|a| a[i]).collect::<Vec<_>>())
             });
+            if v.spec.mode == Mode::Targeted {
+                let e = &variants[exact_k];
+                tpp_static[k].push((
+                    1.0 - v.static_paths as f64 / e.static_paths.max(1) as f64,
+                    e.hashed as i64 - v.hashed as i64,
+                ));
+            }
             if !v.accuracy.is_empty() {
                 accs[k].push(acc);
             }
@@ -433,7 +512,7 @@ fn main() -> Result<()> {
             };
             writeln!(
                 table,
-                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {:.0} | {} ({:+.1}%) |",
+                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {} ({:+.1}%) |",
                 w.name,
                 v.spec.label,
                 m,
@@ -444,10 +523,21 @@ fn main() -> Result<()> {
                 pct(acc[0]),
                 pct(acc[1]),
                 pct(acc[2]),
+                pct(acc[4]),
                 if acc[3].is_nan() {
                     String::new()
                 } else {
                     format!("{:.0}", acc[3])
+                },
+                if v.spec.mode.paths() {
+                    v.static_paths.to_string()
+                } else {
+                    String::new()
+                },
+                if v.spec.mode.paths() {
+                    v.hashed.to_string()
+                } else {
+                    String::new()
                 },
                 v.rewrite_ms,
                 v.size,
@@ -462,9 +552,9 @@ fn main() -> Result<()> {
     let mut summary = String::new();
     writeln!(
         summary,
-        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | what |"
+        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | AoDF (mean / worst) | static paths removed (mean) | functions hash→array (total) | what |"
     )?;
-    writeln!(summary, "|---|---|---|---|---|---|---|---|")?;
+    writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     for (k, spec) in specs.iter().enumerate() {
         let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
         let acc = |i: usize| {
@@ -478,7 +568,7 @@ fn main() -> Result<()> {
         };
         writeln!(
             summary,
-            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} |",
+            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} |",
             spec.label,
             geo(&ratios[k]),
             (worst - 1.0) * 100.0,
@@ -490,6 +580,21 @@ fn main() -> Result<()> {
             acc(0),
             acc(1),
             acc(2),
+            acc(4),
+            if tpp_static[k].is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "{:.1}%",
+                    100.0 * tpp_static[k].iter().map(|x| x.0).sum::<f64>()
+                        / tpp_static[k].len() as f64
+                )
+            },
+            if tpp_static[k].is_empty() {
+                String::new()
+            } else {
+                tpp_static[k].iter().map(|x| x.1).sum::<i64>().to_string()
+            },
             spec.what
         )?;
     }
@@ -501,8 +606,10 @@ fn main() -> Result<()> {
          that slow drifts in machine noise cancel); \"vs epoch\" relative to the uninstrumented \
          module with epoch interruption ticking every 1 ms. Accuracy (median over rounds) is \
          against the exact-paths profile of the same round: Wall path accuracy with branch \
-         flow and the 0.125% hot threshold, edge relative overlap, edge absolute overlap \
-         (`pepper compare`). Timer period: {} ms.\n\n\
+         flow and the 0.125% hot threshold, edge relative overlap, edge absolute overlap, \
+         TPP's AoDF (`pepper compare`). Timer period: {} ms. Targeted guides: exact-paths \
+         profiles of the measured input, or of the other input (bzip2 `-1` on the 300 KB \
+         input; lua 1 iteration; sqlite 2; zstd 1).\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),

@@ -25,4 +25,4 @@ pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
 pub use edge_count::EdgeCounting;
 pub use ids::{DagEdgeId, EdgeId, NodeId};
 pub use numbering::{NumberingError, PathNumbering, RegenError};
-pub use truncate::{number_with_limit, DagError, NumberedDag, REGISTER_PATH_LIMIT};
+pub use truncate::{number_pruned, number_with_limit, DagError, NumberedDag, REGISTER_PATH_LIMIT};

@@ -13,8 +13,10 @@ use crate::ids::DagEdgeId;
 pub struct PathNumbering {
     num_paths: Vec<u64>,
     val: Vec<u64>,
-    /// Out-edges of each vertex in numbering order (ascending `val`).
+    /// Out-edges of each vertex in numbering order (ascending `val`); cold edges excluded.
     order: Vec<Vec<DagEdgeId>>,
+    /// Per edge: on some numbered (hot) path. All true without a cold set.
+    hot: Vec<bool>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -37,7 +39,21 @@ impl PathNumbering {
     /// and carries no instrumentation (PEP §3.4 smart numbering). Ties break by edge index,
     /// so re-instrumenting with the same profile reproduces the same numbering.
     pub fn new(dag: &PathDag, freq: Option<&[u64]>, limit: u64) -> Result<Self, NumberingError> {
+        Self::new_pruned(dag, freq, limit, None)
+    }
+
+    /// Like [`new`](Self::new), but numbers only the hot paths (TPP §4.1 cold path
+    /// elimination): edges marked in `cold` are left out, and so is every edge that then
+    /// leads nowhere (transitive coldness: no hot path from it to EXIT). Cold edges get no
+    /// value; code must poison the register when it takes one.
+    pub fn new_pruned(
+        dag: &PathDag,
+        freq: Option<&[u64]>,
+        limit: u64,
+        cold: Option<&[bool]>,
+    ) -> Result<Self, NumberingError> {
         let nv = dag.num_vertices();
+        let mut hot = vec![false; dag.num_edges()];
         let mut paths = vec![0u128; nv];
         let mut val = vec![0u64; dag.num_edges()];
         let mut order: Vec<Vec<DagEdgeId>> = vec![Vec::new(); nv];
@@ -46,7 +62,21 @@ impl PathNumbering {
                 paths[v.index()] = 1;
                 continue;
             }
-            let mut succs = dag.succs(v).to_vec();
+            let mut succs: Vec<DagEdgeId> = dag
+                .succs(v)
+                .iter()
+                .copied()
+                .filter(|e| {
+                    let locally_cold = cold.is_some_and(|c| c[e.index()]);
+                    // Without pruning every edge is numbered (dead ends keep intervals
+                    // non-empty); with pruning an edge into a vertex with no hot path to
+                    // EXIT is cold too.
+                    !locally_cold && (cold.is_none() || paths[dag.edge(*e).dst.index()] > 0)
+                })
+                .collect();
+            for e in &succs {
+                hot[e.index()] = true;
+            }
             if let Some(freq) = freq {
                 succs.sort_by_key(|e| (std::cmp::Reverse(freq[e.index()]), e.index()));
             }
@@ -58,6 +88,20 @@ impl PathNumbering {
             }
             paths[v.index()] = n;
             order[v.index()] = succs;
+        }
+        if cold.is_some() {
+            // An edge is hot only if a hot path reaches it from ENTRY, too.
+            let mut reached = vec![false; nv];
+            reached[dag.entry().index()] = true;
+            for &v in dag.topo() {
+                for &e in dag.succs(v) {
+                    if !reached[v.index()] {
+                        hot[e.index()] = false;
+                    } else if hot[e.index()] {
+                        reached[dag.edge(e).dst.index()] = true;
+                    }
+                }
+            }
         }
         let total = paths[dag.entry().index()];
         if total > u128::from(limit) {
@@ -73,7 +117,18 @@ impl PathNumbering {
             num_paths,
             val,
             order,
+            hot,
         })
+    }
+
+    /// Whether edge `e` is on a numbered path (always, unless built with a cold set).
+    pub fn is_hot(&self, e: DagEdgeId) -> bool {
+        self.hot[e.index()]
+    }
+
+    /// Number of edges left out as cold.
+    pub fn num_cold(&self) -> usize {
+        self.hot.iter().filter(|h| !**h).count()
     }
 
     /// Number of paths from ENTRY to EXIT: path numbers are `0..total()`.

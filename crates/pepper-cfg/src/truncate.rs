@@ -56,12 +56,30 @@ pub fn number_with_limit(
     freq: Option<&EdgeFrequencies>,
     limit: u64,
 ) -> Result<NumberedDag, DagError> {
+    number_pruned(cfg, headers, never_split, freq, limit, None)
+}
+
+/// [`number_with_limit`] numbering only hot paths: `cold` marks CFG edges to leave out
+/// (TPP's cold path elimination; see [`PathNumbering::new_pruned`]).
+pub fn number_pruned(
+    cfg: &Cfg,
+    headers: &[NodeId],
+    never_split: &[NodeId],
+    freq: Option<&EdgeFrequencies>,
+    limit: u64,
+    cold: Option<&[bool]>,
+) -> Result<NumberedDag, DagError> {
     let mut splits: Vec<NodeId> = headers.to_vec();
     let mut truncated = Vec::new();
     loop {
         let dag = PathDag::build(cfg, &splits)?;
         let weights = freq.map(|f| f(&dag));
-        match PathNumbering::new(&dag, weights.as_deref(), limit) {
+        let dag_cold: Option<Vec<bool>> = cold.map(|c| {
+            dag.edges()
+                .map(|(_, de)| matches!(de.kind, crate::DagEdgeKind::Real(e) if c[e.index()]))
+                .collect()
+        });
+        match PathNumbering::new_pruned(&dag, weights.as_deref(), limit, dag_cold.as_deref()) {
             Ok(numbering) => {
                 return Ok(NumberedDag {
                     dag,

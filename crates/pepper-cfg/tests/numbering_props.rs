@@ -48,6 +48,38 @@ proptest! {
         prop_assert!(num.regenerate(&dag, num.total()).is_err());
     }
 
+    /// TPP cold path elimination: with some edges cold, exactly the paths avoiding them are
+    /// numbered, uniquely and densely, and round-trip; every edge on a hot path is hot and
+    /// every other edge is cold (transitive coldness), so code that poisons on cold edges
+    /// never lets a path through one reach a valid number.
+    #[test]
+    fn pruned_numbering_numbers_exactly_the_hot_paths(
+        cfg in graph(),
+        cold_bits in prop::collection::vec(any::<bool>(), 1..40),
+    ) {
+        let headers = cfg.dfs_back_edge_targets();
+        let dag = PathDag::build(&cfg, &headers).expect("acyclic");
+        let cold: Vec<bool> = (0..dag.num_edges()).map(|i| cold_bits[i % cold_bits.len()]).collect();
+        let num = PathNumbering::new_pruned(&dag, None, u64::MAX, Some(&cold)).expect("fits");
+        num.verify(&dag).expect("numbering invariants");
+        let all = enumerate_paths(&dag, 20_000);
+        prop_assume!(all.len() < 20_000);
+        let hot: Vec<&Vec<pepper_cfg::DagEdgeId>> =
+            all.iter().filter(|p| p.iter().all(|e| !cold[e.index()])).collect();
+        let mut seen = BTreeSet::new();
+        for p in &hot {
+            prop_assert!(p.iter().all(|&e| num.is_hot(e)));
+            let sum: u64 = p.iter().map(|&e| num.val(e)).sum();
+            prop_assert!(seen.insert(sum), "duplicate path number {}", sum);
+            prop_assert_eq!(&num.regenerate(&dag, sum).unwrap(), *p);
+        }
+        prop_assert_eq!(seen.len() as u64, num.total());
+        let on_hot: BTreeSet<_> = hot.iter().flat_map(|p| p.iter().copied()).collect();
+        for (e, _) in dag.edges() {
+            prop_assert_eq!(num.is_hot(e), on_hot.contains(&e), "edge {:?}", e);
+        }
+    }
+
     /// Test 5: every prefix regenerates from its prefix sum and location.
     #[test]
     fn partial_round_trip(cfg in graph()) {

@@ -74,6 +74,9 @@ pub struct Accuracy {
     pub edge_relative_overlap: Option<f64>,
     /// Absolute overlap of normalised edge (branch outcome) frequencies.
     pub edge_absolute_overlap: Option<f64>,
+    /// TPP's attribution of definite flow: 1 - overcount - undercount, each weighted by
+    /// path length in blocks, relative to the reference's flow (TPP §5).
+    pub aodf: Option<f64>,
     pub reference_paths: usize,
     pub estimate_paths: usize,
     pub hot_paths: usize,
@@ -115,6 +118,30 @@ fn path_accuracy(reference: &[Path], estimate: &[Path]) -> (Option<f64>, Vec<Pat
         .sum();
     let keys = hot.into_iter().map(|h| h.0).collect();
     (Some(matched / hot_flow), keys, found)
+}
+
+/// AoDF (TPP §5, digest §2.5): per path, `len` = blocks on it (at least 1).
+fn aodf(reference: &[Path], estimate: &[Path]) -> Option<f64> {
+    let len = |p: &Path| p.blocks.len().max(1) as f64;
+    let mut by_key: HashMap<PathKey, (f64, f64, f64)> = HashMap::new();
+    for p in reference {
+        let e = by_key.entry(PathKey::of(p)).or_insert((0.0, 0.0, len(p)));
+        e.0 += p.count as f64;
+    }
+    for p in estimate {
+        let e = by_key.entry(PathKey::of(p)).or_insert((0.0, 0.0, len(p)));
+        e.1 += p.count as f64;
+    }
+    let total: f64 = by_key.values().map(|(r, _, l)| r * l).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let (mut over, mut under) = (0.0, 0.0);
+    for (r, e, l) in by_key.values() {
+        over += (e - r).max(0.0) * l;
+        under += (r - e).max(0.0) * l;
+    }
+    Some(1.0 - over / total - under / total)
 }
 
 /// Relative overlap of one branch: `1 - ½ Σ_outcomes |p_ref - p_est|` (the binary formula
@@ -231,6 +258,7 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
 
     Accuracy {
         path_accuracy: path_acc,
+        aodf: aodf(&reference.paths, &estimate.paths),
         edge_relative_overlap: (ref_total > 0).then(|| rel_num / ref_total as f64),
         edge_absolute_overlap: (ref_total > 0 && est_total > 0).then_some(abs),
         reference_paths: reference.paths.len(),
@@ -322,6 +350,23 @@ mod tests {
         );
         // Identical profiles score 100%.
         assert_eq!(compare(&r, &r).path_accuracy, Some(1.0));
+    }
+
+    /// AoDF: reference A 10 × 2 blocks, B 10 × 1 block (flow 30); estimate A 10, B 5 and
+    /// a path C the reference never ran, 2 × 1 block. Under 5, over 2: 1 - 7/30.
+    #[test]
+    fn aodf_by_hand() {
+        let mut a = path(0, 10, &[(0, 0)]);
+        a.blocks = vec![1, 2];
+        let mut b = path(1, 10, &[(0, 1)]);
+        b.blocks = vec![1];
+        let r = profile(vec![], vec![a.clone(), b.clone()]);
+        b.count = 5;
+        let mut c = path(2, 2, &[(1, 0)]);
+        c.blocks = vec![3];
+        let e = profile(vec![], vec![a, b, c]);
+        assert!((compare(&r, &e).aodf.unwrap() - (1.0 - 7.0 / 30.0)).abs() < 1e-12);
+        assert_eq!(compare(&r, &r).aodf, Some(1.0));
     }
 
     /// Paths are matched by their decisions: renumbered paths still match.

@@ -15,6 +15,9 @@ pub enum Mode {
     /// PEP: the path register is always computed, paths are recorded only when sampled;
     /// the edge profile is derived from the sampled paths.
     Pep,
+    /// TPP: exact counts of the hot paths a guide edge profile predicts; paths through edges
+    /// the guide calls cold are counted together, per function, as cold executions.
+    Targeted,
 }
 
 impl Mode {
@@ -24,7 +27,13 @@ impl Mode {
             Mode::ExactEdges => "exact-edges",
             Mode::None => "none",
             Mode::Pep => "pep",
+            Mode::Targeted => "targeted",
         }
+    }
+
+    /// Whether the mode keeps a Ball-Larus path register.
+    pub fn paths(self) -> bool {
+        matches!(self, Mode::ExactPaths | Mode::Pep | Mode::Targeted)
     }
 }
 
@@ -67,6 +76,13 @@ pub struct Function {
     pub counting: Option<String>,
     /// Nodes where paths were cut to keep numbers in 62 bits (besides loop headers).
     pub truncated_nodes: u32,
+    /// Targeted mode: branch outcomes the guide called cold (left out of numbering) and
+    /// the executions of paths that took one of them (counted, not told apart). A large
+    /// `cold_executions` means the guide does not describe this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_edges: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_executions: Option<u64>,
 }
 
 /// The kind of a branch instruction.

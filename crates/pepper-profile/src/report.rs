@@ -258,7 +258,50 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
             }
         );
         if s.lost > 0 {
-            let _ = writeln!(o, "warning: {} samples lost (overwritten or table full)", s.lost);
+            let _ = writeln!(
+                o,
+                "warning: {} samples lost (overwritten or table full)",
+                s.lost
+            );
+        }
+    }
+    if p.mode == crate::Mode::Targeted {
+        // TPP: what the guide pruned, and how much of this run it failed to predict.
+        let mut pruned: Vec<&crate::Function> = p
+            .functions
+            .iter()
+            .filter(|f| f.cold_edges.unwrap_or(0) > 0 || f.cold_executions.unwrap_or(0) > 0)
+            .collect();
+        let hot: u64 = p.paths.iter().map(|x| x.count).sum();
+        let cold: u64 = pruned.iter().filter_map(|f| f.cold_executions).sum();
+        let _ = writeln!(
+            o,
+            "targeted: {} functions pruned; {} of {} path executions ({:.2}%) took a cold edge",
+            pruned.len(),
+            cold,
+            hot + cold,
+            pct(cold, hot + cold)
+        );
+        if pct(cold, hot + cold) > 1.0 {
+            let _ = writeln!(
+                o,
+                "warning: more than 1% of the flow went to cold counters: the guide does not describe this run well"
+            );
+        }
+        pruned.sort_by_key(|f| std::cmp::Reverse(f.cold_executions.unwrap_or(0)));
+        for f in pruned
+            .iter()
+            .filter(|f| f.cold_executions.unwrap_or(0) > 0)
+            .take(5)
+        {
+            let _ = writeln!(
+                o,
+                "  {:>12} cold executions, {} cold edges, {} hot paths numbered  in {}",
+                f.cold_executions.unwrap_or(0),
+                f.cold_edges.unwrap_or(0),
+                f.num_paths.unwrap_or(0),
+                p.function_name(f.index)
+            );
         }
     }
     if p.lost.hash_overflow > 0 {

@@ -88,7 +88,7 @@ impl Plan {
             Some((s, words)) => (Some(s), words),
             None => (None, Vec::new()),
         };
-        if matches!(self.mode, Mode::ExactPaths | Mode::Pep) {
+        if self.mode.paths() {
             let mut hashed: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
             let l = &self.layout;
             for slot in 0..l.hash_capacity as u64 {
@@ -159,6 +159,8 @@ impl Plan {
                     Counting::Every { .. } => Some("every".into()),
                     Counting::None => None,
                 },
+                cold_edges: fp.cold_counter.map(|_| fp.cold_edges),
+                cold_executions: fp.cold_counter.map(|a| read_u64(mem, a as u64)),
                 truncated_nodes: fp
                     .numbered
                     .as_ref()
@@ -178,7 +180,7 @@ impl Plan {
             sampling,
             warnings,
         };
-        if matches!(self.mode, Mode::ExactPaths | Mode::Pep) {
+        if self.mode.paths() {
             let derived = profile.edges_from_paths();
             for (b, c) in profile.branches.iter_mut().zip(derived) {
                 b.counts = c;

@@ -22,7 +22,23 @@ pub struct Locals {
     /// PEP ring: this activation's copy of the ring head (i32), kept in a register so that
     /// recording a path is two stores and no load; reloaded after every call.
     pub h: u32,
+    /// Scratch (i64): a `br_table` increment that may be the poison.
+    pub t: u32,
 }
+
+/// What taking an edge does to the path register.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Update {
+    /// `r += v` (nothing when 0).
+    Add(u64),
+    /// The edge is cold (targeted mode): `r = POISON`, so the path lands in the cold counter.
+    Poison,
+}
+
+/// TPP's poisoned register (§4.1, A.2): the top two bits set. Hot increments after the
+/// poisoning add less than 2^62 in all, so the value stays negative and is never mistaken
+/// for a path number; a second cold edge sets it again rather than adding.
+pub const POISON: i64 = -(1 << 62);
 
 /// Everything the emitter needs to write one function's instrumentation.
 pub struct Emitter<'p> {
@@ -41,6 +57,8 @@ pub enum EmitKind<'p> {
         /// register holds a word that identifies function and path together.
         tag: u64,
         layout: &'p MemoryLayout,
+        /// Targeted mode: where executions of poisoned paths are counted.
+        cold_counter: Option<u32>,
         hash_fn: u32,
         /// Address of the i64 increment table of each `br_table` action (by action position).
         tables: &'p [(usize, u32)],
@@ -69,11 +87,53 @@ fn mem32(mem: u32, offset: u32) -> MemArg {
     memarg(mem, offset, 2)
 }
 
+/// The path-register update of CFG edge `e`.
+pub fn update(numbered: &NumberedDag, e: EdgeId) -> Update {
+    match numbered.dag.real_edge(e) {
+        Some(d) if !numbered.numbering.is_hot(d) => Update::Poison,
+        Some(d) => Update::Add(numbered.numbering.val(d)),
+        None => Update::Add(0),
+    }
+}
+
 impl Emitter<'_> {
-    fn val(&self, e: EdgeId) -> u64 {
+    fn upd(&self, e: EdgeId) -> Update {
         match &self.kind {
-            EmitKind::Paths { numbered, .. } => numbered.edge_val(e),
-            EmitKind::Edges { .. } => 0,
+            EmitKind::Paths { numbered, .. } => update(numbered, e),
+            EmitKind::Edges { .. } => Update::Add(0),
+        }
+    }
+
+    fn apply(&self, out: &mut Vec<I<'_>>, u: Update) {
+        match u {
+            Update::Add(v) => self.add_const(out, v),
+            Update::Poison => out.extend([I::I64Const(POISON), I::LocalSet(self.locals.r)]),
+        }
+    }
+
+    /// Pushes the register's value after update `u`.
+    fn updated(&self, out: &mut Vec<I<'_>>, u: Update) {
+        let r = self.locals.r;
+        match u {
+            Update::Add(0) => out.push(I::LocalGet(r)),
+            Update::Add(v) => out.extend([I::LocalGet(r), I::I64Const(v as i64), I::I64Add]),
+            Update::Poison => out.push(I::I64Const(POISON)),
+        }
+    }
+
+    /// Sets the register to the start value of a path entering the DAG by `e` (function
+    /// entry or a split node's restart), or to the poison if no hot path starts there.
+    fn restart(&self, out: &mut Vec<I<'_>>, e: Option<pepper_cfg::DagEdgeId>, always: bool) {
+        let EmitKind::Paths { numbered, tag, .. } = &self.kind else {
+            return;
+        };
+        let v = match e {
+            Some(e) if !numbered.numbering.is_hot(e) => POISON,
+            Some(e) => (numbered.numbering.val(e) + tag) as i64,
+            None => *tag as i64,
+        };
+        if v != 0 || always {
+            out.extend([I::I64Const(v), I::LocalSet(self.locals.r)]);
         }
     }
 
@@ -118,6 +178,7 @@ impl Emitter<'_> {
             func,
             hash_fn,
             layout,
+            cold_counter,
             ..
         } = &self.kind
         else {
@@ -170,10 +231,34 @@ impl Emitter<'_> {
             }
             Counting::Array { base } => {
                 out.extend([I::LocalGet(r), I::I32WrapI64, I::I32Const(3), I::I32Shl]);
+                if let Some(cold) = cold_counter {
+                    // Branch-free, like TPP A.1: a poisoned (negative) register counts in
+                    // the cold counter instead.
+                    out.extend([
+                        I::I32Const((*cold - base) as i32),
+                        I::LocalGet(r),
+                        I::I64Const(0),
+                        I::I64GeS,
+                        I::Select,
+                    ]);
+                }
                 self.add_to_counter(out, base, true, &[I::I64Const(1)]);
             }
             Counting::Hash => {
-                out.extend([I::I32Const(*func as i32), I::LocalGet(r), I::Call(*hash_fn)])
+                if let Some(cold) = cold_counter {
+                    out.extend([
+                        I::LocalGet(r),
+                        I::I64Const(0),
+                        I::I64LtS,
+                        I::If(wasm_encoder::BlockType::Empty),
+                    ]);
+                    self.add_to_counter(out, *cold, false, &[I::I64Const(1)]);
+                    out.push(I::Else);
+                }
+                out.extend([I::I32Const(*func as i32), I::LocalGet(r), I::Call(*hash_fn)]);
+                if cold_counter.is_some() {
+                    out.push(I::End);
+                }
             }
             Counting::None => {}
         }
@@ -206,7 +291,7 @@ impl Emitter<'_> {
 
     fn edge_code(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
         match &self.kind {
-            EmitKind::Paths { .. } => self.add_const(out, self.val(e)),
+            EmitKind::Paths { .. } => self.apply(out, self.upd(e)),
             EmitKind::Edges { counter, .. } => {
                 if let Some(addr) = counter[e.index()] {
                     self.add_to_counter(out, addr, false, &[I::I64Const(1)]);
@@ -272,11 +357,9 @@ impl Emitter<'_> {
     /// Code at function start (after the wrapper `block`): `r = Val(ENTRY → first)`.
     pub fn prologue(&self, out: &mut Vec<I<'_>>) {
         self.after_call(out);
-        if let EmitKind::Paths { numbered, tag, .. } = &self.kind {
-            let v = numbered.numbering.val(numbered.dag.function_entry()) + tag;
-            if v != 0 {
-                out.extend([I::I64Const(v as i64), I::LocalSet(self.locals.r)]);
-            }
+        if let EmitKind::Paths { numbered, .. } = &self.kind {
+            // Locals start at 0, so a zero start value needs no code.
+            self.restart(out, Some(numbered.dag.function_entry()), false);
         }
     }
 
@@ -307,50 +390,42 @@ impl Emitter<'_> {
             Action::FallEdge { taken, fall, bare } => match &self.kind {
                 EmitKind::Edges { .. } => self.edge_code(out, *fall),
                 // Digest §4.4: when the taken edge needs nothing, or has its own trampoline,
-                // `r += Val(fall)` goes where only the fall-through runs.
-                EmitKind::Paths { .. } if self.val(*taken) == 0 || *bare => {
+                // the fall-through's update goes where only the fall-through runs.
+                EmitKind::Paths { .. } if self.upd(*taken) == Update::Add(0) || *bare => {
                     self.edge_code(out, *fall)
                 }
                 EmitKind::Paths { .. } => {}
             },
             Action::NodeStart(n) => {
                 if self.is_split(*n) {
-                    if let EmitKind::Paths { numbered, tag, .. } = &self.kind {
-                        // PEP §3.2: the path ends at h_a (Val(h_a→EXIT) is 0); the next starts at h_b.
+                    if let EmitKind::Paths { numbered, .. } = &self.kind {
+                        // PEP §3.2: the path ends at h_a (Val(h_a→EXIT) is 0); the next starts
+                        // at h_b. With cold elimination, a header whose body has no hot path
+                        // restarts poisoned (TPP Fig. 6a/6c in the header-split variant).
                         self.count(out);
-                        let v = tag
-                            + numbered
-                                .dag
-                                .split_entry(*n)
-                                .map_or(0, |e| numbered.numbering.val(e));
-                        out.extend([I::I64Const(v as i64), I::LocalSet(r)]);
+                        self.restart(out, numbered.dag.split_entry(*n), true);
                     }
                 }
             }
             Action::BrIf { taken, fall, bare } => match &self.kind {
                 EmitKind::Paths { .. } => {
-                    let (vt, vf) = (self.val(*taken), self.val(*fall));
-                    if vt == 0 {
-                        // Action::FallEdge adds Val(fall) after the branch.
+                    let (ut, uf) = (self.upd(*taken), self.upd(*fall));
+                    if ut == Update::Add(0) {
+                        // Action::FallEdge applies the fall-through's update after the branch.
                     } else if *bare {
-                        // Trampoline: `if; r += Val(taken); br L+1; end` replaces the br_if,
+                        // Trampoline: `if; <taken update>; br L+1; end` replaces the br_if,
                         // so the not-taken path runs no extra code at all.
                         out.push(I::If(wasm_encoder::BlockType::Empty));
-                        self.add_const(out, vt);
+                        self.apply(out, ut);
                         return true;
-                    } else if vt == vf {
-                        self.add_const(out, vt);
+                    } else if ut == uf {
+                        self.apply(out, ut);
                     } else {
-                        out.extend([
-                            I::LocalTee(c),
-                            I::LocalGet(r),
-                            I::I64Const(vt as i64),
-                            I::I64Const(vf as i64),
-                            I::LocalGet(c),
-                            I::Select,
-                            I::I64Add,
-                            I::LocalSet(r),
-                        ]);
+                        // The label carries values: r = cond ? taken(r) : fall(r).
+                        out.push(I::LocalTee(c));
+                        self.updated(out, ut);
+                        self.updated(out, uf);
+                        out.extend([I::LocalGet(c), I::Select, I::LocalSet(r)]);
                     }
                 }
                 EmitKind::Edges { counter, .. } => {
@@ -376,7 +451,24 @@ impl Emitter<'_> {
                         numbered, tables, ..
                     } => {
                         if paths_table(numbered, arms).is_none() {
-                            self.add_const(out, self.val(arms[0]));
+                            self.apply(out, self.upd(arms[0]));
+                        } else if arms.iter().any(|&e| update(numbered, e) == Update::Poison) {
+                            // Entries are increments or the (negative) poison:
+                            // r = t < 0 ? t : r + t.
+                            let t = self.locals.t;
+                            self.table_lookup(out, n, table_addr(tables, k), true);
+                            out.extend([
+                                I::LocalSet(t),
+                                I::LocalGet(t),
+                                I::LocalGet(r),
+                                I::LocalGet(t),
+                                I::I64Add,
+                                I::LocalGet(t),
+                                I::I64Const(0),
+                                I::I64LtS,
+                                I::Select,
+                                I::LocalSet(r),
+                            ]);
                         } else {
                             self.table_lookup(out, n, table_addr(tables, k), true);
                             out.extend([I::LocalGet(r), I::I64Add, I::LocalSet(r)]);
@@ -404,7 +496,14 @@ fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {
 }
 
 /// Whether a `br_table` action needs an increment table in paths mode.
+/// Entries are increments, or [`POISON`] for cold arms.
 pub fn paths_table(numbered: &NumberedDag, arms: &[EdgeId]) -> Option<Vec<u64>> {
-    let vals: Vec<u64> = arms.iter().map(|&e| numbered.edge_val(e)).collect();
+    let vals: Vec<u64> = arms
+        .iter()
+        .map(|&e| match update(numbered, e) {
+            Update::Add(v) => v,
+            Update::Poison => POISON as u64,
+        })
+        .collect();
     (!vals.iter().all(|&v| v == vals[0])).then_some(vals)
 }

@@ -4,7 +4,7 @@ use crate::analysis::{analyze, Action, FunctionAnalysis, Slot};
 use crate::emit::{memarg, paths_table, EmitKind, Emitter, Locals};
 use crate::module::{FuncIndex, ModuleFacts};
 use crate::rewrite::{write_module, Additions};
-use pepper_cfg::{number_with_limit, EdgeCounting, NumberedDag, REGISTER_PATH_LIMIT};
+use pepper_cfg::{number_pruned, EdgeCounting, NumberedDag, REGISTER_PATH_LIMIT};
 
 /// A counter that `br_table` arms without their own counter increment; never read.
 const DISCARD: u32 = 16;
@@ -148,6 +148,37 @@ impl Guide {
             .collect();
         w.iter().any(|&x| x > 0).then_some(w)
     }
+
+    /// TPP's local cold criterion (§4.1.1) for one function: a branch outcome is cold when
+    /// it ran less than `threshold` of its branch's executions (never-run branches of a
+    /// function that did run are cold on every outcome). `None` when the guide never saw
+    /// the function run: then nothing is pruned.
+    fn cold_edges(&self, func: u32, a: &FunctionAnalysis, threshold: f64) -> Option<Vec<bool>> {
+        let counts: Vec<Option<&Vec<u64>>> = a
+            .sites
+            .iter()
+            .map(|s| self.counts.get(&(func, s.offset)))
+            .collect();
+        if !counts.iter().flatten().any(|c| c.iter().any(|&x| x > 0)) {
+            return None;
+        }
+        Some(
+            a.edges
+                .iter()
+                .map(|info| {
+                    info.branch.is_some_and(|(site, outcome)| {
+                        let c = counts[site.0 as usize];
+                        let total: u64 = c.map_or(0, |c| c.iter().sum());
+                        let n = c
+                            .and_then(|c| c.get(outcome as usize))
+                            .copied()
+                            .unwrap_or(0);
+                        n == 0 || (n as f64) < threshold * total as f64
+                    })
+                })
+                .collect(),
+        )
+    }
 }
 
 /// Tuning knobs of the rewriter.
@@ -165,8 +196,12 @@ pub struct InstrumentOptions {
     pub pep_every: Option<u32>,
     /// PEP: log2 of the ring buffer's length in entries.
     pub ring_log2: u32,
-    /// Edge profile for smart numbering (paths and PEP modes).
+    /// Edge profile for smart numbering (paths and PEP modes) and for cold path
+    /// elimination (targeted mode).
     pub guide: Option<std::sync::Arc<Guide>>,
+    /// Targeted mode: a branch outcome taken less than this fraction of its branch's
+    /// executions in the guide is cold (TPP(5, 15)'s 5%).
+    pub cold_threshold: f64,
 }
 
 impl Default for InstrumentOptions {
@@ -179,6 +214,7 @@ impl Default for InstrumentOptions {
             pep_every: None,
             ring_log2: 12,
             guide: None,
+            cold_threshold: 0.05,
         }
     }
 }
@@ -199,6 +235,10 @@ pub struct FunctionPlan {
     /// tree (the rest are derived by flow conservation).
     pub edge_counter: Vec<Option<u32>>,
     pub edge_counting: Option<EdgeCounting>,
+    /// Targeted mode: the u64 counter of executions of paths through cold edges, and how
+    /// many CFG edges were cold.
+    pub cold_counter: Option<u32>,
+    pub cold_edges: u32,
 }
 
 /// Where things live in the profiler memory.
@@ -339,6 +379,8 @@ fn build(
             first_branch: next_branch,
             edge_counter: Vec::new(),
             edge_counting: None,
+            cold_counter: None,
+            cold_edges: 0,
         };
         if mode == Mode::None {
             functions.push(fp);
@@ -362,16 +404,35 @@ fn build(
                 fp.skipped = Some("function index too large for PEP's path tag".into());
             }
             if fp.skipped.is_none() {
-                if matches!(mode, Mode::ExactPaths | Mode::Pep) {
+                if mode.paths() {
                     let guided = opts.guide.as_ref().and_then(|g| g.weights(index.0, &a));
                     let weights =
                         dag_weights(guided.unwrap_or_else(|| static_numbering_weights(&a)));
                     // One limit for every paths mode, so that exact and PEP profiles cut the
                     // same monster functions at the same places and their paths compare.
                     let limit = REGISTER_PATH_LIMIT.min(1 << PEP_TAG_SHIFT);
-                    match number_with_limit(&a.cfg, &a.headers, &[a.funnel], Some(&weights), limit)
-                    {
+                    let cold = match (mode, &opts.guide) {
+                        (Mode::Targeted, Some(g)) => g.cold_edges(index.0, &a, opts.cold_threshold),
+                        _ => None,
+                    };
+                    match number_pruned(
+                        &a.cfg,
+                        &a.headers,
+                        &[a.funnel],
+                        Some(&weights),
+                        limit,
+                        cold.as_deref(),
+                    ) {
                         Ok(nd) => {
+                            if mode == Mode::Targeted {
+                                fp.cold_edges = (0..a.cfg.num_edges())
+                                    .filter(|&e| {
+                                        nd.dag
+                                            .real_edge(pepper_cfg::EdgeId::new(e))
+                                            .is_some_and(|d| !nd.numbering.is_hot(d))
+                                    })
+                                    .count() as u32;
+                            }
                             let n = nd.numbering.total();
                             fp.counting = if mode == Mode::Pep {
                                 match opts.pep_every {
@@ -392,6 +453,11 @@ fn build(
                                 any_hash = true;
                                 Counting::Hash
                             };
+                            if mode == Mode::Targeted {
+                                // After the array, so the branch-free select in the
+                                // emitter addresses it with a non-negative offset.
+                                fp.cold_counter = Some(bump.alloc(8));
+                            }
                             fp.numbered = Some(nd);
                         }
                         Err(e) => fp.skipped = Some(e.to_string()),
@@ -426,7 +492,7 @@ fn build(
                 continue;
             };
             let entries: Option<Vec<u8>> = match mode {
-                Mode::ExactPaths | Mode::Pep => fp
+                Mode::ExactPaths | Mode::Pep | Mode::Targeted => fp
                     .numbered
                     .as_ref()
                     .and_then(|nd| paths_table(nd, arms))
@@ -509,7 +575,7 @@ fn build(
             }
         };
         let kind = match mode {
-            Mode::ExactPaths | Mode::Pep => EmitKind::Paths {
+            Mode::ExactPaths | Mode::Pep | Mode::Targeted => EmitKind::Paths {
                 numbered: fp
                     .numbered
                     .as_ref()
@@ -521,6 +587,7 @@ fn build(
                     _ => 0,
                 },
                 layout: &plan.layout,
+                cold_counter: fp.cold_counter,
                 hash_fn,
                 tables: &tables[k],
             },
@@ -586,6 +653,7 @@ fn emit_body<'f>(
             c: num_locals + 1,
             a: num_locals + 2,
             h: num_locals + 3,
+            t: num_locals + 4,
         },
         mem,
         analysis: a,
@@ -593,6 +661,7 @@ fn emit_body<'f>(
     };
     locals.push((1, ValType::I64));
     locals.push((3, ValType::I32));
+    locals.push((1, ValType::I64));
     let paths = matches!(em.kind, EmitKind::Paths { .. });
 
     let mut out: Vec<I<'f>> = Vec::new();

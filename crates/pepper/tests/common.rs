@@ -152,3 +152,73 @@ pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], 
         }
     }
 }
+
+/// Targeted mode with a guide recorded on `guide_args` and a run on `run_args`: every hot
+/// path it counts must have exactly the count exact-paths gives that path in the same run
+/// (a poisoned path aliasing a valid number would inflate one), and per function the hot
+/// counts plus the cold counter must add up to exact's executions. Functions that the two
+/// modes truncate differently are skipped (their path segments differ). Returns the total
+/// cold executions.
+pub fn assert_targeted_exact(
+    program: &Path,
+    extra: &[&str],
+    guide_args: &[&str],
+    run_args: &[&str],
+    threshold: &str,
+) -> u64 {
+    let (_, _, _, guide) = run("exact-paths", program, extra, guide_args);
+    let file = tempdir().join(format!(
+        "{}.tpp-guide.json",
+        program.file_stem().unwrap().to_string_lossy()
+    ));
+    guide.write(std::fs::File::create(&file).unwrap()).unwrap();
+    let (c0, out0, _, _) = run("none", program, extra, run_args);
+    let (_, _, _, exact) = run("exact-paths", program, extra, run_args);
+    let mut args = extra.to_vec();
+    args.extend_from_slice(&[
+        "--guide",
+        file.to_str().unwrap(),
+        "--cold-threshold",
+        threshold,
+    ]);
+    let (c, out, err, tpp) = run("targeted", program, &args, run_args);
+    assert_eq!((c0, &out0), (c, &out), "targeted changed behaviour: {err}");
+    assert!(!err.contains("ignored"), "{err}");
+    let exact_keys = paths_by_key(&exact);
+    let mut cold_total = 0;
+    for f in &tpp.functions {
+        let Some(ef) = exact.function(f.index) else {
+            continue;
+        };
+        if ef.truncated_nodes != f.truncated_nodes {
+            continue;
+        }
+        let cold = f.cold_executions.unwrap_or(0);
+        cold_total += cold;
+        let mut hot = 0;
+        for p in tpp.paths.iter().filter(|p| p.func == f.index) {
+            let key = pepper_profile::compare::PathKey::of(p);
+            assert_eq!(
+                exact_keys.get(&key).copied(),
+                Some(p.count),
+                "hot path {} of {:?} miscounted",
+                p.number,
+                f.name
+            );
+            hot += p.count;
+        }
+        let all: u64 = exact
+            .paths
+            .iter()
+            .filter(|p| p.func == f.index)
+            .map(|p| p.count)
+            .sum();
+        assert_eq!(
+            hot + cold,
+            all,
+            "function {:?}: hot + cold != exact",
+            f.name
+        );
+    }
+    cold_total
+}

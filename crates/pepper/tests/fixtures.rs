@@ -24,6 +24,14 @@ fn all_modes(name: &str) -> (Profile, Profile) {
     );
     assert_same_edges(&paths, &edges);
     assert_pep_matches_exact(&f, &[], &[], &paths);
+    // Targeted mode without a guide prunes nothing: exactly exact-paths.
+    let (c3, out3, err3, tpp) = run("targeted", &f, &[], &[]);
+    assert_eq!(
+        (c0, &out0),
+        (c3, &out3),
+        "targeted changed behaviour: {err3}"
+    );
+    assert_eq!(paths_by_key(&tpp), paths_by_key(&paths));
     (paths, edges)
 }
 

@@ -64,3 +64,25 @@ fn sqlite() {
 fn zstd() {
     differential("zstd", &[], &["1"]);
 }
+
+/// TPP: a guide from a different input (bzip2 -1 on the small input, run at -9) makes
+/// real cold flow; hot paths must still be counted exactly and cold ones all caught.
+#[test]
+fn targeted_counts_hot_paths_exactly_and_catches_every_cold_one() {
+    let Some(wasm) = workload("bzip2") else {
+        return;
+    };
+    let dir = root().join("bench/workloads/build");
+    let d = format!("{}::/data", dir.display());
+    let cold = assert_targeted_exact(
+        &wasm,
+        &["--dir", &d],
+        &["-c", "-1", "/data/input-small.txt"],
+        &["-c", "-9", "/data/input-small.txt"],
+        "0.05",
+    );
+    assert!(cold > 0, "a guide from another input leaves some flow cold");
+    // Same input, nothing below 0%: no cold flow at all, every path exact.
+    let Some(wasm) = workload("zstd") else { return };
+    assert_eq!(assert_targeted_exact(&wasm, &[], &["1"], &["1"], "0"), 0);
+}

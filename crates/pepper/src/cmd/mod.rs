@@ -16,6 +16,14 @@ pub enum ModeArg {
     ExactPaths,
     /// Count every branch outcome directly.
     ExactEdges,
+    /// Targeted path profiling (TPP): exact counts of the hot paths; paths through edges
+    /// the --guide profile calls cold are counted together per function. Cheaper than
+    /// exact-paths where the guide prunes many paths.
+    Targeted,
+    /// Both TPP stages in one command: run the program once under exact-edges (its output
+    /// discarded) and use that edge profile as the guide of a targeted run. The program
+    /// runs twice: only for programs without side effects you mind repeating.
+    Staged,
     /// No instrumentation (baseline).
     None,
 }
@@ -26,6 +34,7 @@ impl From<ModeArg> for pepper_profile::Mode {
             ModeArg::Pep => pepper_profile::Mode::Pep,
             ModeArg::ExactPaths => pepper_profile::Mode::ExactPaths,
             ModeArg::ExactEdges => pepper_profile::Mode::ExactEdges,
+            ModeArg::Targeted | ModeArg::Staged => pepper_profile::Mode::Targeted,
             ModeArg::None => pepper_profile::Mode::None,
         }
     }

@@ -21,6 +21,8 @@ use std::time::Instant;
 ///   pepper run --mode exact-paths prog.wasm        every path counted (ground truth)
 ///   pepper run --guide prog.pepper.json prog.wasm  smart numbering from an earlier profile
 ///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
+///   pepper run --mode targeted --guide e.json prog.wasm   exact hot paths, cold ones pruned (TPP)
+///   pepper run --mode staged prog.wasm             runs twice: edge profile, then targeted
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -41,11 +43,16 @@ pub struct Args {
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
     every: Option<u32>,
-    /// Smart path numbering from an earlier profile of the same module (PEP §3.4): the
-    /// hottest branch outcomes get path value 0 and carry no code. A guide recorded from a
-    /// different module is reported and ignored.
+    /// An earlier profile of the same module (any mode with branch counts). Paths and PEP
+    /// modes use it for smart numbering (PEP §3.4: the hottest branch outcomes get path
+    /// value 0 and carry no code); targeted mode also prunes the outcomes it calls cold.
+    /// A guide recorded from a different module is reported and ignored.
     #[arg(long, value_name = "PROFILE")]
     guide: Option<PathBuf>,
+    /// Targeted mode: a branch outcome taken less than this fraction of its branch's
+    /// executions in the guide is cold (TPP(5, 15): 0.05).
+    #[arg(long, default_value_t = 0.05)]
+    cold_threshold: f64,
     /// Profile output file [default: PROGRAM's stem + `.pepper.json`].
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -82,23 +89,6 @@ pub fn run(a: Args) -> Result<i32> {
             wasm.len() >> 20
         );
     }
-    let guide = a
-        .guide
-        .as_ref()
-        .and_then(|g| load_guide(g, &wasm))
-        .map(std::sync::Arc::new);
-    let opts = pepper_wasm::InstrumentOptions {
-        mode,
-        array_max_paths: a.array_max_paths,
-        pep_every: a.every,
-        guide: guide.clone(),
-        ..Default::default()
-    };
-    let inst = pepper_wasm::instrument(&wasm, &opts)
-        .with_context(|| format!("instrumenting {}", a.program.display()))?;
-    let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
-    print_warnings(&inst.plan.warnings, 10);
-
     let mut dirs = Vec::new();
     for d in &a.dirs {
         let (host, guest) = match d.split_once("::") {
@@ -120,16 +110,82 @@ pub fn run(a: Args) -> Result<i32> {
         .map_or("program".into(), |n| n.to_string_lossy().into_owned());
     let mut args = vec![argv0];
     args.extend(a.args.iter().cloned());
+    let cache_dir = if a.no_cache {
+        None
+    } else {
+        pepper_runtime::default_cache_dir()
+    };
+    let guide = if a.mode == ModeArg::Staged {
+        // Stage one: a cheap exact edge profile of the same run, output discarded.
+        eprintln!("pepper: staged: stage 1, exact edge profile (guest output discarded)");
+        let stage = pepper_wasm::instrument(
+            &wasm,
+            &pepper_wasm::InstrumentOptions {
+                mode: pepper_profile::Mode::ExactEdges,
+                ..Default::default()
+            },
+        )
+        .with_context(|| format!("instrumenting {}", a.program.display()))?;
+        let r = pepper_runtime::run(
+            &stage.wasm,
+            &pepper_runtime::RunConfig {
+                args: args.clone(),
+                env: env.clone(),
+                inherit_env: a.inherit_env,
+                dirs: dirs.clone(),
+                cache_dir: cache_dir.clone(),
+                counters_export: Some(pepper_wasm::COUNTERS_EXPORT.to_string()),
+                ..Default::default()
+            },
+        )?;
+        let outcome = pepper_wasm::RunOutcome {
+            module: ModuleInfo {
+                path: a.program.display().to_string(),
+                sha256: module_hash(&wasm),
+                size: wasm.len() as u64,
+            },
+            run: RunInfo::default(),
+            warnings: Vec::new(),
+            sampling: None,
+        };
+        let p = stage
+            .plan
+            .profile(r.counters.as_deref(), outcome, &|_| None);
+        eprintln!("pepper: staged: stage 2, targeted paths");
+        Some(std::sync::Arc::new(pepper_wasm::plan::Guide::from_profile(
+            &p,
+            "staged".into(),
+        )))
+    } else {
+        a.guide
+            .as_ref()
+            .and_then(|g| load_guide(g, &wasm))
+            .map(std::sync::Arc::new)
+    };
+    if mode == pepper_profile::Mode::Targeted && guide.is_none() {
+        eprintln!(
+            "pepper: warning: targeted mode without a usable --guide prunes nothing (same as exact-paths)"
+        );
+    }
+    let opts = pepper_wasm::InstrumentOptions {
+        mode,
+        array_max_paths: a.array_max_paths,
+        pep_every: a.every,
+        guide: guide.clone(),
+        cold_threshold: a.cold_threshold,
+        ..Default::default()
+    };
+    let inst = pepper_wasm::instrument(&wasm, &opts)
+        .with_context(|| format!("instrumenting {}", a.program.display()))?;
+    let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
+    print_warnings(&inst.plan.warnings, 10);
+
     let cfg = pepper_runtime::RunConfig {
         args: args.clone(),
         env,
         inherit_env: a.inherit_env,
         dirs,
-        cache_dir: if a.no_cache {
-            None
-        } else {
-            pepper_runtime::default_cache_dir()
-        },
+        cache_dir,
         counters_export: (mode != pepper_profile::Mode::None)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
