@@ -150,8 +150,9 @@ impl Guide {
     }
 
     /// TPP's local cold criterion (§4.1.1) for one function: a branch outcome is cold when
-    /// it ran less than `threshold` of its branch's executions (never-run branches of a
-    /// function that did run are cold on every outcome). `None` when the guide never saw
+    /// it ran less than `threshold` of its branch's executions (for a k-way `br_table`,
+    /// `threshold × 2/k`), or never (never-run branches of a function that did run are
+    /// cold on every outcome). `None` when the guide never saw
     /// the function run: then nothing is pruned.
     fn cold_edges(&self, func: u32, a: &FunctionAnalysis, threshold: f64) -> Option<Vec<bool>> {
         let counts: Vec<Option<&Vec<u64>>> = a
@@ -173,7 +174,11 @@ impl Guide {
                             .and_then(|c| c.get(outcome as usize))
                             .copied()
                             .unwrap_or(0);
-                        n == 0 || (n as f64) < threshold * total as f64
+                        // A k-way `br_table` (an interpreter's dispatch, say) compares each
+                        // target with its fair share: the threshold is scaled by 2/k, which
+                        // is TPP's rule for two-way branches.
+                        let k = a.sites[site.0 as usize].outcomes.len().max(2) as f64;
+                        n == 0 || (n as f64) < threshold * total as f64 * 2.0 / k
                     })
                 })
                 .collect(),
