@@ -38,6 +38,10 @@ struct Args {
     /// Only variants whose label contains one of these (the baseline always runs).
     #[arg(long)]
     variants: Vec<String>,
+    /// Also run yosys (prebuilt, 65 MB; fetch it with bench/workloads/yosys.sh). Its
+    /// compilation goes through wasmtime's cache, and is reported apart from run time.
+    #[arg(long)]
+    yosys: bool,
 }
 
 struct Workload {
@@ -48,7 +52,7 @@ struct Workload {
     dirs: Vec<(PathBuf, String)>,
 }
 
-fn workloads(build: &Path, quick: bool) -> Vec<Workload> {
+fn workloads(build: &Path, quick: bool, yosys: bool) -> Vec<Workload> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let data = vec![(build.to_path_buf(), "/data".to_string())];
     let input = if quick {
@@ -56,7 +60,9 @@ fn workloads(build: &Path, quick: bool) -> Vec<Workload> {
     } else {
         "/data/input-bench.txt"
     };
-    vec![
+    let y = build.join("yosys");
+    let script = |design: &str| format!("read_verilog /work/{design}; synth_ice40 -top top; stat");
+    let mut v = vec![
         Workload {
             name: "bzip2",
             args: s(&["bzip2", "-c", "-9", input]),
@@ -81,7 +87,25 @@ fn workloads(build: &Path, quick: bool) -> Vec<Workload> {
             other_args: s(&["zstd", "1"]),
             dirs: vec![],
         },
-    ]
+    ];
+    if yosys {
+        v.push(Workload {
+            name: "yosys",
+            args: vec!["yosys".into(), "-q".into(), "-p".into(), script("alu.v")],
+            other_args: vec![
+                "yosys".into(),
+                "-q".into(),
+                "-p".into(),
+                "read_verilog /work/alu.v; proc; opt; stat".into(),
+            ],
+            dirs: vec![
+                (y.join("share"), "/share".into()),
+                (y.join("tmp"), "/tmp".into()),
+                (y.join("work"), "/work".into()),
+            ],
+        });
+    }
+    v
 }
 
 const INTERVAL: Duration = Duration::from_millis(1);
@@ -345,13 +369,25 @@ fn main() -> Result<()> {
     let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
     // Targeted: (static paths removed, functions moved from hash to arrays) per workload.
     let mut tpp_static: Vec<Vec<(f64, i64)>> = vec![Vec::new(); specs.len()];
-    for w in workloads(&build, args.quick) {
+    for w in workloads(&build, args.quick, args.yosys) {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
             continue;
         }
-        let path = build.join(format!("{}.wasm", w.name));
-        let wasm = std::fs::read(&path)
-            .with_context(|| format!("{} missing: run bench/workloads/build.sh", path.display()))?;
+        let path = if w.name == "yosys" {
+            build.join("yosys/yosys.wasm")
+        } else {
+            build.join(format!("{}.wasm", w.name))
+        };
+        // Large modules compile through wasmtime's cache (yosys: ~45 s cold).
+        let cache = (w.name == "yosys")
+            .then(pepper_runtime::default_cache_dir)
+            .flatten();
+        let wasm = std::fs::read(&path).with_context(|| {
+            format!(
+                "{} missing: run bench/workloads/build.sh (yosys: bench/workloads/yosys.sh)",
+                path.display()
+            )
+        })?;
         let mut variants: Vec<Variant> = Vec::new();
         let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
         for spec in &specs {
@@ -390,7 +426,8 @@ fn main() -> Result<()> {
                 .iter()
                 .filter(|f| f.counting == pepper_wasm::Counting::Hash)
                 .count();
-            let prepared = pepper_runtime::Prepared::new(&inst.wasm, None, spec.epoch.is_some())?;
+            let prepared =
+                pepper_runtime::Prepared::new(&inst.wasm, cache.as_ref(), spec.epoch.is_some())?;
             eprintln!(
                 "bench: {} {}: rewritten in {rewrite_ms:.0} ms, compiled in {:.0} ms",
                 w.name,
@@ -512,7 +549,7 @@ fn main() -> Result<()> {
             };
             writeln!(
                 table,
-                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {} ({:+.1}%) |",
+                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} ({:+.1}%) |",
                 w.name,
                 v.spec.label,
                 m,
@@ -540,6 +577,7 @@ fn main() -> Result<()> {
                     String::new()
                 },
                 v.rewrite_ms,
+                v.prepared.compile.as_secs_f64() * 1e3,
                 v.size,
                 (v.size as f64 / wasm.len() as f64 - 1.0) * 100.0,
             )?;
