@@ -37,6 +37,9 @@ pub struct JsonReport<'a> {
     pub branches: Vec<JsonBranch<'a>>,
     pub paths: Vec<JsonPath<'a>>,
     pub lost: &'a crate::model::Lost,
+    /// PEP only: how the paths were sampled (counts are estimated executions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sampling: Option<&'a crate::model::Sampling>,
     pub warnings: &'a [String],
 }
 
@@ -51,6 +54,12 @@ pub struct JsonFunction {
     pub path_executions: u64,
     /// Executed branch decisions in this function.
     pub branch_executions: u64,
+    /// Targeted mode only: branch outcomes pruned as cold, and executions of paths that
+    /// took one (not included in `path_executions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cold_edges: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cold_executions: Option<u64>,
 }
 
 #[derive(Serialize, Debug)]
@@ -125,6 +134,8 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
                 num_paths: f.num_paths,
                 path_executions,
                 branch_executions,
+                cold_edges: f.cold_edges,
+                cold_executions: f.cold_executions,
             }
         })
         .collect();
@@ -186,6 +197,7 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
         branches,
         paths,
         lost: &p.lost,
+        sampling: p.sampling.as_ref(),
         warnings: &p.warnings,
     }
 }
