@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds pepper and the bundled real workloads, profiles the Lua interpreter running a
-# script with exact path profiling, and prints the report.
+# script with pepper's default continuous mode (PEP(64,17) sampling), prints the report,
+# then records an exact path profile of the same run and scores the sampled one against it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench/workloads/build.sh
 cargo build --release -q -p pepper
-./target/release/pepper run -o lua.pepper.json bench/workloads/build/lua.wasm -- 20
+./target/release/pepper run -o lua.pepper.json bench/workloads/build/lua.wasm -- 50
 ./target/release/pepper report lua.pepper.json
+./target/release/pepper run --mode exact-paths -o lua.exact.pepper.json bench/workloads/build/lua.wasm -- 50 >/dev/null
+./target/release/pepper compare lua.exact.pepper.json lua.pepper.json
