@@ -169,7 +169,8 @@ fn sample_loop(mem: MemView, cfg: &SamplerConfig, stop: &AtomicBool) -> SamplerR
         if head.saturating_sub(begin) > n - margin {
             let skip_to = head - (n - margin);
             if ag.armed() {
-                res.lost += skip_to - begin;
+                // Samples the burst would have taken from the overwritten stretch.
+                res.lost += (skip_to - begin).min(ag.pending());
             }
             begin = skip_to;
         }

@@ -30,11 +30,11 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "pep")]
     mode: ModeArg,
     /// PEP: consecutive paths recorded per timer tick (SAMPLES).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
     samples: u32,
     /// PEP: before a tick's burst, skip up to STRIDE-1 paths (rotating), to avoid
     /// sampling at a fixed phase of a loop.
-    #[arg(long, default_value_t = 17)]
+    #[arg(long, default_value_t = 17, value_parser = clap::value_parser!(u32).range(1..=65536))]
     stride: u32,
     /// PEP: timer period, e.g. `1ms`, `500us`, `10ms`.
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
@@ -173,6 +173,12 @@ pub fn run(a: Args) -> Result<i32> {
         pep_every: a.every,
         guide: guide.clone(),
         cold_threshold: a.cold_threshold,
+        // The ring holds a whole burst four times over, so the sampler can copy it while
+        // the guest keeps writing.
+        ring_log2: (4 * (a.samples as u64 + a.stride as u64))
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(12),
         ..Default::default()
     };
     let inst = pepper_wasm::instrument(&wasm, &opts)
