@@ -289,20 +289,14 @@ fn instrument(
 }
 
 fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_runtime::RunConfig {
-    let l = &plan.layout;
     pepper_runtime::RunConfig {
         args: w.args.clone(),
         dirs: w.dirs.clone(),
         counters_export: (spec.mode != Mode::None)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        sampler: spec.sampler.map(|params| pepper_runtime::SamplerConfig {
-            head: l.ring_head,
-            base: l.ring_base,
-            entries: l.ring_entries,
-            params,
-            interval: INTERVAL,
-            table_capacity: 1 << 20,
-        }),
+        sampler: spec
+            .sampler
+            .map(|params| pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, INTERVAL)),
         epoch: spec.epoch.map(|gp| pepper_runtime::EpochConfig {
             interval: INTERVAL,
             guest_profiler: gp,

@@ -126,11 +126,6 @@ impl PathNumbering {
         self.hot[e.index()]
     }
 
-    /// Number of edges left out as cold.
-    pub fn num_cold(&self) -> usize {
-        self.hot.iter().filter(|h| !**h).count()
-    }
-
     /// Number of paths from ENTRY to EXIT: path numbers are `0..total()`.
     pub fn total(&self) -> u64 {
         self.num_paths[0]

@@ -41,9 +41,14 @@ pub struct NumberedDag {
 }
 
 impl NumberedDag {
-    /// The increment a real CFG edge carries (0 for edges left out of the DAG as unreachable).
-    pub fn edge_val(&self, e: crate::EdgeId) -> u64 {
-        self.dag.real_edge(e).map_or(0, |d| self.numbering.val(d))
+    /// The increment a real CFG edge carries (0 for edges left out of the DAG as
+    /// unreachable), or `None` when pruned numbering left the edge cold.
+    pub fn edge_val(&self, e: crate::EdgeId) -> Option<u64> {
+        match self.dag.real_edge(e) {
+            Some(d) if !self.numbering.is_hot(d) => None,
+            Some(d) => Some(self.numbering.val(d)),
+            None => Some(0),
+        }
     }
 }
 

@@ -13,28 +13,20 @@ use std::collections::HashMap;
 pub const HOT_PATH_THRESHOLD: f64 = 0.00125;
 
 /// What identifies a path independently of its number.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PathKey {
     pub func: u32,
-    pub start: String,
-    pub end: String,
+    pub start: PathPoint,
+    pub end: PathPoint,
     pub steps: Vec<Step>,
 }
 
 impl PathKey {
     pub fn of(p: &Path) -> PathKey {
-        let point = |pt: &PathPoint| match pt {
-            PathPoint::FunctionEntry => "entry".to_string(),
-            PathPoint::FunctionExit => "exit".to_string(),
-            PathPoint::LoopHeader { offset } => format!("loop@{offset}"),
-            PathPoint::Truncation { offset } => format!("cut@{offset}"),
-            PathPoint::TailCall { offset } => format!("tail@{offset}"),
-            PathPoint::Throw { offset } => format!("throw@{offset}"),
-        };
         PathKey {
             func: p.func,
-            start: point(&p.start),
-            end: point(&p.end),
+            start: p.start.clone(),
+            end: p.end.clone(),
             steps: p.steps.clone(),
         }
     }
@@ -102,10 +94,7 @@ fn path_accuracy(reference: &[Path], estimate: &[Path]) -> (Option<f64>, Vec<Pat
         .map(|p| (PathKey::of(p), branch_flow(p)))
         .collect();
     // Ties broken by key so the metric does not depend on input order.
-    est.sort_by(|a, b| {
-        b.1.total_cmp(&a.1)
-            .then_with(|| format!("{:?}", a.0).cmp(&format!("{:?}", b.0)))
-    });
+    est.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     let top: std::collections::HashSet<&PathKey> =
         est.iter().take(hot.len()).map(|(k, _)| k).collect();
     let hot_flow: f64 = hot.iter().map(|h| h.1).sum();

@@ -138,7 +138,7 @@ pub struct Step {
 }
 
 /// Where a path starts or ends.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum PathPoint {
     FunctionEntry,

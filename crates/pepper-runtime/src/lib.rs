@@ -9,6 +9,7 @@
 //! thread while the guest runs.
 
 mod sampler;
+mod worker;
 
 pub use sampler::{SamplerConfig, SamplerResult};
 
@@ -65,15 +66,12 @@ pub struct RunResult {
     pub counters: Option<Vec<u8>>,
     /// PEP: what the sampler thread collected.
     pub samples: Option<SamplerResult>,
-    /// Epoch ticks the guest observed (epoch runs only).
-    pub epoch_ticks: u64,
 }
 
 /// What a store carries: WASI, and wasmtime's guest profiler when it is the reference.
 struct Host {
     wasi: WasiP1Ctx,
     profiler: Option<wasmtime::GuestProfiler>,
-    ticks: u64,
     last_tick: Instant,
 }
 
@@ -177,7 +175,6 @@ impl Prepared {
             Host {
                 wasi,
                 profiler,
-                ticks: 0,
                 last_tick: Instant::now(),
             },
         );
@@ -186,7 +183,6 @@ impl Prepared {
             store.epoch_deadline_callback(|mut cx| {
                 let now = Instant::now();
                 let host = cx.data_mut();
-                host.ticks += 1;
                 let delta = now - host.last_tick;
                 host.last_tick = now;
                 if let Some(mut p) = cx.data_mut().profiler.take() {
@@ -256,41 +252,24 @@ impl Prepared {
             run,
             counters,
             samples,
-            epoch_ticks: store.data().ticks,
         })
     }
 }
 
 /// A thread that increments the engine's epoch every period until dropped.
 struct Ticker {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _thread: worker::Worker<()>,
 }
 
 impl Ticker {
     fn start(engine: &Engine, interval: Duration) -> Ticker {
-        use std::sync::atomic::{AtomicBool, Ordering};
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let (e, s) = (engine.clone(), stop.clone());
-        let thread = std::thread::spawn(move || {
-            while !s.load(Ordering::Acquire) {
-                std::thread::park_timeout(interval);
-                e.increment_epoch();
-            }
-        });
+        let engine = engine.clone();
         Ticker {
-            stop,
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Ticker {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
+            _thread: worker::Worker::spawn("pepper-epoch", move |stop| {
+                while !stop.sleep(interval) {
+                    engine.increment_epoch();
+                }
+            }),
         }
     }
 }

@@ -13,9 +13,9 @@
 // affair: wasm stores are not Rust writes, so the sampler reads with atomic loads.
 #![allow(unsafe_code)]
 
+use crate::worker::{Stop, Worker};
 use pepper_sampling::{ArnoldGrove, Decision, PepParams, SampleTable};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Where the ring lives in the profiler memory and how to sample it.
@@ -31,6 +31,25 @@ pub struct SamplerConfig {
     pub interval: Duration,
     /// Distinct paths the sample table holds.
     pub table_capacity: usize,
+}
+
+impl SamplerConfig {
+    /// Samples the ring at `head`/`base`/`entries` (from the rewriter's memory layout) with
+    /// PEP(`params`) every `interval`, keeping up to 2^20 distinct paths.
+    pub fn new(
+        (head, base, entries): (u32, u32, u32),
+        params: PepParams,
+        interval: Duration,
+    ) -> SamplerConfig {
+        SamplerConfig {
+            head,
+            base,
+            entries,
+            params,
+            interval,
+            table_capacity: 1 << 20,
+        }
+    }
 }
 
 /// What the sampler collected.
@@ -74,10 +93,7 @@ impl MemView {
 }
 
 /// The running sampler thread.
-pub struct Sampler {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<SamplerResult>>,
-}
+pub struct Sampler(Worker<SamplerResult>);
 
 impl Sampler {
     /// Starts sampling pepper's memory `memory`. The caller keeps the store (and so the
@@ -92,42 +108,18 @@ impl Sampler {
             ptr: memory.data_ptr(&store) as usize,
             len: memory.data_size(&store),
         };
-        let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("pepper-sampler".into())
-            .spawn(move || sample_loop(mem, &cfg, &stop2))
-            .expect("spawning the sampler thread");
-        Sampler {
-            stop,
-            thread: Some(thread),
-        }
+        Sampler(Worker::spawn("pepper-sampler", move |stop| {
+            sample_loop(mem, &cfg, stop)
+        }))
     }
 
     /// Stops the thread and returns what it collected.
-    pub fn finish(mut self) -> SamplerResult {
-        self.stop.store(true, Ordering::Release);
-        self.thread
-            .take()
-            .map(|t| {
-                t.thread().unpark();
-                t.join().unwrap_or_default()
-            })
-            .unwrap_or_default()
+    pub fn finish(self) -> SamplerResult {
+        self.0.finish().unwrap_or_default()
     }
 }
 
-impl Drop for Sampler {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-    }
-}
-
-fn sample_loop(mem: MemView, cfg: &SamplerConfig, stop: &AtomicBool) -> SamplerResult {
+fn sample_loop(mem: MemView, cfg: &SamplerConfig, stop: &Stop) -> SamplerResult {
     let mut ag = ArnoldGrove::new(cfg.params);
     let mut table = SampleTable::with_capacity(cfg.table_capacity);
     let n = cfg.entries as u64;
@@ -147,15 +139,7 @@ fn sample_loop(mem: MemView, cfg: &SamplerConfig, stop: &AtomicBool) -> SamplerR
     loop {
         // One more pass after the guest finished: the tick "at exit" gives short runs a
         // burst too.
-        let deadline = std::time::Instant::now() + cfg.interval;
-        while !stop.load(Ordering::Acquire) {
-            let now = std::time::Instant::now();
-            if now >= deadline {
-                break;
-            }
-            std::thread::park_timeout(deadline - now);
-        }
-        let last = stop.load(Ordering::Acquire);
+        let last = stop.sleep(cfg.interval);
         let h = mem.u32_at(cfg.head);
         let delta = h.wrapping_sub(head32) as u64;
         head += delta;

@@ -89,11 +89,7 @@ fn mem32(mem: u32, offset: u32) -> MemArg {
 
 /// The path-register update of CFG edge `e`.
 pub fn update(numbered: &NumberedDag, e: EdgeId) -> Update {
-    match numbered.dag.real_edge(e) {
-        Some(d) if !numbered.numbering.is_hot(d) => Update::Poison,
-        Some(d) => Update::Add(numbered.numbering.val(d)),
-        None => Update::Add(0),
-    }
+    numbered.edge_val(e).map_or(Update::Poison, Update::Add)
 }
 
 impl Emitter<'_> {
@@ -450,9 +446,10 @@ impl Emitter<'_> {
                     EmitKind::Paths {
                         numbered, tables, ..
                     } => {
-                        if paths_table(numbered, arms).is_none() {
+                        let table = paths_table(numbered, arms);
+                        if table.is_none() {
                             self.apply(out, self.upd(arms[0]));
-                        } else if arms.iter().any(|&e| update(numbered, e) == Update::Poison) {
+                        } else if table.is_some_and(|t| t.contains(&(POISON as u64))) {
                             // Entries are increments or the (negative) poison:
                             // r = t < 0 ? t : r + t.
                             let t = self.locals.t;

@@ -129,24 +129,38 @@ impl Guide {
         }
     }
 
-    /// Per-CFG-edge weights of one function from the guide, or `None` if the guide saw
-    /// none of its branches run.
-    fn weights(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<u64>> {
-        let w: Vec<u64> = a
-            .edges
+    /// The guide's outcome counts of each branch site of one function, or `None` if the
+    /// guide saw none of them run.
+    fn site_counts(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<Option<&Vec<u64>>>> {
+        let counts: Vec<Option<&Vec<u64>>> = a
+            .sites
             .iter()
-            .map(|info| {
-                info.branch.map_or(0, |(site, outcome)| {
-                    let s = &a.sites[site.0 as usize];
-                    self.counts
-                        .get(&(func, s.offset))
-                        .and_then(|c| c.get(outcome as usize))
-                        .copied()
-                        .unwrap_or(0)
-                })
-            })
+            .map(|s| self.counts.get(&(func, s.offset)))
             .collect();
-        w.iter().any(|&x| x > 0).then_some(w)
+        counts
+            .iter()
+            .flatten()
+            .any(|c| c.iter().any(|&x| x > 0))
+            .then_some(counts)
+    }
+
+    /// Per-CFG-edge weights of one function from the guide (branch outcome counts; 0 for
+    /// edges that are not branch outcomes), or `None` if the guide saw none of its
+    /// branches run.
+    fn weights(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<u64>> {
+        let counts = self.site_counts(func, a)?;
+        let count = |site: usize, outcome: u32| {
+            counts[site]
+                .and_then(|c| c.get(outcome as usize))
+                .copied()
+                .unwrap_or(0)
+        };
+        Some(
+            a.edges
+                .iter()
+                .map(|info| info.branch.map_or(0, |(s, o)| count(s.0 as usize, o)))
+                .collect(),
+        )
     }
 
     /// TPP's local cold criterion (§4.1.1) for one function: a branch outcome is cold when
@@ -155,14 +169,7 @@ impl Guide {
     /// cold on every outcome). `None` when the guide never saw
     /// the function run: then nothing is pruned.
     fn cold_edges(&self, func: u32, a: &FunctionAnalysis, threshold: f64) -> Option<Vec<bool>> {
-        let counts: Vec<Option<&Vec<u64>>> = a
-            .sites
-            .iter()
-            .map(|s| self.counts.get(&(func, s.offset)))
-            .collect();
-        if !counts.iter().flatten().any(|c| c.iter().any(|&x| x > 0)) {
-            return None;
-        }
+        let counts = self.site_counts(func, a)?;
         Some(
             a.edges
                 .iter()
@@ -262,6 +269,13 @@ pub struct MemoryLayout {
     /// PEP every-K: u32 path ends since the last sample.
     pub every_counter: u32,
     pub size: u64,
+}
+
+impl MemoryLayout {
+    /// PEP ring: (head address, ring address, entries), as the host sampler needs them.
+    pub fn ring(&self) -> (u32, u32, u32) {
+        (self.ring_head, self.ring_base, self.ring_entries)
+    }
 }
 
 /// The result of instrumenting a module: the new bytes and the plan to decode its counters.
@@ -429,15 +443,6 @@ fn build(
                         cold.as_deref(),
                     ) {
                         Ok(nd) => {
-                            if mode == Mode::Targeted {
-                                fp.cold_edges = (0..a.cfg.num_edges())
-                                    .filter(|&e| {
-                                        nd.dag
-                                            .real_edge(pepper_cfg::EdgeId::new(e))
-                                            .is_some_and(|d| !nd.numbering.is_hot(d))
-                                    })
-                                    .count() as u32;
-                            }
                             let n = nd.numbering.total();
                             fp.counting = if mode == Mode::Pep {
                                 match opts.pep_every {
@@ -462,6 +467,9 @@ fn build(
                                 // After the array, so the branch-free select in the
                                 // emitter addresses it with a non-negative offset.
                                 fp.cold_counter = Some(bump.alloc(8));
+                                fp.cold_edges = (0..a.cfg.num_edges())
+                                    .filter(|&e| nd.edge_val(pepper_cfg::EdgeId::new(e)).is_none())
+                                    .count() as u32;
                             }
                             fp.numbered = Some(nd);
                         }

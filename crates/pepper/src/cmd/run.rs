@@ -110,6 +110,11 @@ pub fn run(a: Args) -> Result<i32> {
         .map_or("program".into(), |n| n.to_string_lossy().into_owned());
     let mut args = vec![argv0];
     args.extend(a.args.iter().cloned());
+    let module = ModuleInfo {
+        path: a.program.display().to_string(),
+        sha256: module_hash(&wasm),
+        size: wasm.len() as u64,
+    };
     let cache_dir = if a.no_cache {
         None
     } else {
@@ -139,11 +144,7 @@ pub fn run(a: Args) -> Result<i32> {
             },
         )?;
         let outcome = pepper_wasm::RunOutcome {
-            module: ModuleInfo {
-                path: a.program.display().to_string(),
-                sha256: module_hash(&wasm),
-                size: wasm.len() as u64,
-            },
+            module: module.clone(),
             run: RunInfo::default(),
             warnings: Vec::new(),
             sampling: None,
@@ -197,18 +198,14 @@ pub fn run(a: Args) -> Result<i32> {
         inherit_stdio: true,
         epoch: None,
         sampler: (mode == pepper_profile::Mode::Pep && a.every.is_none()).then(|| {
-            let l = &inst.plan.layout;
-            pepper_runtime::SamplerConfig {
-                head: l.ring_head,
-                base: l.ring_base,
-                entries: l.ring_entries,
-                params: pepper_sampling::PepParams {
+            pepper_runtime::SamplerConfig::new(
+                inst.plan.layout.ring(),
+                pepper_sampling::PepParams {
                     samples: a.samples,
                     stride: a.stride,
                 },
-                interval: a.interval,
-                table_capacity: 1 << 20,
-            }
+                a.interval,
+            )
         }),
     };
     if wasm.len() > 8 << 20 {
@@ -222,11 +219,7 @@ pub fn run(a: Args) -> Result<i32> {
     let facts = ModuleFacts::parse(&wasm)?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
     let outcome = pepper_wasm::RunOutcome {
-        module: ModuleInfo {
-            path: a.program.display().to_string(),
-            sha256: module_hash(&wasm),
-            size: wasm.len() as u64,
-        },
+        module,
         run: RunInfo {
             args,
             exit_code: Some(result.exit_code),

@@ -1,0 +1,71 @@
+//! A background thread that runs until told to stop: pepper's sampler and the epoch
+//! ticker both wake up periodically, so stopping sets a flag and unparks them, and the
+//! thread is always joined (on `finish` or on drop) before the store it reads goes away.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub(crate) struct Worker<T> {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<T>>,
+}
+
+impl<T: Send + 'static> Worker<T> {
+    /// Spawns `body`, which runs until [`Stop::requested`] turns true.
+    pub(crate) fn spawn(name: &str, body: impl FnOnce(&Stop) -> T + Send + 'static) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Stop(stop.clone());
+        let thread = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || body(&flag))
+            .expect("spawning a pepper thread");
+        Worker {
+            stop,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops the thread and returns its result (`None` if it panicked).
+    pub(crate) fn finish(mut self) -> Option<T> {
+        self.stop_and_join()
+    }
+}
+
+impl<T> Worker<T> {
+    fn stop_and_join(&mut self) -> Option<T> {
+        self.stop.store(true, Ordering::Release);
+        let t = self.thread.take()?;
+        t.thread().unpark();
+        t.join().ok()
+    }
+}
+
+impl<T> Drop for Worker<T> {
+    fn drop(&mut self) {
+        self.stop_and_join();
+    }
+}
+
+/// The worker's view of the stop flag.
+pub(crate) struct Stop(Arc<AtomicBool>);
+
+impl Stop {
+    pub(crate) fn requested(&self) -> bool {
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Sleeps for `period` or until stopped. Returns whether a stop was requested.
+    pub(crate) fn sleep(&self, period: Duration) -> bool {
+        let deadline = Instant::now() + period;
+        while !self.requested() {
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            std::thread::park_timeout(deadline - now);
+        }
+        true
+    }
+}
