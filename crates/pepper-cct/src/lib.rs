@@ -1,0 +1,13 @@
+//! Calling context trees, independent of wasm and of the runtime.
+//!
+//! - [`tree`]: an arena tree of contexts (function + call site per node), with a node budget
+//!   so memory stays bounded on long runs.
+//! - [`pcct`]: Whaley's partial calling context tree ("A Portable Sampling-Based Profiler for
+//!   Java Virtual Machines", §5): each sample walks the stack from the top, stops at the first
+//!   frame an earlier sample already saw (the *marker*), and adds weight only below it.
+
+pub mod pcct;
+pub mod tree;
+
+pub use pcct::{EdgeMode, Frame, Pcct, Stack, VecStack};
+pub use tree::{ContextTree, NodeIdx, DETACHED_SITE, NO_SITE, ROOT};
