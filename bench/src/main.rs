@@ -324,6 +324,7 @@ fn profile_of(plan: &pepper_wasm::Plan, r: &pepper_runtime::RunResult) -> Profil
                 s.words.clone(),
             )
         }),
+        contexts: None,
     };
     plan.profile(r.counters.as_deref(), outcome, &|_| None)
 }

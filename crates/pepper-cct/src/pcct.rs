@@ -292,7 +292,10 @@ mod tests {
         p.sample(&mut s, 1);
         let n = ctx(&p, &[(NO_SITE, 1), (5, 2)]).unwrap();
         assert_eq!(p.tree.node(n).edge_weight, 2);
-        assert_eq!(p.tree.node(ctx(&p, &[(NO_SITE, 1)]).unwrap()).edge_weight, 1);
+        assert_eq!(
+            p.tree.node(ctx(&p, &[(NO_SITE, 1)]).unwrap()).edge_weight,
+            1
+        );
     }
 
     #[test]
@@ -324,7 +327,10 @@ mod tests {
         assert_eq!(p.detached, 1);
         // Frames 5 and 4 were walked; frame 3 roots the detached subtree.
         let leaf = ctx(&p, &[(DETACHED_SITE, 3), (3, 4), (4, 5)]).unwrap();
-        assert!(p.tree.node(ctx(&p, &[(DETACHED_SITE, 3)]).unwrap()).detached());
+        assert!(p
+            .tree
+            .node(ctx(&p, &[(DETACHED_SITE, 3)]).unwrap())
+            .detached());
         assert_eq!(p.tree.node(leaf).self_weight, 1);
         // The next sample after a new call attaches below the known frames.
         s.call(9, 6);

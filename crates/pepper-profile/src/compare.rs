@@ -74,6 +74,9 @@ pub struct Accuracy {
     pub hot_paths: usize,
     /// Per function, hottest (by reference flow) first.
     pub functions: Vec<FunctionAccuracy>,
+    /// Calling-context accuracy, when both profiles have contexts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<crate::context_accuracy::ContextAccuracy>,
 }
 
 /// Wall weight matching (PEP §6.3): the share of the hot reference flow that lies on paths
@@ -246,6 +249,10 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
     });
 
     Accuracy {
+        contexts: match (&reference.contexts, &estimate.contexts) {
+            (Some(r), Some(e)) => Some(crate::context_accuracy::compare_contexts(r, e)),
+            _ => None,
+        },
         path_accuracy: path_acc,
         aodf: aodf(&reference.paths, &estimate.paths),
         edge_relative_overlap: (ref_total > 0).then(|| rel_num / ref_total as f64),
@@ -305,6 +312,7 @@ mod tests {
             paths,
             lost: Lost::default(),
             sampling: None,
+            contexts: None,
             warnings: vec![],
         }
     }

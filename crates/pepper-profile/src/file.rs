@@ -7,8 +7,8 @@ use std::io::{Read, Write};
 /// The `format` field every pepper profile carries.
 pub const FORMAT: &str = "pepper-profile";
 /// The current format version. Readers refuse newer versions instead of misreading them.
-/// Version 2 added PEP mode and `sampling`; version 1 files still read.
-pub const VERSION: u32 = 2;
+/// Version 2 added PEP mode and `sampling`, version 3 `contexts`; older files still read.
+pub const VERSION: u32 = 3;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {

@@ -6,9 +6,12 @@
 //! with a guide) can refuse a mismatch. See `docs/profile-format.md` for the schema.
 
 pub mod compare;
+pub mod context_accuracy;
+mod contexts;
 mod file;
 mod model;
 pub mod report;
 
+pub use contexts::*;
 pub use file::{module_hash, ProfileError, FORMAT, VERSION};
 pub use model::*;

@@ -224,6 +224,9 @@ pub struct Profile {
     /// PEP mode: how paths were sampled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling: Option<Sampling>,
+    /// Calling contexts (version 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<crate::Contexts>,
     pub warnings: Vec<String>,
 }
 
@@ -251,10 +254,19 @@ impl Profile {
             .map(|i| &self.functions[i])
     }
 
-    /// A display name: the name section's, or `func[N]`.
+    /// A display name: the name section's, an import's `module::name`, or `func[N]`.
     pub fn function_name(&self, index: u32) -> String {
+        if index == u32::MAX {
+            return "(host)".into();
+        }
         self.function(index)
             .and_then(|f| f.name.clone())
+            .or_else(|| {
+                self.contexts
+                    .as_ref()
+                    .and_then(|c| c.import_name(index))
+                    .map(str::to_string)
+            })
             .unwrap_or_else(|| format!("func[{index}]"))
     }
 }

@@ -11,10 +11,12 @@
 mod sampler;
 mod worker;
 
-pub use sampler::{SamplerConfig, SamplerResult};
+pub use sampler::{SamplerConfig, SamplerResult, StackConfig};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::{Config, Engine, Linker, Module, Store};
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -209,8 +211,18 @@ impl Prepared {
                     (Some(sc), Some(name)) => {
                         let mem = instance
                             .get_memory(&mut store, name)
-                            .context("PEP sampling: the module has no counters memory")?;
-                        Some(sampler::Sampler::start(&mem, &store, sc.clone()))
+                            .context("sampling: the module has no counters memory")?;
+                        let in_host = Arc::new(AtomicBool::new(false));
+                        if sc.stacks.is_some() {
+                            // Host time is attributed to the import being called, not lost
+                            // and not charged to the guest frame that called it.
+                            let flag = in_host.clone();
+                            store.call_hook(move |_, hook| {
+                                flag.store(hook.entering_host(), Ordering::Release);
+                                Ok(())
+                            });
+                        }
+                        Some(sampler::Sampler::start(&mem, &store, sc.clone(), in_host))
                     }
                     _ => None,
                 };

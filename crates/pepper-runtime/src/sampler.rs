@@ -14,9 +14,11 @@
 #![allow(unsafe_code)]
 
 use crate::worker::{Stop, Worker};
+use pepper_cct::{EdgeMode, Frame, Pcct, Stack};
 use pepper_sampling::{ArnoldGrove, Decision, PepParams, SampleTable};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Where the ring lives in the profiler memory and how to sample it.
 #[derive(Clone, Debug)]
@@ -31,6 +33,81 @@ pub struct SamplerConfig {
     pub interval: Duration,
     /// Distinct paths the sample table holds.
     pub table_capacity: usize,
+    /// Calling contexts: also sample the guest's shadow stack into a PCCT at every tick.
+    pub stacks: Option<StackConfig>,
+}
+
+/// Where the shadow stack lives and how the PCCT is built.
+#[derive(Clone, Debug)]
+pub struct StackConfig {
+    /// Byte address of the u32 stack pointer (frames × 16).
+    pub pointer: u32,
+    pub base: u32,
+    /// Frames in the ring.
+    pub entries: u32,
+    /// Most new frames one sample walks (Whaley's BUFSIZE).
+    pub bufsize: usize,
+    /// Most nodes the tree holds.
+    pub budget: usize,
+    pub edge_mode: EdgeMode,
+    pub num_funcs: usize,
+    /// The direct callee of each call site (names the import a host frame is in).
+    pub callees: Arc<[Option<u32>]>,
+}
+
+impl StackConfig {
+    /// New frames a sample walks at most (Whaley's BUFSIZE; deeper recursion between two
+    /// samples starts a detached subtree). Whaley used 16 because his walk followed frame
+    /// pointers through a suspended thread; pepper reads a contiguous shadow stack, one
+    /// 4-byte load per frame, and only the first sample of a deep stack walks it all (the
+    /// marks make later ones short). With 16, a program whose first sample lands 20 frames
+    /// deep (an interpreter) would hang its whole tree under a detached root.
+    pub const BUFSIZE: usize = 1024;
+    /// Nodes the tree holds by default: about 5 MB.
+    pub const BUDGET: usize = 1 << 17;
+
+    /// The shadow stack of a module instrumented with sampled contexts, with Whaley's
+    /// defaults (strict new-edge weights, BUFSIZE 16).
+    pub fn for_plan(plan: &pepper_wasm::Plan) -> Option<StackConfig> {
+        let l = &plan.layout;
+        (plan.contexts == pepper_wasm::ContextMode::Sampled).then(|| StackConfig {
+            pointer: l.stack_pointer,
+            base: l.stack_base,
+            entries: l.stack_entries,
+            bufsize: Self::BUFSIZE,
+            budget: Self::BUDGET,
+            edge_mode: EdgeMode::StrictNewEdges,
+            num_funcs: plan.imports.len() + plan.functions.len(),
+            callees: plan.call_sites.iter().map(|s| s.callee).collect(),
+        })
+    }
+
+    /// What the profile records about a finished sampler's tree.
+    pub fn collected(
+        &self,
+        res: &SamplerResult,
+        interval: Duration,
+    ) -> Option<pepper_wasm::SampledContexts> {
+        let pcct = res.pcct.clone()?;
+        Some(pepper_wasm::SampledContexts {
+            sampling: pepper_profile::ContextSampling {
+                interval_us: interval.as_micros() as u64,
+                samples: pcct.samples,
+                edge_mode: match self.edge_mode {
+                    EdgeMode::StrictNewEdges => "strict",
+                    EdgeMode::Fig7Literal => "figure7",
+                }
+                .into(),
+                bufsize: self.bufsize as u32,
+                budget: self.budget as u64,
+                detached: pcct.detached,
+                truncated: pcct.truncated,
+                in_host: res.in_host,
+                empty: pcct.empty,
+            },
+            pcct,
+        })
+    }
 }
 
 impl SamplerConfig {
@@ -48,6 +125,33 @@ impl SamplerConfig {
             params,
             interval,
             table_capacity: 1 << 20,
+            stacks: None,
+        }
+    }
+
+    /// The host sampler a plan needs: PEP's ring (unless PEP runs in the guest, `ring`
+    /// false) and/or the shadow stack; `None` when neither is there.
+    pub fn for_plan(
+        plan: &pepper_wasm::Plan,
+        ring: bool,
+        params: PepParams,
+        interval: Duration,
+    ) -> Option<SamplerConfig> {
+        let stacks = StackConfig::for_plan(plan);
+        if plan.mode == pepper_profile::Mode::Pep && ring {
+            let mut c = SamplerConfig::new(plan.layout.ring(), params, interval);
+            c.stacks = stacks;
+            Some(c)
+        } else {
+            stacks.map(|s| SamplerConfig::stacks_only(s, interval))
+        }
+    }
+
+    /// Samples only the shadow stack (no PEP ring).
+    pub fn stacks_only(stacks: StackConfig, interval: Duration) -> SamplerConfig {
+        SamplerConfig {
+            stacks: Some(stacks),
+            ..SamplerConfig::new((0, 0, 0), PepParams::default(), interval)
         }
     }
 }
@@ -64,6 +168,10 @@ pub struct SamplerResult {
     /// Path ends the guest completed in all.
     pub path_ends: u64,
     pub lost: u64,
+    /// The calling context tree, when the shadow stack was sampled.
+    pub pcct: Option<Pcct>,
+    /// Samples taken while the guest was in a host call.
+    pub in_host: u64,
 }
 
 /// A raw view of the profiler memory that may be read from another thread.
@@ -84,6 +192,19 @@ impl MemView {
         unsafe { AtomicU32::from_ptr((self.ptr + a) as *mut u32).load(Ordering::Acquire) }
     }
 
+    /// Compare-and-swap of a u32 the guest may be writing: false if it changed.
+    fn cas_u32(&self, addr: u32, old: u32, new: u32) -> bool {
+        let a = addr as usize;
+        assert!(a + 4 <= self.len && a.is_multiple_of(4));
+        // SAFETY: as for `u32_at`. The guest's plain 4-byte aligned stores are single
+        // instructions, so the swap either sees the word the walk read or a newer one.
+        unsafe {
+            AtomicU32::from_ptr((self.ptr + a) as *mut u32)
+                .compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        }
+    }
+
     fn u64_at(&self, addr: u32) -> u64 {
         let a = addr as usize;
         assert!(a + 8 <= self.len && a.is_multiple_of(8));
@@ -99,17 +220,19 @@ impl Sampler {
     /// Starts sampling pepper's memory `memory`. The caller keeps the store (and so the
     /// memory) alive and finishes the sampler before dropping it; pepper's memory is never
     /// grown, so its address is stable.
+    /// `in_host` is set by the store's call hook while the guest is in a host call.
     pub(crate) fn start(
         memory: &wasmtime::Memory,
         store: impl wasmtime::AsContext,
         cfg: SamplerConfig,
+        in_host: Arc<AtomicBool>,
     ) -> Sampler {
         let mem = MemView {
             ptr: memory.data_ptr(&store) as usize,
             len: memory.data_size(&store),
         };
         Sampler(Worker::spawn("pepper-sampler", move |stop| {
-            sample_loop(mem, &cfg, stop)
+            sample_loop(mem, &cfg, stop, &in_host)
         }))
     }
 
@@ -119,7 +242,21 @@ impl Sampler {
     }
 }
 
-fn sample_loop(mem: MemView, cfg: &SamplerConfig, stop: &Stop) -> SamplerResult {
+fn sample_loop(
+    mem: MemView,
+    cfg: &SamplerConfig,
+    stop: &Stop,
+    in_host: &AtomicBool,
+) -> SamplerResult {
+    let mut stacks = cfg.stacks.as_ref().map(|sc| {
+        (
+            sc,
+            Pcct::new(sc.budget, sc.bufsize, sc.edge_mode, sc.num_funcs),
+            Vec::with_capacity(sc.bufsize + 2),
+        )
+    });
+    let mut last_sample = Instant::now();
+    let mut in_host_samples = 0;
     let mut ag = ArnoldGrove::new(cfg.params);
     let mut table = SampleTable::with_capacity(cfg.table_capacity);
     let n = cfg.entries as u64;
@@ -140,6 +277,21 @@ fn sample_loop(mem: MemView, cfg: &SamplerConfig, stop: &Stop) -> SamplerResult 
         // One more pass after the guest finished: the tick "at exit" gives short runs a
         // burst too.
         let last = stop.sleep(cfg.interval);
+        if let Some((sc, pcct, cache)) = &mut stacks {
+            let now = Instant::now();
+            let weight = (now - last_sample).as_micros().max(1) as u64;
+            last_sample = now;
+            let host = in_host.load(Ordering::Acquire);
+            in_host_samples += host as u64;
+            let mut stack = MemStack::read(mem, sc, host, cache);
+            pcct.sample(&mut stack, weight);
+        }
+        if cfg.entries == 0 {
+            if last {
+                break;
+            }
+            continue;
+        }
         let h = mem.u32_at(cfg.head);
         let delta = h.wrapping_sub(head32) as u64;
         head += delta;
@@ -196,5 +348,103 @@ fn sample_loop(mem: MemView, cfg: &SamplerConfig, stop: &Stop) -> SamplerResult 
     let h = mem.u32_at(cfg.head);
     res.path_ends = head + h.wrapping_sub(head32) as u64;
     res.words = table.estimates();
+    res.pcct = stacks.map(|s| s.1);
+    res.in_host = in_host_samples;
     res
+}
+
+/// The guest's shadow stack as the PCCT walks it, read live. Frame `i` sits at
+/// `base + (16 i & mask)`; its first word is `func + 1` with the marker in the top bit.
+/// Function words are cached as first read, so a mark is only set (by compare-and-swap) on
+/// the very word the walk saw: if the guest returned and called since, the swap fails and
+/// the frame stays new.
+struct MemStack<'a> {
+    mem: MemView,
+    cfg: &'a StackConfig,
+    depth: usize,
+    /// The guest is in a host call: one more frame on top, the import it called.
+    host: Option<u32>,
+    cache: &'a mut Vec<(usize, u32)>,
+}
+
+impl<'a> MemStack<'a> {
+    fn read(
+        mem: MemView,
+        cfg: &'a StackConfig,
+        host: bool,
+        cache: &'a mut Vec<(usize, u32)>,
+    ) -> MemStack<'a> {
+        cache.clear();
+        let depth = (mem.u32_at(cfg.pointer) / pepper_wasm::contexts::FRAME_BYTES) as usize;
+        let mut s = MemStack {
+            mem,
+            cfg,
+            depth,
+            host: None,
+            cache,
+        };
+        if host && depth > 0 {
+            let site = s.raw(depth - 1, 4);
+            let callee = s.cfg.callees.get(site as usize).copied().flatten();
+            s.host = Some(callee.unwrap_or(u32::MAX));
+        }
+        s
+    }
+
+    fn addr(&self, i: usize, field: u32) -> u32 {
+        let mask = self.cfg.entries * pepper_wasm::contexts::FRAME_BYTES - 1;
+        self.cfg.base + ((i as u32).wrapping_mul(pepper_wasm::contexts::FRAME_BYTES) & mask) + field
+    }
+
+    fn raw(&self, i: usize, field: u32) -> u32 {
+        self.mem.u32_at(self.addr(i, field))
+    }
+
+    fn word(&mut self, i: usize) -> u32 {
+        if let Some(&(_, w)) = self.cache.iter().find(|c| c.0 == i) {
+            return w;
+        }
+        let w = self.raw(i, 0);
+        if self.cache.len() < self.cache.capacity() {
+            self.cache.push((i, w));
+        }
+        w
+    }
+}
+
+impl Stack for MemStack<'_> {
+    fn depth(&self) -> usize {
+        self.depth + self.host.is_some() as usize
+    }
+
+    fn frame(&self, i: usize) -> Frame {
+        if i == self.depth {
+            return Frame {
+                func: self.host.unwrap_or(u32::MAX),
+                site: 0,
+            };
+        }
+        let w = self
+            .cache
+            .iter()
+            .find(|c| c.0 == i)
+            .map_or_else(|| self.raw(i, 0), |c| c.1);
+        Frame {
+            func: (w & !pepper_wasm::contexts::MARK).wrapping_sub(1),
+            site: self.raw(i, 4),
+        }
+    }
+
+    fn marked(&self, i: usize) -> bool {
+        i < self.depth && self.raw(i, 0) & pepper_wasm::contexts::MARK != 0
+    }
+
+    fn mark(&mut self, i: usize) -> bool {
+        if i >= self.depth {
+            return true;
+        }
+        let w = self.word(i);
+        let mark = pepper_wasm::contexts::MARK;
+        w & mark != 0 || self.mem.cas_u32(self.addr(i, 0), w, w | mark)
+    }
 }

@@ -23,21 +23,11 @@ pub struct RunOutcome {
     /// PEP: how sampling went, and the host sampler's (path word, samples) pairs (empty
     /// for the in-guest every-K design, whose samples are in the profiler memory).
     pub sampling: Option<(Sampling, Vec<(u64, u64)>)>,
+    /// The PCCT the host sampler built from the shadow stack.
+    pub contexts: Option<SampledContexts>,
 }
 
-fn read_u64(mem: &[u8], addr: u64) -> u64 {
-    let a = addr as usize;
-    mem.get(a..a + 8)
-        .map(|b| u64::from_le_bytes(b.try_into().expect("slice of 8 bytes")))
-        .unwrap_or(0)
-}
-
-fn read_u32(mem: &[u8], addr: u64) -> u32 {
-    let a = addr as usize;
-    mem.get(a..a + 4)
-        .map(|b| u32::from_le_bytes(b.try_into().expect("slice of 4 bytes")))
-        .unwrap_or(0)
-}
+use crate::contexts::{read_u32, read_u64, SampledContexts};
 
 impl Plan {
     /// Builds the profile from the counters memory (`None` when the run has no
@@ -149,7 +139,8 @@ impl Plan {
             .map(|fp| Function {
                 index: fp.index.0,
                 name: fp.name.clone(),
-                instrumented: self.mode != Mode::None && fp.skipped.is_none(),
+                instrumented: (self.mode != Mode::None || self.contexts != crate::ContextMode::Off)
+                    && fp.skipped.is_none(),
                 skipped: fp.skipped.clone(),
                 num_paths: fp.numbered.as_ref().map(|nd| nd.numbering.total()),
                 counting: match fp.counting {
@@ -167,6 +158,7 @@ impl Plan {
                     .map_or(0, |nd| nd.truncated.len() as u32),
             })
             .collect();
+        let contexts = self.contexts_profile(mem, outcome.contexts, location, &mut warnings);
         let mut profile = Profile {
             format: FORMAT.to_string(),
             version: VERSION,
@@ -178,6 +170,7 @@ impl Plan {
             paths,
             lost,
             sampling,
+            contexts,
             warnings,
         };
         if self.mode.paths() {

@@ -24,6 +24,10 @@ pub struct Locals {
     pub h: u32,
     /// Scratch (i64): a `br_table` increment that may be the poison.
     pub t: u32,
+    /// Contexts: the shadow stack pointer at entry (i32), restored at every exit.
+    pub s: u32,
+    /// Contexts: this activation's frame address in the shadow stack ring (i32).
+    pub e: u32,
 }
 
 /// What taking an edge does to the path register.

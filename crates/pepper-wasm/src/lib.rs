@@ -8,6 +8,7 @@
 
 pub mod analysis;
 mod collect;
+pub mod contexts;
 pub mod dwarf;
 pub mod emit;
 pub mod module;
@@ -15,6 +16,7 @@ pub mod plan;
 mod rewrite;
 
 pub use collect::RunOutcome;
+pub use contexts::{CallSiteInfo, ContextMode, SampledContexts};
 pub use module::FuncIndex;
 pub use plan::{
     instrument, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan, COUNTERS_EXPORT,

@@ -22,6 +22,8 @@ pub struct ModuleFacts<'a> {
     /// Function signature of each type index, when it is a function type.
     pub func_sigs: HashMap<u32, FuncSig>,
     pub num_imported_funcs: u32,
+    /// `module::name` of each imported function, by function index.
+    pub imports: Vec<String>,
     /// Type index of each defined function.
     pub defined_types: Vec<u32>,
     pub bodies: Vec<FunctionBody<'a>>,
@@ -45,6 +47,7 @@ impl<'a> ModuleFacts<'a> {
             num_types: 0,
             func_sigs: HashMap::new(),
             num_imported_funcs: 0,
+            imports: Vec::new(),
             defined_types: Vec::new(),
             bodies: Vec::new(),
             num_memories: 0,
@@ -78,8 +81,12 @@ impl<'a> ModuleFacts<'a> {
                 }
                 Payload::ImportSection(r) => {
                     for imp in r.into_imports() {
-                        match imp?.ty {
-                            TypeRef::Func(_) | TypeRef::FuncExact(_) => f.num_imported_funcs += 1,
+                        let imp = imp?;
+                        match imp.ty {
+                            TypeRef::Func(_) | TypeRef::FuncExact(_) => {
+                                f.imports.push(format!("{}::{}", imp.module, imp.name));
+                                f.num_imported_funcs += 1
+                            }
                             TypeRef::Memory(_) => f.num_memories += 1,
                             _ => {}
                         }

@@ -1,6 +1,7 @@
 //! Instrumenting a module: analysis, numbering, memory layout and emission, per function.
 
 use crate::analysis::{analyze, Action, FunctionAnalysis, Slot};
+use crate::contexts::{CallSiteInfo, ContextEmit, ContextMode, FRAME_BYTES};
 use crate::emit::{memarg, paths_table, EmitKind, Emitter, Locals};
 use crate::module::{FuncIndex, ModuleFacts};
 use crate::rewrite::{write_module, Additions};
@@ -214,6 +215,12 @@ pub struct InstrumentOptions {
     /// Targeted mode: a branch outcome taken less than this fraction of its branch's
     /// executions in the guide is cold (TPP(5, 15)'s 5%).
     pub cold_threshold: f64,
+    /// Calling contexts: a shadow stack for the sampler, or the exact tree.
+    pub contexts: ContextMode,
+    /// log2 of the shadow stack's length in frames.
+    pub stack_log2: u32,
+    /// Exact contexts: log2 of the context table's capacity in nodes.
+    pub cct_capacity_log2: u32,
 }
 
 impl Default for InstrumentOptions {
@@ -227,6 +234,9 @@ impl Default for InstrumentOptions {
             ring_log2: 12,
             guide: None,
             cold_threshold: 0.05,
+            contexts: ContextMode::Off,
+            stack_log2: 14,
+            cct_capacity_log2: 18,
         }
     }
 }
@@ -251,6 +261,8 @@ pub struct FunctionPlan {
     /// many CFG edges were cold.
     pub cold_counter: Option<u32>,
     pub cold_edges: u32,
+    /// Module-wide id of this function's first call site (contexts).
+    pub first_site: u32,
 }
 
 /// Where things live in the profiler memory.
@@ -268,7 +280,26 @@ pub struct MemoryLayout {
     pub ring_entries: u32,
     /// PEP every-K: u32 path ends since the last sample.
     pub every_counter: u32,
+    /// Contexts: u32 shadow stack pointer (bytes, unmasked: depth × 16).
+    pub stack_pointer: u32,
+    pub stack_base: u32,
+    /// Frames in the shadow stack ring (a power of two; 0 without contexts).
+    pub stack_entries: u32,
+    /// Contexts: u64 call counter per call site.
+    pub site_counters: u32,
+    /// Exact contexts: the context table (same entry layout as the path hash table).
+    pub cct: HashTable,
     pub size: u64,
+}
+
+/// An open-addressing table in profiler memory: `[key: u64][count: u64][func + 1: u32][pad]`
+/// entries, a u32 count of entries in use and a u64 count of insertions refused when full.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct HashTable {
+    pub base: u32,
+    pub capacity: u32,
+    pub used: u32,
+    pub overflow: u32,
 }
 
 impl MemoryLayout {
@@ -285,6 +316,11 @@ pub struct Plan {
     pub functions: Vec<FunctionPlan>,
     pub layout: MemoryLayout,
     pub num_branches: u32,
+    pub contexts: ContextMode,
+    /// Every call instruction of the instrumented functions (contexts), by id.
+    pub call_sites: Vec<CallSiteInfo>,
+    /// `module::name` of each imported function, by function index.
+    pub imports: Vec<String>,
     pub warnings: Vec<String>,
 }
 
@@ -371,15 +407,24 @@ fn build(
     let mut warnings = Vec::new();
     let mut functions = Vec::with_capacity(facts.bodies.len());
     // 0: hash entries used, 8: hash overflow, 16: discard slot for uncounted br_table
-    // arms, 24: PEP ring head, 32: PEP every-K counter.
-    let mut bump = Bump(40);
+    // arms, 24: PEP ring head, 32: PEP every-K counter, 40: shadow stack pointer, 48:
+    // context table entries used, 56: context table overflow.
+    let mut bump = Bump(64);
     let mut layout = MemoryLayout {
         hash_used: 0,
         hash_overflow: 8,
         ring_head: 24,
         every_counter: 32,
+        stack_pointer: 40,
+        cct: HashTable {
+            used: 48,
+            overflow: 56,
+            ..Default::default()
+        },
         ..Default::default()
     };
+    let contexts = opts.contexts;
+    let mut call_sites: Vec<CallSiteInfo> = Vec::new();
     let mut array_bytes = 0u64;
     let mut next_branch = 0u32;
     let mut any_hash = false;
@@ -400,8 +445,9 @@ fn build(
             edge_counting: None,
             cold_counter: None,
             cold_edges: 0,
+            first_site: call_sites.len() as u32,
         };
-        if mode == Mode::None {
+        if mode == Mode::None && contexts == ContextMode::Off {
             functions.push(fp);
             continue;
         }
@@ -475,10 +521,19 @@ fn build(
                         }
                         Err(e) => fp.skipped = Some(e.to_string()),
                     }
-                } else {
+                } else if mode == Mode::ExactEdges {
                     let ec = EdgeCounting::new(&a.cfg, &edge_weights(&a));
                     fp.edge_counter = ec.chord.iter().map(|&c| c.then(|| bump.alloc(8))).collect();
                     fp.edge_counting = Some(ec);
+                } else {
+                    // Contexts only: the function keeps its shape, no edge carries code.
+                    fp.edge_counter = vec![None; a.cfg.num_edges()];
+                }
+            }
+            if fp.skipped.is_none() && contexts != ContextMode::Off {
+                match crate::contexts::call_sites(index.0, body) {
+                    Ok(sites) => call_sites.extend(sites),
+                    Err(e) => fp.skipped = Some(e.to_string()),
                 }
             }
             fp.analysis = Some(a);
@@ -536,6 +591,15 @@ fn build(
         layout.ring_entries = 1 << opts.ring_log2.clamp(4, 20);
         layout.ring_base = bump.alloc(8 * layout.ring_entries as u64);
     }
+    if contexts != ContextMode::Off {
+        layout.stack_entries = 1 << opts.stack_log2.clamp(4, 20);
+        layout.stack_base = bump.alloc((FRAME_BYTES * layout.stack_entries) as u64);
+        layout.site_counters = bump.alloc(8 * call_sites.len() as u64);
+    }
+    if contexts == ContextMode::Exact {
+        layout.cct.capacity = 1 << opts.cct_capacity_log2.clamp(4, 24);
+        layout.cct.base = bump.alloc(24 * layout.cct.capacity as u64);
+    }
     layout.size = bump.0;
     if layout.size > (u32::MAX as u64) - (1 << 20) {
         return Err(InstrumentError::TooLarge(layout.size));
@@ -546,19 +610,25 @@ fn build(
         functions,
         layout,
         num_branches: next_branch,
+        contexts,
+        call_sites,
+        imports: facts.imports.clone(),
         warnings,
     };
-    if mode == Mode::None || facts.bodies.is_empty() {
+    if (mode == Mode::None && contexts == ContextMode::Off) || facts.bodies.is_empty() {
         return Ok((wasm.to_vec(), plan));
     }
 
     // Types pepper appends: the hash function's, and `[] -> results` for wrapper blocks of
     // multi-result functions.
     let hash_type = facts.num_types;
-    let mut extra_types: Vec<(Vec<ValType>, Vec<ValType>)> =
-        vec![(vec![ValType::I32, ValType::I64], vec![])];
+    let mut extra_types: Vec<(Vec<ValType>, Vec<ValType>)> = vec![
+        (vec![ValType::I32, ValType::I64], vec![]),
+        (vec![ValType::I32, ValType::I64], vec![ValType::I32]),
+    ];
     let mem = facts.num_memories;
     let hash_fn = facts.num_imported_funcs + facts.bodies.len() as u32;
+    let enter_fn = hash_fn + 1;
     let mut bodies: Vec<Option<Function>> = Vec::with_capacity(plan.functions.len());
     for (k, fp) in plan.functions.iter().enumerate() {
         let (Some(a), None) = (&fp.analysis, &fp.skipped) else {
@@ -609,6 +679,13 @@ fn build(
                 tables: &tables[k],
             },
         };
+        let ctx = (contexts != ContextMode::Off).then_some(ContextEmit {
+            mode: contexts,
+            layout: &plan.layout,
+            mem,
+            func: fp.index.0,
+            enter_fn,
+        });
         bodies.push(Some(emit_body(
             facts,
             k,
@@ -617,12 +694,26 @@ fn build(
             wrapper,
             mem,
             kind,
+            ctx.map(|c| (c, fp.first_site)),
         )?));
+    }
+    let path_table = HashTable {
+        base: plan.layout.hash_base,
+        capacity: plan.layout.hash_capacity,
+        used: plan.layout.hash_used,
+        overflow: plan.layout.hash_overflow,
+    };
+    let mut cct = plan.layout.cct;
+    if cct.capacity == 0 {
+        // Not called without exact contexts; any valid table will do.
+        cct = path_table;
     }
     let additions = Additions {
         extra_types,
-        hash_type,
-        hash_body: hash_function(mem, &plan.layout),
+        functions: vec![
+            (hash_type, hash_function(mem, &path_table, false)),
+            (hash_type + 1, hash_function(mem, &cct, true)),
+        ],
         memory_pages: plan.layout.size.div_ceil(65536).max(1),
         memory_index: mem,
         data: (tables_start, table_bytes),
@@ -638,7 +729,10 @@ fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentError> {
         .map_err(|e| InstrumentError::Encode(e.to_string()))
 }
 
-/// Re-encodes one body with the emitter's code spliced in at the analysis' action points.
+/// Re-encodes one body with the emitter's code spliced in at the analysis' action points,
+/// and the context code (`ctx`, with the function's first call-site id) at entry, exits
+/// and calls.
+#[allow(clippy::too_many_arguments)]
 fn emit_body<'f>(
     facts: &ModuleFacts<'f>,
     k: usize,
@@ -647,6 +741,7 @@ fn emit_body<'f>(
     wrapper: BlockType,
     mem: u32,
     kind: EmitKind<'_>,
+    ctx: Option<(ContextEmit<'_>, u32)>,
 ) -> Result<Function, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     let body = &facts.bodies[k];
@@ -667,6 +762,8 @@ fn emit_body<'f>(
             a: num_locals + 2,
             h: num_locals + 3,
             t: num_locals + 4,
+            s: num_locals + 5,
+            e: num_locals + 6,
         },
         mem,
         analysis: a,
@@ -675,10 +772,17 @@ fn emit_body<'f>(
     locals.push((1, ValType::I64));
     locals.push((3, ValType::I32));
     locals.push((1, ValType::I64));
+    locals.push((2, ValType::I32));
     let paths = matches!(em.kind, EmitKind::Paths { .. });
+    // Paths and contexts both need one place where every return meets.
+    let funnel = paths || ctx.is_some();
+    let mut next_site = ctx.as_ref().map_or(0, |c| c.1);
 
     let mut out: Vec<I<'f>> = Vec::new();
-    if paths {
+    if let Some((c, _)) = &ctx {
+        c.push(&mut out, &em.locals);
+    }
+    if funnel {
         out.push(I::Block(wrapper));
         em.prologue(&mut out);
     }
@@ -701,11 +805,14 @@ fn emit_body<'f>(
         let return_here = returns.next_if(|r| r.0 == i);
         if let (true, wasmparser::Operator::BrIf { relative_depth }) = (trampoline, &op) {
             out.extend([I::Br(relative_depth + 1), I::End]);
-        } else if paths && is_last {
+        } else if funnel && is_last {
             out.push(I::End);
             em.epilogue(&mut out);
+            if let Some((c, _)) = &ctx {
+                c.pop(&mut out, &em.locals);
+            }
             out.push(I::End);
-        } else if let (true, Some(&(_, depth))) = (paths, return_here) {
+        } else if let (true, Some(&(_, depth))) = (funnel, return_here) {
             out.push(I::Br(depth));
         } else {
             use wasmparser::Operator as O;
@@ -724,6 +831,22 @@ fn emit_body<'f>(
             );
             if is_call || leaves {
                 em.before_call(&mut out);
+            }
+            if let Some((c, _)) = &ctx {
+                let is_site = is_call
+                    || matches!(
+                        op,
+                        O::ReturnCall { .. }
+                            | O::ReturnCallIndirect { .. }
+                            | O::ReturnCallRef { .. }
+                    );
+                if is_site {
+                    c.call_site(&mut out, &em.locals, next_site);
+                    next_site += 1;
+                }
+                if leaves {
+                    c.pop(&mut out, &em.locals);
+                }
             }
             out.push(reenc.instruction(op).map_err(|e| enc(&e))?);
             if is_call {
@@ -750,13 +873,16 @@ fn emit_body<'f>(
 /// (TPP §2.2: PP's hashed routines). Open addressing, linear probing; entries are
 /// `[r: u64][count: u64][func + 1: u32][pad]`. When 3/4 full, further new paths are counted
 /// in `hash_overflow` and reported, never silently dropped.
-fn hash_function(mem: u32, l: &MemoryLayout) -> Function {
+///
+/// With `node`, the function returns the entry's index + 1 (0 when the table is full):
+/// the exact context table, where the key is the caller's context and call site.
+fn hash_function(mem: u32, l: &HashTable, node: bool) -> Function {
     let m64 = |o: u32| memarg(mem, o, 3);
     let m32 = |o: u32| memarg(mem, o, 2);
     let (f, r, h, p, key) = (0u32, 1u32, 2u32, 3u32, 4u32);
-    let mask = (l.hash_capacity - 1) as i32;
-    let limit = (l.hash_capacity / 4 * 3) as i32;
-    let tb = l.hash_base;
+    let mask = (l.capacity - 1) as i32;
+    let limit = (l.capacity / 4 * 3) as i32;
+    let tb = l.base;
     let mut func = Function::new([(3, ValType::I32)]);
     let ins = [
         I::LocalGet(r),
@@ -804,24 +930,24 @@ fn hash_function(mem: u32, l: &MemoryLayout) -> Function {
         I::I32Eqz,
         I::If(BlockType::Empty),
         I::I32Const(0),
-        I::I32Load(m32(l.hash_used)),
+        I::I32Load(m32(l.used)),
         I::I32Const(limit),
         I::I32GeU,
         I::If(BlockType::Empty),
         I::I32Const(0),
         I::I32Const(0),
-        I::I64Load(m64(l.hash_overflow)),
+        I::I64Load(m64(l.overflow)),
         I::I64Const(1),
         I::I64Add,
-        I::I64Store(m64(l.hash_overflow)),
+        I::I64Store(m64(l.overflow)),
         I::Return,
         I::End,
         I::I32Const(0),
         I::I32Const(0),
-        I::I32Load(m32(l.hash_used)),
+        I::I32Load(m32(l.used)),
         I::I32Const(1),
         I::I32Add,
-        I::I32Store(m32(l.hash_used)),
+        I::I32Store(m32(l.used)),
         I::LocalGet(p),
         I::LocalGet(f),
         I::I32Const(1),
@@ -845,7 +971,23 @@ fn hash_function(mem: u32, l: &MemoryLayout) -> Function {
         I::End,
         I::End,
     ];
+    let mut returns = 0;
     for i in &ins {
+        if node && matches!(i, I::Return) {
+            // Found or inserted: the entry's index + 1; the table was full (the second
+            // return): 0, the root, so the call is still counted somewhere.
+            if returns == 1 {
+                func.instruction(&I::I32Const(0));
+            } else {
+                func.instruction(&I::LocalGet(h));
+                func.instruction(&I::I32Const(1));
+                func.instruction(&I::I32Add);
+            }
+            returns += 1;
+        }
+        if node && matches!(i, I::End) && std::ptr::eq(i, ins.last().unwrap()) {
+            func.instruction(&I::Unreachable);
+        }
         func.instruction(i);
     }
     func

@@ -1,6 +1,6 @@
 //! Copying a module with wasm-encoder's `reencode`, overriding only what pepper changes:
 //! instrumented function bodies, plus one memory, one export, one data segment, a few types
-//! and the hash function appended at the *end* of their index spaces, so no existing index
+//! and pepper's functions appended at the *end* of their index spaces, so no existing index
 //! shifts and nothing else in the module needs renumbering.
 
 use crate::module::ModuleFacts;
@@ -14,8 +14,8 @@ use wasm_encoder::{
 /// What pepper appends to the module.
 pub struct Additions {
     pub extra_types: Vec<(Vec<ValType>, Vec<ValType>)>,
-    pub hash_type: u32,
-    pub hash_body: Function,
+    /// Functions appended after the module's own: (type index, body).
+    pub functions: Vec<(u32, Function)>,
     pub memory_pages: u64,
     pub memory_index: u32,
     /// One active data segment: (address, bytes). Empty bytes add no segment.
@@ -100,7 +100,9 @@ impl Reencode for Writer<'_, '_> {
         section: wasmparser::FunctionSectionReader<'_>,
     ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
         utils::parse_function_section(self, functions, section)?;
-        functions.function(self.add.hash_type);
+        for (ty, _) in &self.add.functions {
+            functions.function(*ty);
+        }
         Ok(())
     }
 
@@ -153,7 +155,9 @@ impl Reencode for Writer<'_, '_> {
                 None => code.raw(body.as_bytes()),
             };
         }
-        code.function(&self.add.hash_body);
+        for (_, body) in &self.add.functions {
+            code.function(body);
+        }
         Ok(())
     }
 

@@ -24,6 +24,12 @@ pub enum Format {
 ///
 /// Paths are matched by their branch decisions, not their numbers, so profiles with
 /// different numberings (for example with and without --guide) compare correctly.
+///
+/// When both profiles have calling contexts (REFERENCE typically from `--mode exact-calls`):
+/// - call overlap: Σ over contexts (call-site chains) of the smaller normalised call count;
+/// - hot-context coverage: share of reference contexts with ≥ 0.1% of calls the estimate has;
+/// - hot-function precision: of the functions the estimate calls hot (≥ 1%), the share the
+///   reference gives ≥ 0.5% (by self time if both are sampled, by calls otherwise).
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -104,6 +110,42 @@ fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> 
         "edge absolute overlap:                              {}\n",
         pct(acc.edge_absolute_overlap)
     );
+    if let Some(c) = &acc.contexts {
+        let _ = writeln!(
+            s,
+            "calling contexts: {} in reference, {} in estimate",
+            c.reference_contexts, c.estimate_contexts
+        );
+        let _ = writeln!(
+            s,
+            "context call overlap:                               {}",
+            pct(Some(c.call_overlap))
+        );
+        if c.time_overlap.is_some() {
+            let _ = writeln!(
+                s,
+                "context time overlap:                               {}",
+                pct(c.time_overlap)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "hot-context coverage ({} contexts >= 0.1% of calls):{}{}",
+            c.hot_contexts,
+            " ".repeat(3usize.saturating_sub(c.hot_contexts.to_string().len())),
+            pct(c.hot_context_coverage)
+        );
+        let _ = writeln!(
+            s,
+            "hot-function precision ({} estimated hot):          {} (recall {})\n",
+            c.hot_functions,
+            pct(c.hot_function_precision),
+            pct(c.hot_function_recall)
+        );
+    }
+    if acc.reference_paths == 0 && acc.estimate_paths == 0 {
+        return s;
+    }
     let _ = writeln!(
         s,
         "{:>8} {:>8} {:>9} {:>9}  function",

@@ -24,8 +24,24 @@ pub enum ModeArg {
     /// discarded) and use that edge profile as the guide of a targeted run. The program
     /// runs twice: only for programs without side effects you mind repeating.
     Staged,
+    /// Calling contexts only: Whaley's sampled partial calling context tree (a shadow
+    /// stack read by a host thread every --interval) and exact per-call-site counts.
+    Calls,
+    /// Every call counted in its full calling context: the complete calling context tree
+    /// (ground truth for `calls`; much slower on call-heavy programs).
+    ExactCalls,
     /// No instrumentation (baseline).
     None,
+}
+
+/// Whether to collect calling contexts alongside paths or edges.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContextsArg {
+    /// With `pep` and `calls`; not with the exact and targeted modes, whose overhead
+    /// would then include the shadow stack.
+    Auto,
+    On,
+    Off,
 }
 
 impl From<ModeArg> for pepper_profile::Mode {
@@ -35,7 +51,7 @@ impl From<ModeArg> for pepper_profile::Mode {
             ModeArg::ExactPaths => pepper_profile::Mode::ExactPaths,
             ModeArg::ExactEdges => pepper_profile::Mode::ExactEdges,
             ModeArg::Targeted | ModeArg::Staged => pepper_profile::Mode::Targeted,
-            ModeArg::None => pepper_profile::Mode::None,
+            ModeArg::None | ModeArg::Calls | ModeArg::ExactCalls => pepper_profile::Mode::None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `pepper run`: instrument, run in wasmtime, write the profile.
 
-use super::{print_warnings, read_module, ModeArg};
+use super::{print_warnings, read_module, ContextsArg, ModeArg};
 use anyhow::{bail, Context, Result};
 use pepper_profile::{module_hash, ModuleInfo, RunInfo};
 use pepper_wasm::module::ModuleFacts;
@@ -15,6 +15,9 @@ use std::time::Instant;
 /// The default mode, `pep`, is meant to stay on: every completed path goes to a small ring
 /// buffer and a host thread samples bursts of consecutive paths from it each `--interval`
 /// (PEP(SAMPLES, STRIDE)). `exact-paths` counts every path, `exact-edges` every branch.
+/// Alongside PEP, the same thread samples the guest's shadow stack into a partial calling
+/// context tree (Whaley), and every call site counts its calls; `pepper export` turns the
+/// tree into pprof, folded stacks, a flame graph or a Firefox profile.
 ///
 /// Examples:
 ///   pepper run prog.wasm -- input.txt              PEP(64,17) every 1 ms
@@ -23,6 +26,8 @@ use std::time::Instant;
 ///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
 ///   pepper run --mode targeted --guide e.json prog.wasm   exact hot paths, cold ones pruned (TPP)
 ///   pepper run --mode staged prog.wasm             runs twice: edge profile, then targeted
+///   pepper run --mode calls prog.wasm              calling contexts only (sampled tree)
+///   pepper run --mode exact-calls prog.wasm        every call counted in its context
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -36,7 +41,10 @@ pub struct Args {
     /// sampling at a fixed phase of a loop.
     #[arg(long, default_value_t = 17, value_parser = clap::value_parser!(u32).range(1..=65536))]
     stride: u32,
-    /// PEP: timer period, e.g. `1ms`, `500us`, `10ms`.
+    /// Calling contexts (sampled tree + call-site counts) alongside the mode's own data.
+    #[arg(long, value_enum, default_value = "auto")]
+    contexts: ContextsArg,
+    /// Sampler timer period (PEP bursts and stack samples), e.g. `1ms`, `500us`, `10ms`.
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     interval: std::time::Duration,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
@@ -148,6 +156,7 @@ pub fn run(a: Args) -> Result<i32> {
             run: RunInfo::default(),
             warnings: Vec::new(),
             sampling: None,
+            contexts: None,
         };
         let p = stage
             .plan
@@ -168,8 +177,18 @@ pub fn run(a: Args) -> Result<i32> {
             "pepper: warning: targeted mode without a usable --guide prunes nothing (same as exact-paths)"
         );
     }
+    let contexts = match (a.mode, a.contexts) {
+        (ModeArg::ExactCalls, _) => pepper_wasm::ContextMode::Exact,
+        (ModeArg::Calls, _) | (_, ContextsArg::On) => pepper_wasm::ContextMode::Sampled,
+        (ModeArg::Pep, ContextsArg::Auto) => pepper_wasm::ContextMode::Sampled,
+        _ => pepper_wasm::ContextMode::Off,
+    };
+    if a.mode == ModeArg::None && contexts != pepper_wasm::ContextMode::Off {
+        bail!("--mode none runs the module unchanged; use --mode calls for contexts only");
+    }
     let opts = pepper_wasm::InstrumentOptions {
         mode,
+        contexts,
         array_max_paths: a.array_max_paths,
         pep_every: a.every,
         guide: guide.clone(),
@@ -193,20 +212,20 @@ pub fn run(a: Args) -> Result<i32> {
         inherit_env: a.inherit_env,
         dirs,
         cache_dir,
-        counters_export: (mode != pepper_profile::Mode::None)
+        counters_export: (mode != pepper_profile::Mode::None
+            || contexts != pepper_wasm::ContextMode::Off)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
         epoch: None,
-        sampler: (mode == pepper_profile::Mode::Pep && a.every.is_none()).then(|| {
-            pepper_runtime::SamplerConfig::new(
-                inst.plan.layout.ring(),
-                pepper_sampling::PepParams {
-                    samples: a.samples,
-                    stride: a.stride,
-                },
-                a.interval,
-            )
-        }),
+        sampler: pepper_runtime::SamplerConfig::for_plan(
+            &inst.plan,
+            a.every.is_none(),
+            pepper_sampling::PepParams {
+                samples: a.samples,
+                stride: a.stride,
+            },
+            a.interval,
+        ),
     };
     if wasm.len() > 8 << 20 {
         eprintln!("pepper: compiling (cached after the first run)...");
@@ -216,6 +235,7 @@ pub fn run(a: Args) -> Result<i32> {
         eprintln!("pepper: guest trapped ({t}); writing the profile of what completed");
     }
 
+    let stacks = cfg.sampler.as_ref().and_then(|s| s.stacks.clone());
     let facts = ModuleFacts::parse(&wasm)?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
     let outcome = pepper_wasm::RunOutcome {
@@ -245,6 +265,12 @@ pub fn run(a: Args) -> Result<i32> {
             };
             (info, s.words)
         }),
+        contexts: stacks.and_then(|sc| {
+            result
+                .samples
+                .as_ref()
+                .and_then(|r| sc.collected(r, a.interval))
+        }),
     };
     let mut profile = inst
         .plan
@@ -264,8 +290,11 @@ pub fn run(a: Args) -> Result<i32> {
     let file =
         std::fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
     profile.write(std::io::BufWriter::new(file))?;
+    let contexts_note = profile.contexts.as_ref().map_or(String::new(), |c| {
+        format!(", {} calling contexts", c.nodes.len().saturating_sub(1))
+    });
     eprintln!(
-        "pepper: wrote {} ({} mode: {} paths, {} branches; compile {:.0} ms, run {:.0} ms)",
+        "pepper: wrote {} ({} mode: {} paths, {} branches{contexts_note}; compile {:.0} ms, run {:.0} ms)",
         output.display(),
         mode.name(),
         profile.paths.len(),

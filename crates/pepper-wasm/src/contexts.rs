@@ -1,0 +1,332 @@
+//! Calling contexts: a shadow stack the guest keeps in pepper's memory, per-call-site call
+//! counters, and (exact mode) an in-module calling context tree.
+//!
+//! Every instrumented function pushes a 16-byte frame `[func + 1: u32][site: u32][node:
+//! u32][pad]` at entry and restores the stack pointer at every exit; before each call it
+//! writes the call site's id into its own frame. The host sampler thread reads the stack
+//! asynchronously (no check, no call in the guest) and marks the frames it has seen by
+//! setting the top bit of their function word. A push writes a fresh, unmarked word, so a
+//! marked frame is one that has not returned since the sampler saw it: Whaley's return
+//! address marker bit (§5.2), for the cost of one store the push does anyway.
+//!
+//! The stack is a ring: frame addresses are masked, so a recursion deeper than the ring
+//! overwrites the outermost frames, never pepper's other data, and the top frames (the
+//! ones a sample walks) are always intact.
+
+use crate::emit::{memarg, Locals};
+use crate::plan::MemoryLayout;
+use wasm_encoder::Instruction as I;
+
+/// What the guest keeps for calling contexts.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum ContextMode {
+    /// Nothing.
+    #[default]
+    Off,
+    /// Shadow stack for the sampler (Whaley's PCCT) plus exact per-call-site counts.
+    Sampled,
+    /// Every call also finds or creates its context node in an in-module hash table and
+    /// counts there: the complete calling context tree with call counts.
+    Exact,
+}
+
+/// Bytes per shadow-stack frame.
+pub const FRAME_BYTES: u32 = 16;
+/// The marker bit the sampler sets in a frame's function word.
+pub const MARK: u32 = 1 << 31;
+
+/// A call instruction of the original module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSiteInfo {
+    pub func: u32,
+    /// Offset of the call instruction in the original module.
+    pub offset: u64,
+    /// The callee of a direct call.
+    pub callee: Option<u32>,
+}
+
+/// Emits one function's context code.
+pub struct ContextEmit<'p> {
+    pub mode: ContextMode,
+    pub layout: &'p MemoryLayout,
+    pub mem: u32,
+    pub func: u32,
+    /// Index of the in-module `cct_enter(func, parent) -> node` (exact mode).
+    pub enter_fn: u32,
+}
+
+impl ContextEmit<'_> {
+    fn mask(&self) -> i32 {
+        (self.layout.stack_entries * FRAME_BYTES - 1) as i32
+    }
+
+    /// Function entry: write the frame, then publish the new stack pointer (in this order,
+    /// so the sampler never reads a frame that is not written yet).
+    pub fn push(&self, out: &mut Vec<I<'_>>, l: &Locals) {
+        let (m, lay) = (self.mem, self.layout);
+        out.extend([
+            I::I32Const(0),
+            I::I32Load(memarg(m, lay.stack_pointer, 2)),
+            I::LocalTee(l.s),
+            I::I32Const(self.mask()),
+            I::I32And,
+            I::LocalTee(l.e),
+            I::I32Const(self.func as i32 + 1),
+            I::I32Store(memarg(m, lay.stack_base, 2)),
+            I::I32Const(0),
+            I::LocalGet(l.s),
+            I::I32Const(FRAME_BYTES as i32),
+            I::I32Add,
+            I::I32Store(memarg(m, lay.stack_pointer, 2)),
+        ]);
+        if self.mode == ContextMode::Exact {
+            // frame.node = cct_enter(func, caller.site | caller.node << 32). The outermost
+            // frame reads the ring's last slot, zero until the ring wraps: the root.
+            out.extend([
+                I::LocalGet(l.e),
+                I::I32Const(self.func as i32),
+                I::LocalGet(l.e),
+                I::I32Const(FRAME_BYTES as i32),
+                I::I32Sub,
+                I::I32Const(self.mask()),
+                I::I32And,
+                I::I64Load(memarg(m, lay.stack_base + 4, 2)),
+                I::Call(self.enter_fn),
+                I::I32Store(memarg(m, lay.stack_base + 8, 2)),
+            ]);
+        }
+    }
+
+    /// Every exit (return, end, tail call, throw): restore the caller's stack pointer.
+    pub fn pop(&self, out: &mut Vec<I<'_>>, l: &Locals) {
+        out.extend([
+            I::I32Const(0),
+            I::LocalGet(l.s),
+            I::I32Store(memarg(self.mem, self.layout.stack_pointer, 2)),
+        ]);
+    }
+
+    /// Before a call: record the call site in this frame and count the call.
+    pub fn call_site(&self, out: &mut Vec<I<'_>>, l: &Locals, site: u32) {
+        let m = self.mem;
+        let counter = self.layout.site_counters + 8 * site;
+        out.extend([
+            I::LocalGet(l.e),
+            I::I32Const(site as i32),
+            I::I32Store(memarg(m, self.layout.stack_base + 4, 2)),
+            I::I32Const(0),
+            I::I32Const(0),
+            I::I64Load(memarg(m, counter, 3)),
+            I::I64Const(1),
+            I::I64Add,
+            I::I64Store(memarg(m, counter, 3)),
+        ]);
+    }
+}
+
+/// The call sites of one function body, in operator order.
+pub fn call_sites(
+    func: u32,
+    body: &wasmparser::FunctionBody<'_>,
+) -> Result<Vec<CallSiteInfo>, wasmparser::BinaryReaderError> {
+    use wasmparser::Operator as O;
+    let mut reader = body.get_operators_reader()?;
+    let mut out = Vec::new();
+    while !reader.eof() {
+        let offset = reader.original_position();
+        let callee = match reader.read()? {
+            O::Call { function_index } | O::ReturnCall { function_index } => Some(function_index),
+            O::CallIndirect { .. }
+            | O::CallRef { .. }
+            | O::ReturnCallIndirect { .. }
+            | O::ReturnCallRef { .. } => None,
+            _ => continue,
+        };
+        out.push(CallSiteInfo {
+            func,
+            offset,
+            callee,
+        });
+    }
+    Ok(out)
+}
+
+/// What the host sampler built from the shadow stack.
+#[derive(Clone, Debug)]
+pub struct SampledContexts {
+    pub sampling: pepper_profile::ContextSampling,
+    pub pcct: pepper_cct::Pcct,
+}
+
+impl crate::plan::Plan {
+    /// The profile's calling contexts: the sampled tree (from the host sampler) or the exact
+    /// one (from the context table in `mem`), with per-site call counts from `mem`.
+    pub(crate) fn contexts_profile(
+        &self,
+        mem: &[u8],
+        sampled: Option<SampledContexts>,
+        location: &dyn Fn(u64) -> Option<String>,
+        warnings: &mut Vec<String>,
+    ) -> Option<pepper_profile::Contexts> {
+        use pepper_profile::{CallSite, ContextKind, ContextNode, Contexts, HotFunction};
+        let l = &self.layout;
+        let call_sites: Vec<CallSite> = self
+            .call_sites
+            .iter()
+            .enumerate()
+            .map(|(id, s)| CallSite {
+                id: id as u32,
+                func: s.func,
+                offset: s.offset,
+                callee: s.callee,
+                calls: read_u64(mem, l.site_counters as u64 + 8 * id as u64),
+                location: location(s.offset),
+            })
+            .collect();
+        let site = |s: u32| (s < call_sites.len() as u32).then_some(s);
+        let (kind, mut nodes, hot_functions, sampling, overflow) = match self.contexts {
+            ContextMode::Off => return None,
+            ContextMode::Sampled => {
+                let SampledContexts { sampling, pcct } = sampled?;
+                let t = &pcct.tree;
+                let mut nodes: Vec<ContextNode> = t
+                    .nodes()
+                    .map(|(_, n)| ContextNode {
+                        parent: n.parent.map(|p| p.0),
+                        func: n.func,
+                        site: site(n.site),
+                        detached: n.detached(),
+                        calls: 0,
+                        self_us: n.self_weight,
+                        edge_us: n.edge_weight,
+                    })
+                    .collect();
+                // Each site's exact count, shared among its contexts by sampled edge weight.
+                let mut per_site = vec![0u64; call_sites.len()];
+                for n in &nodes {
+                    if let Some(s) = n.site {
+                        per_site[s as usize] += n.edge_us;
+                    }
+                }
+                for n in &mut nodes {
+                    if let Some(s) = n.site {
+                        let total = per_site[s as usize].max(1) as f64;
+                        n.calls = (call_sites[s as usize].calls as f64 * n.edge_us as f64 / total)
+                            .round() as u64;
+                    }
+                }
+                let mut hot: Vec<HotFunction> = pcct
+                    .hot
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &w)| w > 0)
+                    .map(|(f, &w)| HotFunction {
+                        func: f as u32,
+                        self_us: w,
+                    })
+                    .collect();
+                hot.sort_by(|a, b| b.self_us.cmp(&a.self_us).then(a.func.cmp(&b.func)));
+                (ContextKind::Sampled, nodes, hot, Some(sampling), 0)
+            }
+            ContextMode::Exact => {
+                let t = &l.cct;
+                // Entry i is node i + 1: key = caller site | caller node << 32.
+                let mut children: std::collections::HashMap<u32, Vec<(u32, u32, u32, u64)>> =
+                    Default::default();
+                for slot in 0..t.capacity as u64 {
+                    let at = t.base as u64 + 24 * slot;
+                    let f = read_u32(mem, at + 16);
+                    if f == 0 {
+                        continue;
+                    }
+                    let key = read_u64(mem, at);
+                    let (parent, s) = ((key >> 32) as u32, key as u32);
+                    children.entry(parent).or_default().push((
+                        slot as u32 + 1,
+                        f - 1,
+                        s,
+                        read_u64(mem, at + 8),
+                    ));
+                }
+                let mut nodes = vec![ContextNode {
+                    parent: None,
+                    func: u32::MAX,
+                    site: None,
+                    detached: false,
+                    calls: 0,
+                    self_us: 0,
+                    edge_us: 0,
+                }];
+                // Breadth first from the root, so parents precede children.
+                let mut queue = std::collections::VecDeque::from([(0u32, 0u32)]);
+                while let Some((id, at)) = queue.pop_front() {
+                    let mut kids = children.remove(&id).unwrap_or_default();
+                    kids.sort_unstable_by_key(|k| (k.2, k.1));
+                    for (child, func, s, calls) in kids {
+                        let idx = nodes.len() as u32;
+                        nodes.push(ContextNode {
+                            parent: Some(at),
+                            func,
+                            site: if id == 0 { None } else { site(s) },
+                            detached: false,
+                            calls,
+                            self_us: 0,
+                            edge_us: 0,
+                        });
+                        queue.push_back((child, idx));
+                    }
+                }
+                let orphans: usize = children.values().map(Vec::len).sum();
+                if orphans > 0 {
+                    warnings.push(format!(
+                        "{orphans} context table entries have no known parent; dropped"
+                    ));
+                }
+                let overflow = read_u64(mem, t.overflow as u64);
+                if overflow > 0 {
+                    warnings.push(format!(
+                        "the context table was full: {overflow} calls were counted under the root"
+                    ));
+                }
+                (ContextKind::Exact, nodes, Vec::new(), None, overflow)
+            }
+        };
+        if nodes.is_empty() {
+            return None;
+        }
+        nodes[0].func = u32::MAX;
+        let mut imports: Vec<u32> = nodes
+            .iter()
+            .map(|n| n.func)
+            .filter(|&f| (f as usize) < self.imports.len())
+            .collect();
+        imports.sort_unstable();
+        imports.dedup();
+        Some(Contexts {
+            kind,
+            call_sites,
+            nodes,
+            hot_functions,
+            imports: imports
+                .into_iter()
+                .map(|f| (f, self.imports[f as usize].clone()))
+                .collect(),
+            sampling,
+            overflow,
+        })
+    }
+}
+
+pub(crate) fn read_u64(mem: &[u8], addr: u64) -> u64 {
+    let a = addr as usize;
+    mem.get(a..a + 8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("slice of 8 bytes")))
+        .unwrap_or(0)
+}
+
+pub(crate) fn read_u32(mem: &[u8], addr: u64) -> u32 {
+    let a = addr as usize;
+    mem.get(a..a + 4)
+        .map(|b| u32::from_le_bytes(b.try_into().expect("slice of 4 bytes")))
+        .unwrap_or(0)
+}
