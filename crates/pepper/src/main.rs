@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 ///   pepper run prog.wasm -- ARGS       profile (PEP sampling by default), write prog.pepper.json
 ///   pepper report prog.pepper.json     hottest functions, paths and branch biases
 ///   pepper compare exact.json pep.json accuracy of one profile against another
+///   pepper export prog.pepper.json     calling contexts as pprof (also folded, flamegraph, firefox)
 #[derive(Parser, Debug)]
 #[command(name = "pepper", version, about, long_about, verbatim_doc_comment)]
 struct Cli {
@@ -24,6 +25,7 @@ enum Command {
     Report(cmd::report::Args),
     Instrument(cmd::instrument::Args),
     Compare(cmd::compare::Args),
+    Export(cmd::export::Args),
 }
 
 fn main() {
@@ -33,6 +35,7 @@ fn main() {
         Command::Report(a) => cmd::report::run(a),
         Command::Instrument(a) => cmd::instrument::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Export(a) => cmd::export::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

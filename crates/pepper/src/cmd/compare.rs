@@ -1,11 +1,11 @@
 //! `pepper compare`: how close an estimated profile (PEP, a guided run, an older run) is to
 //! a reference (normally an exact profile of the same module and input).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use pepper_profile::compare::{compare, Accuracy, HOT_PATH_THRESHOLD};
 use pepper_profile::Profile;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 pub enum Format {
@@ -44,16 +44,9 @@ pub struct Args {
     estimate: PathBuf,
 }
 
-fn load(path: &Path) -> Result<Profile> {
-    let file =
-        std::fs::File::open(path).with_context(|| format!("opening profile {}", path.display()))?;
-    Profile::read(std::io::BufReader::new(file))
-        .with_context(|| format!("reading profile {}", path.display()))
-}
-
 pub fn run(a: Args) -> Result<i32> {
-    let reference = load(&a.reference)?;
-    let estimate = load(&a.estimate)?;
+    let reference = super::load_profile(&a.reference)?;
+    let estimate = super::load_profile(&a.estimate)?;
     if reference.module.sha256 != estimate.module.sha256 {
         bail!(
             "the profiles describe different modules ({} has {}, {} has {})",

@@ -1,4 +1,5 @@
 pub mod compare;
+pub mod export;
 pub mod instrument;
 pub mod report;
 pub mod run;
@@ -68,6 +69,14 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
             )
         })?;
     Ok(wasm.into_owned())
+}
+
+/// Reads a profile file, with the file name in any error.
+pub fn load_profile(path: &Path) -> Result<pepper_profile::Profile> {
+    let file =
+        std::fs::File::open(path).with_context(|| format!("opening profile {}", path.display()))?;
+    pepper_profile::Profile::read(std::io::BufReader::new(file))
+        .with_context(|| format!("reading profile {}", path.display()))
 }
 
 /// Prints the plan's warnings, at most `max` of them, to stderr.

@@ -1,7 +1,7 @@
 //! `pepper report`: a profile for people (text) or scripts (JSON).
 
 use anyhow::{Context, Result};
-use pepper_profile::{report, Profile};
+use pepper_profile::report;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -30,10 +30,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let file = std::fs::File::open(&a.profile)
-        .with_context(|| format!("opening profile {}", a.profile.display()))?;
-    let profile = Profile::read(std::io::BufReader::new(file))
-        .with_context(|| format!("reading profile {}", a.profile.display()))?;
+    let profile = super::load_profile(&a.profile)?;
     if let Some(m) = &a.module {
         let wasm = super::read_module(m)?;
         profile

@@ -1,0 +1,219 @@
+//! Calling contexts end to end: exact call counts on a fixture with known answers, the
+//! sampled tree on a real workload, and exports read back by real readers (`go tool pprof`,
+//! inferno, the Firefox format's JSON).
+
+mod common;
+
+use common::{fixture, pepper, root, run, tempdir};
+use pepper_profile::{ContextKind, Contexts, Profile};
+use std::collections::HashMap;
+use std::process::Command;
+
+/// Calls per context, keyed by the chain of function names.
+fn calls_by_chain(p: &Profile) -> HashMap<String, u64> {
+    let c = p.contexts.as_ref().expect("contexts recorded");
+    (1..c.nodes.len())
+        .map(|i| {
+            let chain: Vec<String> = c
+                .ancestry(i)
+                .iter()
+                .map(|&n| p.function_name(c.nodes[n].func))
+                .collect();
+            (chain.join(";"), c.nodes[i].calls)
+        })
+        .fold(HashMap::new(), |mut m, (k, v)| {
+            *m.entry(k).or_default() += v;
+            m
+        })
+}
+
+fn site_calls(c: &Contexts, p: &Profile, caller: &str) -> Vec<u64> {
+    c.call_sites
+        .iter()
+        .filter(|s| p.function_name(s.func) == caller)
+        .map(|s| s.calls)
+        .collect()
+}
+
+#[test]
+fn exact_contexts_count_every_call_in_its_context() {
+    let (code, _, stderr, p) = run("exact-calls", &fixture("calls.wat"), &[], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let c = p.contexts.as_ref().unwrap();
+    assert_eq!(c.kind, ContextKind::Exact);
+    let calls = calls_by_chain(&p);
+    let main = "_start;main";
+    let get = |k: &str| *calls.get(&format!("{main}{k}")).unwrap_or(&0);
+    // The two call sites of `work` in main are two contexts (10 and 5 calls), each calling
+    // `leaf` from two sites in work.
+    let work: Vec<u64> = c
+        .nodes
+        .iter()
+        .filter(|n| p.function_name(n.func) == "work")
+        .map(|n| n.calls)
+        .collect();
+    let mut work_sorted = work.clone();
+    work_sorted.sort();
+    assert_eq!(work_sorted, vec![5, 10]);
+    assert_eq!(get(";work;leaf"), 30, "leaf under work: 2 × 15 calls");
+    // Recursion keeps full context: fib(6) has a chain 6 deep.
+    // fib(6)'s call tree has 1, 2, 4, 8, 8, 2 activations at depths 1 to 6.
+    let depths: Vec<u64> = (1..=6).map(|d| get(&";fib".repeat(d))).collect();
+    assert_eq!(depths, vec![1, 2, 4, 8, 8, 2]);
+    let fib_total: u64 = calls
+        .iter()
+        .filter(|(k, _)| k.ends_with("fib"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(fib_total, 25);
+    // A tail call replaces its caller's frame: leaf appears under main directly.
+    assert_eq!(get(";leaf"), 1);
+    assert_eq!(get(";tail"), 1);
+    // Per-site counters agree with the tree.
+    assert_eq!(site_calls(c, &p, "work"), vec![15, 15]);
+    assert_eq!(site_calls(c, &p, "main"), vec![10, 5, 1, 1]);
+}
+
+#[test]
+fn contexts_do_not_change_behavior_and_pep_collects_them_by_default() {
+    let wasm = root().join("bench/workloads/build/lua.wasm");
+    if !wasm.exists() {
+        panic!("{} missing: run bench/workloads/build.sh", wasm.display());
+    }
+    let plain = Command::new(env!("CARGO_BIN_EXE_pepper"))
+        .args(["run", "--mode", "none", "-o"])
+        .arg(tempdir().join("lua-none.json"))
+        .arg(&wasm)
+        .args(["--", "5"])
+        .output()
+        .unwrap();
+    let (code, stdout, stderr, p) = run("pep", &wasm, &["--interval", "200us"], &["5"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout, plain.stdout, "instrumented guest output differs");
+    let c = p
+        .contexts
+        .as_ref()
+        .expect("PEP collects contexts by default");
+    assert_eq!(c.kind, ContextKind::Sampled);
+    let s = c.sampling.as_ref().unwrap();
+    assert!(s.samples > 10, "{s:?}");
+    // The interpreter loop is hot and its context runs from _start down.
+    let hot = &c.hot_functions[..c.hot_functions.len().min(10)];
+    assert!(
+        hot.iter()
+            .any(|h| p.function_name(h.func) == "luaV_execute"),
+        "{:?}",
+        hot.iter()
+            .map(|h| p.function_name(h.func))
+            .collect::<Vec<_>>()
+    );
+    let calls = calls_by_chain(&p);
+    assert!(calls
+        .keys()
+        .any(|k| k.starts_with("_start") && k.contains(";main;")));
+    // Estimated calls of every context of a site add up to the site's exact count.
+    let mut per_site: HashMap<u32, u64> = HashMap::new();
+    for n in &c.nodes {
+        if let Some(site) = n.site {
+            *per_site.entry(site).or_default() += n.calls;
+        }
+    }
+    for (site, total) in per_site {
+        let exact = c.call_sites[site as usize].calls;
+        assert!(
+            total.abs_diff(exact) <= 8,
+            "site {site}: {total} vs {exact}"
+        );
+    }
+}
+
+fn go() -> Option<std::path::PathBuf> {
+    let found = Command::new("go").arg("version").output().is_ok();
+    if !found && std::env::var_os("PEPPER_REQUIRE_READERS").is_some() {
+        panic!("`go` (Debian package golang-go) is required: scripts/test.sh installs it");
+    }
+    found.then(|| "go".into())
+}
+
+#[test]
+fn exports_are_read_by_real_readers() {
+    let dir = tempdir();
+    let (code, _, stderr, _) = run("exact-calls", &fixture("calls.wat"), &[], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let profile = dir.join("calls.exact-calls.json");
+    let export = |format: &str, out: &str| {
+        let o = pepper(&[
+            "export",
+            "--format",
+            format,
+            "-o",
+            dir.join(out).to_str().unwrap(),
+            profile.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        dir.join(out)
+    };
+
+    // Folded stacks: exact call counts per context (one line per call-site chain, so
+    // equal name chains add up).
+    let folded = std::fs::read_to_string(export("folded", "calls.folded")).unwrap();
+    let mut by_chain: HashMap<&str, u64> = HashMap::new();
+    for line in folded.lines() {
+        let (chain, n) = line.rsplit_once(' ').unwrap();
+        *by_chain.entry(chain).or_default() += n.parse::<u64>().unwrap();
+    }
+    assert_eq!(by_chain["_start;main;work;leaf"], 30, "{folded}");
+    assert_eq!(by_chain["_start;main;fib;fib"], 2, "{folded}");
+
+    // inferno renders them.
+    let svg = std::fs::read_to_string(export("flamegraph", "calls.svg")).unwrap();
+    assert!(
+        svg.starts_with("<?xml") && svg.contains("<svg"),
+        "not an SVG"
+    );
+    assert!(
+        svg.contains("work") && svg.contains("calls"),
+        "names missing"
+    );
+
+    // The Firefox processed format: JSON with one thread whose string table has our names.
+    let fx: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(export("firefox", "calls.firefox.json")).unwrap())
+            .unwrap();
+    let thread = &fx["threads"][0];
+    assert!(
+        thread["stringArray"].to_string().contains("leaf"),
+        "{thread}"
+    );
+    assert!(fx["meta"]["version"].as_u64().is_some());
+
+    // pprof: go tool pprof reads it and sees the calls.
+    let pb = export("pprof", "calls.pb.gz");
+    let Some(go) = go() else {
+        eprintln!("skipping the pprof reader check: `go` not found");
+        return;
+    };
+    let o = Command::new(go)
+        .args(["tool", "pprof", "-raw"])
+        .arg(&pb)
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    let raw = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(raw.contains("calls/count"), "{raw}");
+    assert!(raw.contains("leaf") && raw.contains("fib"), "{raw}");
+    let o = Command::new("go")
+        .args(["tool", "pprof", "-top", "-nodecount=3"])
+        .arg(&pb)
+        .env("HOME", &dir)
+        .output()
+        .unwrap();
+    let top = String::from_utf8_lossy(&o.stdout);
+    // leaf: 30 under work + 1 by tail call = 31 calls, the most of any function.
+    assert!(
+        top.lines()
+            .any(|l| l.contains("leaf") && l.trim_start().starts_with("31 ")),
+        "{top}"
+    );
+}
