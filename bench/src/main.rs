@@ -10,6 +10,9 @@
 //!
 //!   cargo run --release -p pepper-bench                 # full run, writes bench/results/bench.md
 //!   cargo run --release -p pepper-bench -- --quick      # CI smoke: small inputs, 1 round
+//!   cargo run --release -p pepper-bench -- --contexts   # calling contexts: bench/results/contexts.md
+
+mod contexts;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -42,6 +45,9 @@ struct Args {
     /// compilation goes through wasmtime's cache, and is reported apart from run time.
     #[arg(long)]
     yosys: bool,
+    /// Measure calling-context profiling instead (writes bench/results/contexts.md).
+    #[arg(long)]
+    contexts: bool,
 }
 
 struct Workload {
@@ -331,8 +337,11 @@ fn profile_of(plan: &pepper_wasm::Plan, r: &pepper_runtime::RunResult) -> Profil
 
 fn main() -> Result<()> {
     let args = Args::parse();
-    let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if args.contexts {
+        return contexts::main(&args, &root);
+    }
+    let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
     let specs: Vec<Spec> = specs()
         .into_iter()

@@ -6,8 +6,10 @@
 //!   Java Virtual Machines", §5): each sample walks the stack from the top, stops at the first
 //!   frame an earlier sample already saw (the *marker*), and adds weight only below it.
 
+pub mod complete;
 pub mod pcct;
 pub mod tree;
 
+pub use complete::{complete, CompleteOptions, SiteCount};
 pub use pcct::{EdgeMode, Frame, Pcct, Stack, VecStack};
 pub use tree::{ContextTree, NodeIdx, DETACHED_SITE, NO_SITE, ROOT};

@@ -30,6 +30,11 @@ pub trait Stack {
     /// Sets the marker on frame `i`; false if the frame is no longer the one that was read
     /// (the guest returned or called meanwhile), in which case it stays unmarked.
     fn mark(&mut self, i: usize) -> bool;
+    /// Whether everything read so far still holds. A stack read while its owner runs can
+    /// tear (frames popped and others pushed between two reads); a torn sample is dropped.
+    fn consistent(&self) -> bool {
+        true
+    }
 }
 
 /// Which edges a sample adds weight to (the digest's §B.7.2 item 2: Figure 7 as printed
@@ -51,7 +56,8 @@ pub struct Pcct {
     /// (Whaley's BUFSIZE, 16 in his experiments).
     pub bufsize: usize,
     pub mode: EdgeMode,
-    /// Hot-function counters (Whaley §6.5): weight of samples whose leaf is each function.
+    /// Hot-function counters (Whaley §6.5): weight of samples whose leaf is each function
+    /// (fixed size: `num_funcs`).
     pub hot: Vec<u64>,
     pub samples: u64,
     /// Samples whose walk filled the buffer before meeting a known frame.
@@ -61,6 +67,8 @@ pub struct Pcct {
     pub truncated: u64,
     /// Samples taken while no guest frame was live.
     pub empty: u64,
+    /// Samples dropped because the stack changed while it was read.
+    pub torn: u64,
     /// Node of the frame at each depth, valid for every marked frame.
     node_at: Vec<NodeIdx>,
     buf: Vec<usize>,
@@ -79,24 +87,28 @@ impl Pcct {
             detached: 0,
             truncated: 0,
             empty: 0,
+            torn: 0,
             node_at: Vec::with_capacity(1024),
             buf: Vec::with_capacity(bufsize + 1),
         }
     }
 
-    /// Records one sample of `stack` with `weight` (Whaley's `cputime`). Allocation-free
-    /// unless the stack is deeper than any before or the tree grows.
-    pub fn sample(&mut self, stack: &mut impl Stack, weight: u64) {
-        self.samples += 1;
+    /// Records one sample of `stack` with `weight` (Whaley's `cputime`); false (nothing
+    /// recorded, counted in `torn`) when the stack changed while it was read, so the caller
+    /// can read it again. Allocation-free unless the stack is deeper than any before or the
+    /// tree grows.
+    pub fn sample(&mut self, stack: &mut impl Stack, weight: u64) -> bool {
         let depth = stack.depth();
         if depth == 0 {
+            self.samples += 1;
             self.empty += 1;
             self.tree.node_mut(ROOT).self_weight += weight;
-            return;
+            return true;
         }
         // Upward phase: buffer the new frames, top first.
         self.buf.clear();
         let mut i = depth;
+        let mut detach: Option<usize> = None;
         let attach = loop {
             if i == 0 {
                 break ROOT;
@@ -113,21 +125,33 @@ impl Pcct {
             }
             if self.buf.len() == self.bufsize {
                 // Figure 10: too many new frames; frame `f` roots a detached subtree.
+                detach = Some(f);
+                break ROOT;
+            }
+            self.buf.push(f);
+            i = f;
+        };
+        if !stack.consistent() {
+            self.torn += 1;
+            return false;
+        }
+        self.samples += 1;
+        let attach = match detach {
+            None => attach,
+            Some(f) => {
                 self.detached += 1;
                 match self.tree.child(ROOT, DETACHED_SITE, stack.frame(f).func) {
                     Some(d) => {
                         self.set_node(f, d);
-                        break d;
+                        d
                     }
                     None => {
                         self.truncated += 1;
                         self.tree.node_mut(ROOT).self_weight += weight;
-                        return;
+                        return true;
                     }
                 }
             }
-            self.buf.push(f);
-            i = f;
         };
         // Downward phase: outermost new frame first.
         let mut n = attach;
@@ -164,11 +188,13 @@ impl Pcct {
             n = c;
         }
         self.tree.node_mut(n).self_weight += weight;
+        // Functions outside the counters' range (an unknown host frame, a torn read) have
+        // no hot counter; their time is in the tree.
         let leaf = stack.frame(depth - 1).func as usize;
-        if leaf >= self.hot.len() {
-            self.hot.resize(leaf + 1, 0);
+        if let Some(h) = self.hot.get_mut(leaf) {
+            *h += weight;
         }
-        self.hot[leaf] += weight;
+        true
     }
 
     fn set_node(&mut self, depth: usize, n: NodeIdx) {
@@ -371,6 +397,39 @@ mod tests {
         fn mark(&mut self, i: usize) -> bool {
             i < self.1 && self.0.mark(i)
         }
+    }
+
+    /// A stack that reports itself torn.
+    struct Torn(VecStack);
+    impl Stack for Torn {
+        fn depth(&self) -> usize {
+            self.0.depth()
+        }
+        fn frame(&self, i: usize) -> Frame {
+            self.0.frame(i)
+        }
+        fn marked(&self, i: usize) -> bool {
+            self.0.marked(i)
+        }
+        fn mark(&mut self, i: usize) -> bool {
+            self.0.mark(i)
+        }
+        fn consistent(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_torn_read_records_and_marks_nothing() {
+        let mut p = Pcct::new(100, 16, EdgeMode::StrictNewEdges, 8);
+        let mut v = VecStack::default();
+        v.push(1);
+        v.call(1, 2);
+        let mut s = Torn(v);
+        assert!(!p.sample(&mut s, 1));
+        assert_eq!((p.samples, p.torn, p.tree.len()), (0, 1, 1));
+        assert!(!s.marked(0) && !s.marked(1));
+        assert_eq!(p.hot[2], 0);
     }
 
     #[test]

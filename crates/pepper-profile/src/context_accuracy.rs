@@ -189,6 +189,7 @@ mod tests {
             func,
             site,
             detached: false,
+            inferred: false,
             calls,
             self_us,
             edge_us: 0,

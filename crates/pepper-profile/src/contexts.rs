@@ -46,8 +46,13 @@ pub struct ContextNode {
     /// Figure 10): its true parent context is unknown.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub detached: bool,
-    /// Calls into this context. Exact trees: counted. Sampled trees: the call site's exact
-    /// count shared among the site's contexts in proportion to their sampled edge weights.
+    /// A context no sample saw, added to a sampled tree because the exact call-site counts
+    /// say it ran (its `calls` are an estimate, its times are 0).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inferred: bool,
+    /// Calls into this context. Exact trees: counted. Sampled trees: estimated from the
+    /// exact call-site counts, split among contexts by sampled weight where samples exist
+    /// and by the caller's own context split where they do not (`pepper_cct::complete`).
     pub calls: u64,
     /// Sampled wall time (µs) with this context on top of the stack.
     pub self_us: u64,
@@ -73,6 +78,10 @@ pub struct ContextSampling {
     pub in_host: u64,
     /// Samples with no guest frame live (before `_start` or after it returned).
     pub empty: u64,
+    /// Stack reads dropped (and retried, up to 4 times per tick) because the guest
+    /// returned below a frame while the sampler was reading it.
+    #[serde(default)]
+    pub torn: u64,
 }
 
 /// Calling contexts of a run.

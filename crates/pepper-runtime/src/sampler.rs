@@ -104,6 +104,7 @@ impl StackConfig {
                 truncated: pcct.truncated,
                 in_host: res.in_host,
                 empty: pcct.empty,
+                torn: pcct.torn,
             },
             pcct,
         })
@@ -252,7 +253,7 @@ fn sample_loop(
         (
             sc,
             Pcct::new(sc.budget, sc.bufsize, sc.edge_mode, sc.num_funcs),
-            Vec::with_capacity(sc.bufsize + 2),
+            Vec::with_capacity(sc.bufsize + 4),
         )
     });
     let mut last_sample = Instant::now();
@@ -283,8 +284,13 @@ fn sample_loop(
             last_sample = now;
             let host = in_host.load(Ordering::Acquire);
             in_host_samples += host as u64;
-            let mut stack = MemStack::read(mem, sc, host, cache);
-            pcct.sample(&mut stack, weight);
+            // A torn read (the guest returned below a frame being read) is read again.
+            for _ in 0..4 {
+                let mut stack = MemStack::read(mem, sc, host, cache);
+                if pcct.sample(&mut stack, weight) {
+                    break;
+                }
+            }
         }
         if cfg.entries == 0 {
             if last {
@@ -353,18 +359,19 @@ fn sample_loop(
     res
 }
 
-/// The guest's shadow stack as the PCCT walks it, read live. Frame `i` sits at
-/// `base + (16 i & mask)`; its first word is `func + 1` with the marker in the top bit.
-/// Function words are cached as first read, so a mark is only set (by compare-and-swap) on
-/// the very word the walk saw: if the guest returned and called since, the swap fails and
-/// the frame stays new.
+/// The guest's shadow stack as the PCCT walks it. Frame `i` sits at
+/// `base + (16 i & mask)`: its function word (`func + 1`, the marker in the top bit; 0 once
+/// popped) and the call site it is calling from. Each frame is read once and remembered, so
+/// the walk sees one snapshot; [`Stack::consistent`] checks that the snapshot is one real
+/// stack, and a mark is only set, by compare-and-swap, on the very word that was read.
 struct MemStack<'a> {
     mem: MemView,
     cfg: &'a StackConfig,
     depth: usize,
     /// The guest is in a host call: one more frame on top, the import it called.
     host: Option<u32>,
-    cache: &'a mut Vec<(usize, u32)>,
+    /// (frame, function word, site word) as first read.
+    seen: std::cell::RefCell<&'a mut Vec<(usize, u32, u32)>>,
 }
 
 impl<'a> MemStack<'a> {
@@ -372,7 +379,7 @@ impl<'a> MemStack<'a> {
         mem: MemView,
         cfg: &'a StackConfig,
         host: bool,
-        cache: &'a mut Vec<(usize, u32)>,
+        cache: &'a mut Vec<(usize, u32, u32)>,
     ) -> MemStack<'a> {
         cache.clear();
         let depth = (mem.u32_at(cfg.pointer) / pepper_wasm::contexts::FRAME_BYTES) as usize;
@@ -381,10 +388,10 @@ impl<'a> MemStack<'a> {
             cfg,
             depth,
             host: None,
-            cache,
+            seen: std::cell::RefCell::new(cache),
         };
         if host && depth > 0 {
-            let site = s.raw(depth - 1, 4);
+            let site = s.snapshot(depth - 1).2;
             let callee = s.cfg.callees.get(site as usize).copied().flatten();
             s.host = Some(callee.unwrap_or(u32::MAX));
         }
@@ -396,19 +403,17 @@ impl<'a> MemStack<'a> {
         self.cfg.base + ((i as u32).wrapping_mul(pepper_wasm::contexts::FRAME_BYTES) & mask) + field
     }
 
-    fn raw(&self, i: usize, field: u32) -> u32 {
-        self.mem.u32_at(self.addr(i, field))
-    }
-
-    fn word(&mut self, i: usize) -> u32 {
-        if let Some(&(_, w)) = self.cache.iter().find(|c| c.0 == i) {
-            return w;
+    fn snapshot(&self, i: usize) -> (usize, u32, u32) {
+        if let Some(&f) = self.seen.borrow().iter().find(|c| c.0 == i) {
+            return f;
         }
-        let w = self.raw(i, 0);
-        if self.cache.len() < self.cache.capacity() {
-            self.cache.push((i, w));
-        }
-        w
+        let f = (
+            i,
+            self.mem.u32_at(self.addr(i, 0)),
+            self.mem.u32_at(self.addr(i, 4)),
+        );
+        self.seen.borrow_mut().push(f);
+        f
     }
 }
 
@@ -424,27 +429,60 @@ impl Stack for MemStack<'_> {
                 site: 0,
             };
         }
-        let w = self
-            .cache
-            .iter()
-            .find(|c| c.0 == i)
-            .map_or_else(|| self.raw(i, 0), |c| c.1);
+        let (_, w, site) = self.snapshot(i);
         Frame {
             func: (w & !pepper_wasm::contexts::MARK).wrapping_sub(1),
-            site: self.raw(i, 4),
+            site,
         }
     }
 
     fn marked(&self, i: usize) -> bool {
-        i < self.depth && self.raw(i, 0) & pepper_wasm::contexts::MARK != 0
+        i < self.depth && self.snapshot(i).1 & pepper_wasm::contexts::MARK != 0
     }
 
     fn mark(&mut self, i: usize) -> bool {
         if i >= self.depth {
             return true;
         }
-        let w = self.word(i);
+        let w = self.snapshot(i).1;
         let mark = pepper_wasm::contexts::MARK;
         w & mark != 0 || self.mem.cas_u32(self.addr(i, 0), w, w | mark)
+    }
+
+    /// Whether the snapshot is one real stack. Two checks:
+    /// - every caller's call site (when it is a direct call) names the callee above it,
+    ///   which rejects stacks glued from two moments (a frame read before the guest
+    ///   returned below it, and one the guest pushed after);
+    /// - the topmost frame read, or the one below it, is still there unchanged. A frame
+    ///   cannot change while a frame above it lives and pops clear the popped word, so a
+    ///   frame that survived the whole read vouches for every frame below it. Requiring
+    ///   the leaf itself to survive would reject most samples of call-heavy code (a leaf
+    ///   lives tens of nanoseconds, a cross-core read of the stack takes longer) and keep
+    ///   only the long-lived leaves, a worse bias than the leaf's caller changing between
+    ///   the leaf's read and its own (which the call-site check catches when the call is
+    ///   direct).
+    fn consistent(&self) -> bool {
+        let seen = self.seen.borrow();
+        let mark = pepper_wasm::contexts::MARK;
+        let func = |w: u32| (w & !mark).wrapping_sub(1);
+        for &(i, w, _) in seen.iter() {
+            if w == 0 {
+                return false;
+            }
+            if let Some(&(_, _, site)) = seen.iter().find(|c| c.0 + 1 == i) {
+                if let Some(Some(callee)) = self.cfg.callees.get(site as usize) {
+                    if *callee != func(w) {
+                        return false;
+                    }
+                }
+            }
+        }
+        let unchanged = |&(i, w, site): &(usize, u32, u32)| {
+            self.mem.u32_at(self.addr(i, 0)) & !mark == w & !mark
+                && self.mem.u32_at(self.addr(i, 4)) == site
+        };
+        let mut by_depth: Vec<&(usize, u32, u32)> = seen.iter().collect();
+        by_depth.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
+        by_depth.is_empty() || by_depth.iter().take(2).any(|c| unchanged(c))
     }
 }

@@ -97,9 +97,14 @@ impl ContextEmit<'_> {
         }
     }
 
-    /// Every exit (return, end, tail call, throw): restore the caller's stack pointer.
+    /// Every exit (return, end, tail call, throw): clear this frame's function word, then
+    /// restore the caller's stack pointer. The cleared word lets the sampler tell a frame
+    /// that returned while it was reading the stack (a torn read) from a live one.
     pub fn pop(&self, out: &mut Vec<I<'_>>, l: &Locals) {
         out.extend([
+            I::LocalGet(l.e),
+            I::I32Const(0),
+            I::I32Store(memarg(self.mem, self.layout.stack_base, 2)),
             I::I32Const(0),
             I::LocalGet(l.s),
             I::I32Store(memarg(self.mem, self.layout.stack_pointer, 2)),
@@ -188,33 +193,37 @@ impl crate::plan::Plan {
             ContextMode::Off => return None,
             ContextMode::Sampled => {
                 let SampledContexts { sampling, pcct } = sampled?;
-                let t = &pcct.tree;
-                let mut nodes: Vec<ContextNode> = t
+                // Every context gets estimated calls: the sampled tree extended by the exact
+                // call-site counts (pepper_cct::complete).
+                let counts: Vec<pepper_cct::SiteCount> = self
+                    .call_sites
+                    .iter()
+                    .zip(&call_sites)
+                    .map(|(s, c)| pepper_cct::SiteCount {
+                        caller: s.func,
+                        callee: s.callee,
+                        calls: c.calls,
+                    })
+                    .collect();
+                let opts = pepper_cct::CompleteOptions {
+                    unit: sampling.interval_us.max(1),
+                    ..Default::default()
+                };
+                let sampled_len = pcct.tree.len();
+                let (t, est) = pepper_cct::complete(&pcct.tree, &counts, &opts);
+                let nodes: Vec<ContextNode> = t
                     .nodes()
-                    .map(|(_, n)| ContextNode {
+                    .map(|(i, n)| ContextNode {
                         parent: n.parent.map(|p| p.0),
                         func: n.func,
                         site: site(n.site),
                         detached: n.detached(),
-                        calls: 0,
+                        inferred: i.index() >= sampled_len,
+                        calls: est[i.index()].round() as u64,
                         self_us: n.self_weight,
                         edge_us: n.edge_weight,
                     })
                     .collect();
-                // Each site's exact count, shared among its contexts by sampled edge weight.
-                let mut per_site = vec![0u64; call_sites.len()];
-                for n in &nodes {
-                    if let Some(s) = n.site {
-                        per_site[s as usize] += n.edge_us;
-                    }
-                }
-                for n in &mut nodes {
-                    if let Some(s) = n.site {
-                        let total = per_site[s as usize].max(1) as f64;
-                        n.calls = (call_sites[s as usize].calls as f64 * n.edge_us as f64 / total)
-                            .round() as u64;
-                    }
-                }
                 let mut hot: Vec<HotFunction> = pcct
                     .hot
                     .iter()
@@ -253,6 +262,7 @@ impl crate::plan::Plan {
                     func: u32::MAX,
                     site: None,
                     detached: false,
+                    inferred: false,
                     calls: 0,
                     self_us: 0,
                     edge_us: 0,
@@ -269,6 +279,7 @@ impl crate::plan::Plan {
                             func,
                             site: if id == 0 { None } else { site(s) },
                             detached: false,
+                            inferred: false,
                             calls,
                             self_us: 0,
                             edge_us: 0,

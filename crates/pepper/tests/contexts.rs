@@ -111,20 +111,28 @@ fn contexts_do_not_change_behavior_and_pep_collects_them_by_default() {
     assert!(calls
         .keys()
         .any(|k| k.starts_with("_start") && k.contains(";main;")));
-    // Estimated calls of every context of a site add up to the site's exact count.
-    let mut per_site: HashMap<u32, u64> = HashMap::new();
+    // Estimated calls: every site's contexts share out at most its exact count (up to
+    // rounding), and together they account for most calls (contexts estimated below half a
+    // call are not added).
+    let mut per_site: HashMap<u32, (u64, u64)> = HashMap::new();
     for n in &c.nodes {
         if let Some(site) = n.site {
-            *per_site.entry(site).or_default() += n.calls;
+            let e = per_site.entry(site).or_default();
+            e.0 += n.calls;
+            e.1 += 1;
         }
     }
-    for (site, total) in per_site {
-        let exact = c.call_sites[site as usize].calls;
+    let (mut est, mut exact) = (0, 0);
+    for (site, (total, contexts)) in per_site {
+        let n = c.call_sites[site as usize].calls;
         assert!(
-            total.abs_diff(exact) <= 8,
-            "site {site}: {total} vs {exact}"
+            total <= n + n / 20 + contexts,
+            "site {site}: {total} vs {n}"
         );
+        est += total;
+        exact += n;
     }
+    assert!(est * 100 >= exact * 85, "estimated {est} of {exact} calls");
 }
 
 fn go() -> Option<std::path::PathBuf> {

@@ -1,0 +1,350 @@
+//! `pepper-bench --contexts`: calling-context profiling side by side, per workload:
+//! uninstrumented, the shadow stack alone (never sampled), Whaley's PCCT sampled at 1 ms and
+//! 10 ms, PEP with and without contexts, exact calling contexts, and wasmtime's guest
+//! profiler at 1 ms and 10 ms (epoch-driven stack walks, the other way to get stacks).
+//! Accuracy per round: against the exact-calls tree of the same round (call overlap,
+//! hot-context coverage) and against a PCCT sampled at 0.1 ms in the same round (hot-function
+//! precision by self time). Writes `bench/results/contexts.md`.
+
+use crate::{machine, median, workloads, Args};
+use anyhow::{Context, Result};
+use pepper_profile::context_accuracy::compare_contexts;
+use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
+use pepper_wasm::ContextMode;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+struct Spec {
+    label: &'static str,
+    mode: Mode,
+    contexts: ContextMode,
+    /// Sampler period (PEP ring and/or shadow stack).
+    interval: Option<Duration>,
+    /// wasmtime's guest profiler at this period.
+    guest_profiler: Option<Duration>,
+    what: &'static str,
+}
+
+fn specs() -> Vec<Spec> {
+    let ms = Duration::from_millis;
+    let base = Spec {
+        label: "none",
+        mode: Mode::None,
+        contexts: ContextMode::Off,
+        interval: None,
+        guest_profiler: None,
+        what: "uninstrumented",
+    };
+    vec![
+        base.clone(),
+        Spec {
+            label: "shadow-stack",
+            contexts: ContextMode::Sampled,
+            interval: Some(Duration::from_secs(3600)),
+            what: "shadow stack and call-site counters, sampler never wakes",
+            ..base.clone()
+        },
+        Spec {
+            label: "pcct-1ms",
+            contexts: ContextMode::Sampled,
+            interval: Some(ms(1)),
+            what: "Whaley PCCT from the shadow stack, host thread every 1 ms",
+            ..base.clone()
+        },
+        Spec {
+            label: "pcct-10ms",
+            contexts: ContextMode::Sampled,
+            interval: Some(ms(10)),
+            what: "same, every 10 ms",
+            ..base.clone()
+        },
+        Spec {
+            label: "pcct-0.1ms",
+            contexts: ContextMode::Sampled,
+            interval: Some(Duration::from_micros(100)),
+            what: "same, every 0.1 ms (the time reference for hot functions)",
+            ..base.clone()
+        },
+        Spec {
+            label: "pep",
+            mode: Mode::Pep,
+            interval: Some(ms(1)),
+            what: "PEP(64,17) paths only",
+            ..base.clone()
+        },
+        Spec {
+            label: "pep+contexts",
+            mode: Mode::Pep,
+            contexts: ContextMode::Sampled,
+            interval: Some(ms(1)),
+            what: "pepper's default: PEP(64,17) and the PCCT, one sampler thread at 1 ms",
+            ..base.clone()
+        },
+        Spec {
+            label: "exact-calls",
+            contexts: ContextMode::Exact,
+            what: "every call counted in its context (in-module context table)",
+            ..base.clone()
+        },
+        Spec {
+            label: "wasmtime-gp-1ms",
+            guest_profiler: Some(ms(1)),
+            what: "wasmtime GuestProfiler, epoch tick + stack walk every 1 ms",
+            ..base.clone()
+        },
+        Spec {
+            label: "wasmtime-gp-10ms",
+            guest_profiler: Some(ms(10)),
+            what: "same, every 10 ms",
+            ..base.clone()
+        },
+    ]
+}
+
+struct Variant {
+    spec: Spec,
+    prepared: pepper_runtime::Prepared,
+    plan: pepper_wasm::Plan,
+    times: Vec<f64>,
+    /// Per round: call overlap, hot-context coverage, hot-function precision, samples.
+    accuracy: Vec<[f64; 4]>,
+}
+
+fn config(w: &crate::Workload, v: &Variant) -> pepper_runtime::RunConfig {
+    pepper_runtime::RunConfig {
+        args: w.args.clone(),
+        dirs: w.dirs.clone(),
+        counters_export: (v.spec.mode != Mode::None || v.spec.contexts != ContextMode::Off)
+            .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
+        sampler: v.spec.interval.and_then(|i| {
+            pepper_runtime::SamplerConfig::for_plan(&v.plan, true, Default::default(), i)
+        }),
+        epoch: v.spec.guest_profiler.map(|i| pepper_runtime::EpochConfig {
+            interval: i,
+            guest_profiler: true,
+        }),
+        ..Default::default()
+    }
+}
+
+fn profile(v: &Variant, r: &pepper_runtime::RunResult) -> Profile {
+    let stacks = pepper_runtime::StackConfig::for_plan(&v.plan);
+    let outcome = pepper_wasm::RunOutcome {
+        module: ModuleInfo {
+            path: String::new(),
+            sha256: String::new(),
+            size: 0,
+        },
+        run: RunInfo::default(),
+        warnings: Vec::new(),
+        sampling: None,
+        contexts: stacks.and_then(|sc| {
+            r.samples
+                .as_ref()
+                .and_then(|s| sc.collected(s, v.spec.interval.unwrap_or_default()))
+        }),
+    };
+    v.plan.profile(r.counters.as_deref(), outcome, &|_| None)
+}
+
+pub fn main(args: &Args, root: &Path) -> Result<()> {
+    let rounds = if args.quick { 1 } else { args.rounds.max(1) };
+    let build = root.join("bench/workloads/build");
+    let specs = specs();
+    let find = |l: &str| specs.iter().position(|s| s.label == l).unwrap();
+    let (exact_k, time_k) = (find("exact-calls"), find("pcct-0.1ms"));
+    let mut table = String::new();
+    writeln!(table, "| workload | variant | median run ms | overhead | call overlap | hot-context coverage | hot-function precision | samples | contexts |")?;
+    writeln!(table, "|---|---|---|---|---|---|---|---|---|")?;
+    let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+    let mut accs: Vec<Vec<[f64; 4]>> = vec![Vec::new(); specs.len()];
+    for w in workloads(&build, args.quick, args.yosys) {
+        if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
+            continue;
+        }
+        let path = if w.name == "yosys" {
+            build.join("yosys/yosys.wasm")
+        } else {
+            build.join(format!("{}.wasm", w.name))
+        };
+        let cache = (w.name == "yosys")
+            .then(pepper_runtime::default_cache_dir)
+            .flatten();
+        let wasm = std::fs::read(&path)
+            .with_context(|| format!("{} missing: run bench/workloads/build.sh", path.display()))?;
+        let mut variants = Vec::new();
+        for spec in &specs {
+            let inst = pepper_wasm::instrument(
+                &wasm,
+                &pepper_wasm::InstrumentOptions {
+                    mode: spec.mode,
+                    contexts: spec.contexts,
+                    ..Default::default()
+                },
+            )?;
+            let prepared = pepper_runtime::Prepared::new(
+                &inst.wasm,
+                cache.as_ref(),
+                spec.guest_profiler.is_some(),
+            )?;
+            variants.push(Variant {
+                spec: spec.clone(),
+                prepared,
+                plan: inst.plan,
+                times: Vec::new(),
+                accuracy: Vec::new(),
+            });
+        }
+        let mut contexts = vec![0usize; variants.len()];
+        for round in 0..=rounds {
+            let mut results = Vec::with_capacity(variants.len());
+            for v in &mut variants {
+                let r = v.prepared.run(&config(&w, v))?;
+                anyhow::ensure!(
+                    r.exit_code == 0,
+                    "{} {} exited {}",
+                    w.name,
+                    v.spec.label,
+                    r.exit_code
+                );
+                if round > 0 {
+                    v.times.push(r.run.as_secs_f64() * 1e3);
+                }
+                results.push(r);
+            }
+            if round == 0 {
+                continue;
+            }
+            let profiles: Vec<Profile> = variants
+                .iter()
+                .zip(&results)
+                .map(|(v, r)| profile(v, r))
+                .collect();
+            let (Some(exact), Some(time_ref)) =
+                (&profiles[exact_k].contexts, &profiles[time_k].contexts)
+            else {
+                anyhow::bail!("{}: reference runs have no contexts", w.name);
+            };
+            for (k, (v, p)) in variants.iter_mut().zip(&profiles).enumerate() {
+                let Some(c) = &p.contexts else { continue };
+                contexts[k] = c.nodes.len() - 1;
+                if c.kind != pepper_profile::ContextKind::Sampled {
+                    continue;
+                }
+                let calls = compare_contexts(exact, c);
+                let time = compare_contexts(time_ref, c);
+                v.accuracy.push([
+                    calls.call_overlap,
+                    calls.hot_context_coverage.unwrap_or(f64::NAN),
+                    time.hot_function_precision.unwrap_or(f64::NAN),
+                    c.sampling.as_ref().map_or(0, |s| s.samples) as f64,
+                ]);
+            }
+            eprintln!("bench: {} round {round}/{rounds}", w.name);
+        }
+        for (k, v) in variants.iter().enumerate() {
+            let paired: Vec<f64> = v
+                .times
+                .iter()
+                .zip(&variants[0].times)
+                .map(|(t, b)| t / b)
+                .collect();
+            let ratio = median(&paired);
+            ratios[k].push(ratio);
+            let acc: [f64; 4] = std::array::from_fn(|i| {
+                median(&v.accuracy.iter().map(|a| a[i]).collect::<Vec<_>>())
+            });
+            if !v.accuracy.is_empty() {
+                accs[k].push(acc);
+            }
+            let pct = |x: f64| {
+                if x.is_nan() {
+                    String::new()
+                } else {
+                    format!("{:.1}%", x * 100.0)
+                }
+            };
+            writeln!(
+                table,
+                "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} | {} |",
+                w.name,
+                v.spec.label,
+                median(&v.times),
+                (ratio - 1.0) * 100.0,
+                pct(acc[0]),
+                pct(acc[1]),
+                pct(acc[2]),
+                if acc[3].is_nan() {
+                    String::new()
+                } else {
+                    format!("{:.0}", acc[3])
+                },
+                if contexts[k] > 0 {
+                    contexts[k].to_string()
+                } else {
+                    String::new()
+                },
+            )?;
+        }
+    }
+    let geo = |v: &[f64]| {
+        let g = v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64;
+        (g.exp() - 1.0) * 100.0
+    };
+    let mut summary = String::new();
+    writeln!(summary, "| variant | overhead (geomean) | worst | call overlap (mean / worst) | hot-context coverage (mean / worst) | hot-function precision (mean / worst) | what |")?;
+    writeln!(summary, "|---|---|---|---|---|---|---|")?;
+    for (k, spec) in specs.iter().enumerate() {
+        let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
+        let acc = |i: usize| {
+            let vals: Vec<f64> = accs[k]
+                .iter()
+                .map(|a| a[i])
+                .filter(|x| !x.is_nan())
+                .collect();
+            if vals.is_empty() {
+                return String::new();
+            }
+            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+            let min = vals.iter().copied().fold(f64::NAN, f64::min);
+            format!("{:.1}% / {:.1}%", mean * 100.0, min * 100.0)
+        };
+        writeln!(
+            summary,
+            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} |",
+            spec.label,
+            geo(&ratios[k]),
+            (worst - 1.0) * 100.0,
+            acc(0),
+            acc(1),
+            acc(2),
+            spec.what
+        )?;
+    }
+    let doc = format!(
+        "# pepper benchmark: calling contexts\n\n\
+         Machine: {}. Rounds: {rounds} interleaved (plus one warm-up), median of guest run time \
+         (compilation excluded; wasmtime 48.0.8). Overhead: median over rounds of the per-round \
+         ratio to the uninstrumented run. Accuracy (median over rounds, `pepper compare`'s \
+         measures): call overlap and hot-context coverage (contexts with ≥ 0.1% of calls) \
+         against the exact-calls tree of the same round; hot-function precision (functions with \
+         ≥ 1% of sampled self time that have ≥ 0.5% in the reference) against the 0.1 ms PCCT \
+         of the same round.\n\n\
+         Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench -- --contexts`\n\n\
+         ## Summary\n\n{summary}\n## Per workload\n\n{table}",
+        machine(),
+    );
+    let out = args.output.clone().unwrap_or_else(|| {
+        if args.quick {
+            std::env::temp_dir().join("pepper-bench-contexts-quick.md")
+        } else {
+            root.join("bench/results/contexts.md")
+        }
+    });
+    std::fs::write(&out, &doc).with_context(|| format!("writing {}", out.display()))?;
+    println!("{doc}");
+    eprintln!("bench: wrote {}", out.display());
+    Ok(())
+}
