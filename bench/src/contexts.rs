@@ -1,10 +1,11 @@
 //! `pepper-bench --contexts`: calling-context profiling side by side, per workload:
-//! uninstrumented, the shadow stack alone (never sampled), Whaley's PCCT sampled at 1 ms and
-//! 10 ms, PEP with and without contexts, exact calling contexts, and wasmtime's guest
-//! profiler at 1 ms and 10 ms (epoch-driven stack walks, the other way to get stacks).
+//! uninstrumented; native stack samples (a signal per tick, frame-pointer walk) with and
+//! without call-site counters at 1, 10 and 0.1 ms; the shadow stack alone (never sampled)
+//! and sampled at 1 and 10 ms; PEP alone and with either kind of contexts; exact calling
+//! contexts; and wasmtime's guest profiler at 1 and 10 ms (epoch-driven stack walks).
 //! Accuracy per round: against the exact-calls tree of the same round (call overlap,
-//! hot-context coverage) and against a PCCT sampled at 0.1 ms in the same round (hot-function
-//! precision by self time). Writes `bench/results/contexts.md`.
+//! hot-context coverage) and against native samples at 0.1 ms in the same round
+//! (hot-function precision by self time). Writes `bench/results/contexts.md`.
 
 use crate::{machine, median, workloads, Args};
 use anyhow::{Context, Result};
@@ -20,6 +21,8 @@ struct Spec {
     label: &'static str,
     mode: Mode,
     contexts: ContextMode,
+    /// Count calls per call site.
+    counters: bool,
     /// Sampler period (PEP ring and/or shadow stack).
     interval: Option<Duration>,
     /// wasmtime's guest profiler at this period.
@@ -33,39 +36,63 @@ fn specs() -> Vec<Spec> {
         label: "none",
         mode: Mode::None,
         contexts: ContextMode::Off,
+        counters: true,
         interval: None,
         guest_profiler: None,
         what: "uninstrumented",
     };
+    let native = Spec {
+        contexts: ContextMode::Native,
+        ..base.clone()
+    };
+    let shadow = Spec {
+        contexts: ContextMode::Sampled,
+        ..base.clone()
+    };
     vec![
         base.clone(),
         Spec {
-            label: "shadow-stack",
-            contexts: ContextMode::Sampled,
-            interval: Some(Duration::from_secs(3600)),
-            what: "shadow stack and call-site counters, sampler never wakes",
-            ..base.clone()
-        },
-        Spec {
-            label: "pcct-1ms",
-            contexts: ContextMode::Sampled,
+            label: "native-1ms-nocount",
+            counters: false,
             interval: Some(ms(1)),
-            what: "Whaley PCCT from the shadow stack, host thread every 1 ms",
-            ..base.clone()
+            what: "native stack samples (signal every 1 ms), no instrumentation at all",
+            ..native.clone()
         },
         Spec {
-            label: "pcct-10ms",
-            contexts: ContextMode::Sampled,
+            label: "native-1ms",
+            interval: Some(ms(1)),
+            what: "native stack samples every 1 ms + exact call-site counters",
+            ..native.clone()
+        },
+        Spec {
+            label: "native-10ms",
             interval: Some(ms(10)),
             what: "same, every 10 ms",
-            ..base.clone()
+            ..native.clone()
         },
         Spec {
-            label: "pcct-0.1ms",
-            contexts: ContextMode::Sampled,
+            label: "native-0.1ms",
             interval: Some(Duration::from_micros(100)),
             what: "same, every 0.1 ms (the time reference for hot functions)",
-            ..base.clone()
+            ..native.clone()
+        },
+        Spec {
+            label: "shadow-stack",
+            interval: Some(Duration::from_secs(3600)),
+            what: "shadow stack + call-site counters, sampler never wakes",
+            ..shadow.clone()
+        },
+        Spec {
+            label: "shadow-1ms",
+            interval: Some(ms(1)),
+            what: "Whaley PCCT from the shadow stack, host thread every 1 ms",
+            ..shadow.clone()
+        },
+        Spec {
+            label: "shadow-10ms",
+            interval: Some(ms(10)),
+            what: "same, every 10 ms",
+            ..shadow.clone()
         },
         Spec {
             label: "pep",
@@ -75,12 +102,18 @@ fn specs() -> Vec<Spec> {
             ..base.clone()
         },
         Spec {
-            label: "pep+contexts",
+            label: "pep+native",
             mode: Mode::Pep,
-            contexts: ContextMode::Sampled,
             interval: Some(ms(1)),
-            what: "pepper's default: PEP(64,17) and the PCCT, one sampler thread at 1 ms",
-            ..base.clone()
+            what: "pepper's default: PEP(64,17) + native stack samples + call-site counters, one sampler thread at 1 ms",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+shadow",
+            mode: Mode::Pep,
+            interval: Some(ms(1)),
+            what: "PEP(64,17) + shadow-stack PCCT at 1 ms",
+            ..shadow.clone()
         },
         Spec {
             label: "exact-calls",
@@ -107,6 +140,7 @@ struct Variant {
     spec: Spec,
     prepared: pepper_runtime::Prepared,
     plan: pepper_wasm::Plan,
+    wasm: Vec<u8>,
     times: Vec<f64>,
     /// Per round: call overlap, hot-context coverage, hot-function precision, samples.
     accuracy: Vec<[f64; 4]>,
@@ -116,10 +150,12 @@ fn config(w: &crate::Workload, v: &Variant) -> pepper_runtime::RunConfig {
     pepper_runtime::RunConfig {
         args: w.args.clone(),
         dirs: w.dirs.clone(),
-        counters_export: (v.spec.mode != Mode::None || v.spec.contexts != ContextMode::Off)
+        counters_export: v
+            .plan
+            .rewritten
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         sampler: v.spec.interval.and_then(|i| {
-            pepper_runtime::SamplerConfig::for_plan(&v.plan, true, Default::default(), i)
+            pepper_runtime::SamplerConfig::for_plan(&v.plan, &v.wasm, true, Default::default(), i)
         }),
         epoch: v.spec.guest_profiler.map(|i| pepper_runtime::EpochConfig {
             interval: i,
@@ -130,7 +166,7 @@ fn config(w: &crate::Workload, v: &Variant) -> pepper_runtime::RunConfig {
 }
 
 fn profile(v: &Variant, r: &pepper_runtime::RunResult) -> Profile {
-    let stacks = pepper_runtime::StackConfig::for_plan(&v.plan);
+    let stacks = pepper_runtime::StackConfig::for_plan(&v.plan, &v.wasm);
     let outcome = pepper_wasm::RunOutcome {
         module: ModuleInfo {
             path: String::new(),
@@ -154,7 +190,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let build = root.join("bench/workloads/build");
     let specs = specs();
     let find = |l: &str| specs.iter().position(|s| s.label == l).unwrap();
-    let (exact_k, time_k) = (find("exact-calls"), find("pcct-0.1ms"));
+    let (exact_k, time_k) = (find("exact-calls"), find("native-0.1ms"));
     let mut table = String::new();
     writeln!(table, "| workload | variant | median run ms | overhead | call overlap | hot-context coverage | hot-function precision | samples | contexts |")?;
     writeln!(table, "|---|---|---|---|---|---|---|---|---|")?;
@@ -181,6 +217,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 &pepper_wasm::InstrumentOptions {
                     mode: spec.mode,
                     contexts: spec.contexts,
+                    site_counters: spec.counters,
                     ..Default::default()
                 },
             )?;
@@ -193,6 +230,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 spec: spec.clone(),
                 prepared,
                 plan: inst.plan,
+                wasm: inst.wasm,
                 times: Vec::new(),
                 accuracy: Vec::new(),
             });
@@ -330,8 +368,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          ratio to the uninstrumented run. Accuracy (median over rounds, `pepper compare`'s \
          measures): call overlap and hot-context coverage (contexts with ≥ 0.1% of calls) \
          against the exact-calls tree of the same round; hot-function precision (functions with \
-         ≥ 1% of sampled self time that have ≥ 0.5% in the reference) against the 0.1 ms PCCT \
-         of the same round.\n\n\
+         ≥ 1% of sampled self time that have ≥ 0.5% in the reference) against native stack \
+         samples every 0.1 ms in the same round.\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench -- --contexts`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),

@@ -27,8 +27,8 @@ type Key = Vec<(Option<u64>, u32)>;
 /// How well an estimated calling context tree matches the reference.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct ContextAccuracy {
-    /// Degree of overlap of call counts per context (the estimate's are its call-site
-    /// counts shared out by sampled edge weight).
+    /// Degree of overlap of call counts per context (a sampled estimate's are estimated from
+    /// its exact call-site counts; without those, its sampled edge weights stand in).
     pub call_overlap: f64,
     /// Degree of overlap of self time per context (both trees sampled).
     pub time_overlap: Option<f64>,
@@ -126,7 +126,12 @@ fn hot_share(from: &HashMap<u32, u64>, other: &HashMap<u32, u64>) -> (usize, Opt
 /// Scores `estimate`'s contexts against `reference`'s.
 pub fn compare_contexts(reference: &Contexts, estimate: &Contexts) -> ContextAccuracy {
     let rc = keyed(reference, |i| reference.nodes[i].calls);
-    let ec = keyed(estimate, |i| estimate.nodes[i].calls);
+    let mut ec = keyed(estimate, |i| estimate.nodes[i].calls);
+    if ec.values().all(|&c| c == 0) {
+        // A sampled tree without call counts: its edge weights are Whaley's (and
+        // Arnold-Sweeney's) estimate of how often each context is entered.
+        ec = keyed(estimate, |i| estimate.nodes[i].edge_us);
+    }
     let both_sampled =
         reference.kind == ContextKind::Sampled && estimate.kind == ContextKind::Sampled;
     let time_overlap = both_sampled

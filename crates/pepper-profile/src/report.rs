@@ -40,6 +40,9 @@ pub struct JsonReport<'a> {
     /// PEP only: how the paths were sampled (counts are estimated executions).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sampling: Option<&'a crate::model::Sampling>,
+    /// Calling contexts, as in the profile file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contexts: Option<&'a crate::Contexts>,
     pub warnings: &'a [String],
 }
 
@@ -198,6 +201,7 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
         paths,
         lost: &p.lost,
         sampling: p.sampling.as_ref(),
+        contexts: p.contexts.as_ref(),
         warnings: &p.warnings,
     }
 }
@@ -440,5 +444,73 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
             loc
         );
     }
+    contexts_text(o, p, opts);
     out
+}
+
+/// Hot functions and the hottest calling contexts.
+fn contexts_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
+    let Some(c) = &p.contexts else { return };
+    let n = c.nodes.len().saturating_sub(1);
+    match (&c.kind, &c.sampling) {
+        (crate::ContextKind::Sampled, Some(s)) => {
+            let _ = writeln!(
+                o,
+                "\nCalling contexts: {n} (sampled every {} us: {} samples, {} in host calls{}{})",
+                s.interval_us,
+                s.samples,
+                s.in_host,
+                if s.detached > 0 {
+                    format!(", {} detached", s.detached)
+                } else {
+                    String::new()
+                },
+                if s.truncated > 0 {
+                    format!(", {} cut by the node budget", s.truncated)
+                } else {
+                    String::new()
+                }
+            );
+            let total: u64 = c.hot_functions.iter().map(|h| h.self_us).sum();
+            let _ = writeln!(o, "Hot functions (sampled self time)");
+            for h in c.hot_functions.iter().take(opts.top_functions) {
+                let _ = writeln!(
+                    o,
+                    "  {:>10.1} ms {:>5.1}%  {}",
+                    h.self_us as f64 / 1e3,
+                    pct(h.self_us, total),
+                    p.function_name(h.func)
+                );
+            }
+        }
+        _ => {
+            let _ = writeln!(o, "\nCalling contexts: {n} (exact: every call counted)");
+        }
+    }
+    let total: u64 = (1..c.nodes.len()).map(|i| c.value(i)).sum();
+    let mut order: Vec<usize> = (1..c.nodes.len()).filter(|&i| c.value(i) > 0).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(c.value(i)));
+    let unit = match c.kind {
+        crate::ContextKind::Sampled => "self time",
+        crate::ContextKind::Exact => "calls",
+    };
+    let _ = writeln!(o, "Hottest contexts (by {unit}; outermost frames elided)");
+    for &i in order.iter().take(opts.top_paths) {
+        let chain = c.ancestry(i);
+        let names: Vec<String> = chain
+            .iter()
+            .skip(chain.len().saturating_sub(5))
+            .map(|&k| p.function_name(c.nodes[k].func))
+            .collect();
+        let _ = writeln!(
+            o,
+            "  {:>12} {:>5.1}%  {}{}  (depth {}, {} calls)",
+            c.value(i),
+            pct(c.value(i), total),
+            if chain.len() > 5 { "... > " } else { "" },
+            names.join(" > "),
+            chain.len(),
+            c.nodes[i].calls
+        );
+    }
 }

@@ -8,6 +8,7 @@
 //! `unsafe` is denied except in [`sampler`], which reads the profiler memory from another
 //! thread while the guest runs.
 
+mod native;
 mod sampler;
 mod worker;
 
@@ -207,11 +208,18 @@ impl Prepared {
                     .get_typed_func::<(), ()>(&mut store, "_start")
                     .map_err(anyhow::Error::from)
                     .context("the module has no `_start` export: pepper runs WASI commands")?;
-                let sampler = match (&cfg.sampler, &cfg.counters_export) {
-                    (Some(sc), Some(name)) => {
-                        let mem = instance
-                            .get_memory(&mut store, name)
-                            .context("sampling: the module has no counters memory")?;
+                let sampler = match &cfg.sampler {
+                    Some(sc) => {
+                        let mem = cfg
+                            .counters_export
+                            .as_ref()
+                            .and_then(|name| instance.get_memory(&mut store, name));
+                        let native_only = sc.entries == 0
+                            && sc.stacks.as_ref().is_some_and(|s| s.native.is_some());
+                        anyhow::ensure!(
+                            mem.is_some() || native_only,
+                            "sampling: the module has no counters memory"
+                        );
                         let in_host = Arc::new(AtomicBool::new(false));
                         if sc.stacks.is_some() {
                             // Host time is attributed to the import being called, not lost
@@ -222,7 +230,22 @@ impl Prepared {
                                 Ok(())
                             });
                         }
-                        Some(sampler::Sampler::start(&mem, &store, sc.clone(), in_host))
+                        let native = match sc.stacks.as_ref().and_then(|s| s.native.clone()) {
+                            Some(sites) => {
+                                let mut map = native::CodeMap::from_module(module);
+                                map.sites = (*sites).clone();
+                                native::NativeSampler::for_current_thread()
+                                    .map(|n| (Arc::new(n), Arc::new(map)))
+                            }
+                            None => None,
+                        };
+                        Some(sampler::Sampler::start(
+                            mem.as_ref(),
+                            &store,
+                            sc.clone(),
+                            in_host,
+                            native,
+                        ))
                     }
                     _ => None,
                 };

@@ -53,6 +53,9 @@ pub struct StackConfig {
     pub num_funcs: usize,
     /// The direct callee of each call site (names the import a host frame is in).
     pub callees: Arc<[Option<u32>]>,
+    /// Sample the guest thread's native stack instead of a shadow stack; the map names
+    /// call sites by their offset in the running module.
+    pub native: Option<Arc<std::collections::HashMap<u64, u32>>>,
 }
 
 impl StackConfig {
@@ -66,11 +69,18 @@ impl StackConfig {
     /// Nodes the tree holds by default: about 5 MB.
     pub const BUDGET: usize = 1 << 17;
 
-    /// The shadow stack of a module instrumented with sampled contexts, with Whaley's
-    /// defaults (strict new-edge weights, BUFSIZE 16).
-    pub fn for_plan(plan: &pepper_wasm::Plan) -> Option<StackConfig> {
+    /// How to sample the stacks of `wasm`, instrumented by `plan` with sampled or native
+    /// contexts, with Whaley's defaults (strict new-edge weights).
+    pub fn for_plan(plan: &pepper_wasm::Plan, wasm: &[u8]) -> Option<StackConfig> {
         let l = &plan.layout;
-        (plan.contexts == pepper_wasm::ContextMode::Sampled).then(|| StackConfig {
+        let native = match plan.contexts {
+            pepper_wasm::ContextMode::Sampled => None,
+            pepper_wasm::ContextMode::Native => Some(Arc::new(
+                pepper_wasm::contexts::site_offsets(wasm, plan).unwrap_or_default(),
+            )),
+            _ => return None,
+        };
+        Some(StackConfig {
             pointer: l.stack_pointer,
             base: l.stack_base,
             entries: l.stack_entries,
@@ -79,6 +89,7 @@ impl StackConfig {
             edge_mode: EdgeMode::StrictNewEdges,
             num_funcs: plan.imports.len() + plan.functions.len(),
             callees: plan.call_sites.iter().map(|s| s.callee).collect(),
+            native,
         })
     }
 
@@ -134,11 +145,12 @@ impl SamplerConfig {
     /// false) and/or the shadow stack; `None` when neither is there.
     pub fn for_plan(
         plan: &pepper_wasm::Plan,
+        wasm: &[u8],
         ring: bool,
         params: PepParams,
         interval: Duration,
     ) -> Option<SamplerConfig> {
-        let stacks = StackConfig::for_plan(plan);
+        let stacks = StackConfig::for_plan(plan, wasm);
         if plan.mode == pepper_profile::Mode::Pep && ring {
             let mut c = SamplerConfig::new(plan.layout.ring(), params, interval);
             c.stacks = stacks;
@@ -214,6 +226,12 @@ impl MemView {
     }
 }
 
+/// A native stack sampler for the guest thread and the map of the module it runs.
+pub(crate) type Native = (
+    Arc<crate::native::NativeSampler>,
+    Arc<crate::native::CodeMap>,
+);
+
 /// The running sampler thread.
 pub struct Sampler(Worker<SamplerResult>);
 
@@ -223,17 +241,18 @@ impl Sampler {
     /// grown, so its address is stable.
     /// `in_host` is set by the store's call hook while the guest is in a host call.
     pub(crate) fn start(
-        memory: &wasmtime::Memory,
+        memory: Option<&wasmtime::Memory>,
         store: impl wasmtime::AsContext,
         cfg: SamplerConfig,
         in_host: Arc<AtomicBool>,
+        native: Option<Native>,
     ) -> Sampler {
-        let mem = MemView {
-            ptr: memory.data_ptr(&store) as usize,
-            len: memory.data_size(&store),
-        };
+        let mem = memory.map_or(MemView { ptr: 0, len: 0 }, |m| MemView {
+            ptr: m.data_ptr(&store) as usize,
+            len: m.data_size(&store),
+        });
         Sampler(Worker::spawn("pepper-sampler", move |stop| {
-            sample_loop(mem, &cfg, stop, &in_host)
+            sample_loop(mem, &cfg, stop, &in_host, native)
         }))
     }
 
@@ -248,7 +267,11 @@ fn sample_loop(
     cfg: &SamplerConfig,
     stop: &Stop,
     in_host: &AtomicBool,
+    native: Option<Native>,
 ) -> SamplerResult {
+    let mut raw: Vec<(u64, u64)> = Vec::with_capacity(crate::native::MAX_FRAMES);
+    let mut frames: Vec<(u32, u32, (u64, u64))> = Vec::with_capacity(crate::native::MAX_FRAMES);
+    let mut previous: Vec<(u32, u32, (u64, u64))> = Vec::with_capacity(crate::native::MAX_FRAMES);
     let mut stacks = cfg.stacks.as_ref().map(|sc| {
         (
             sc,
@@ -266,7 +289,8 @@ fn sample_loop(
     let mut buf: Vec<(u64, u64)> =
         Vec::with_capacity((cfg.params.samples + cfg.params.stride) as usize + 1);
     let mut res = SamplerResult::default();
-    let mut head32 = mem.u32_at(cfg.head);
+    let ring = cfg.entries > 0;
+    let mut head32 = if ring { mem.u32_at(cfg.head) } else { 0 };
     let mut head: u64 = head32 as u64;
     // Path ends before `seen` have been offered to the state machine.
     let mut seen = head;
@@ -284,15 +308,31 @@ fn sample_loop(
             last_sample = now;
             let host = in_host.load(Ordering::Acquire);
             in_host_samples += host as u64;
-            // A torn read (the guest returned below a frame being read) is read again.
-            for _ in 0..4 {
-                let mut stack = MemStack::read(mem, sc, host, cache);
-                if pcct.sample(&mut stack, weight) {
-                    break;
+            if let Some((sampler, map)) = &native {
+                if sampler.sample(&mut raw) {
+                    if crate::native::wasm_frames(&raw, map, &mut frames) {
+                        let mut stack = crate::native::NativeStack::new(&frames, &previous);
+                        pcct.sample(&mut stack, weight);
+                        std::mem::swap(&mut frames, &mut previous);
+                    } else {
+                        // In the host (or between frames): no wasm context.
+                        pcct.sample(&mut crate::native::NativeStack::new(&[], &[]), weight);
+                        if !host {
+                            in_host_samples += 1;
+                        }
+                    }
+                }
+            } else {
+                // A torn read (the guest returned below a frame being read) is read again.
+                for _ in 0..4 {
+                    let mut stack = MemStack::read(mem, sc, host, cache);
+                    if pcct.sample(&mut stack, weight) {
+                        break;
+                    }
                 }
             }
         }
-        if cfg.entries == 0 {
+        if !ring {
             if last {
                 break;
             }
@@ -351,7 +391,7 @@ fn sample_loop(
             break;
         }
     }
-    let h = mem.u32_at(cfg.head);
+    let h = if ring { mem.u32_at(cfg.head) } else { 0 };
     res.path_ends = head + h.wrapping_sub(head32) as u64;
     res.words = table.estimates();
     res.pcct = stacks.map(|s| s.1);

@@ -139,8 +139,7 @@ impl Plan {
             .map(|fp| Function {
                 index: fp.index.0,
                 name: fp.name.clone(),
-                instrumented: (self.mode != Mode::None || self.contexts != crate::ContextMode::Off)
-                    && fp.skipped.is_none(),
+                instrumented: self.rewritten && fp.skipped.is_none(),
                 skipped: fp.skipped.clone(),
                 num_paths: fp.numbered.as_ref().map(|nd| nd.numbering.total()),
                 counting: match fp.counting {

@@ -28,6 +28,16 @@ pub enum ContextMode {
     /// Every call also finds or creates its context node in an in-module hash table and
     /// counts there: the complete calling context tree with call counts.
     Exact,
+    /// No stack in the guest: the host samples the guest thread's native stack. Call
+    /// sites still count their calls unless `InstrumentOptions::site_counters` is off.
+    Native,
+}
+
+impl ContextMode {
+    /// Whether the guest keeps a shadow stack.
+    pub fn shadow(self) -> bool {
+        matches!(self, ContextMode::Sampled | ContextMode::Exact)
+    }
 }
 
 /// Bytes per shadow-stack frame.
@@ -53,6 +63,8 @@ pub struct ContextEmit<'p> {
     pub func: u32,
     /// Index of the in-module `cct_enter(func, parent) -> node` (exact mode).
     pub enter_fn: u32,
+    /// Count calls per call site.
+    pub counters: bool,
 }
 
 impl ContextEmit<'_> {
@@ -63,6 +75,9 @@ impl ContextEmit<'_> {
     /// Function entry: write the frame, then publish the new stack pointer (in this order,
     /// so the sampler never reads a frame that is not written yet).
     pub fn push(&self, out: &mut Vec<I<'_>>, l: &Locals) {
+        if !self.mode.shadow() {
+            return;
+        }
         let (m, lay) = (self.mem, self.layout);
         out.extend([
             I::I32Const(0),
@@ -101,6 +116,9 @@ impl ContextEmit<'_> {
     /// restore the caller's stack pointer. The cleared word lets the sampler tell a frame
     /// that returned while it was reading the stack (a torn read) from a live one.
     pub fn pop(&self, out: &mut Vec<I<'_>>, l: &Locals) {
+        if !self.mode.shadow() {
+            return;
+        }
         out.extend([
             I::LocalGet(l.e),
             I::I32Const(0),
@@ -114,11 +132,18 @@ impl ContextEmit<'_> {
     /// Before a call: record the call site in this frame and count the call.
     pub fn call_site(&self, out: &mut Vec<I<'_>>, l: &Locals, site: u32) {
         let m = self.mem;
+        if self.mode.shadow() {
+            out.extend([
+                I::LocalGet(l.e),
+                I::I32Const(site as i32),
+                I::I32Store(memarg(m, self.layout.stack_base + 4, 2)),
+            ]);
+        }
+        if !self.counters {
+            return;
+        }
         let counter = self.layout.site_counters + 8 * site;
         out.extend([
-            I::LocalGet(l.e),
-            I::I32Const(site as i32),
-            I::I32Store(memarg(m, self.layout.stack_base + 4, 2)),
             I::I32Const(0),
             I::I32Const(0),
             I::I64Load(memarg(m, counter, 3)),
@@ -191,7 +216,7 @@ impl crate::plan::Plan {
         let site = |s: u32| (s < call_sites.len() as u32).then_some(s);
         let (kind, mut nodes, hot_functions, sampling, overflow) = match self.contexts {
             ContextMode::Off => return None,
-            ContextMode::Sampled => {
+            ContextMode::Sampled | ContextMode::Native => {
                 let SampledContexts { sampling, pcct } = sampled?;
                 // Every context gets estimated calls: the sampled tree extended by the exact
                 // call-site counts (pepper_cct::complete).
@@ -210,7 +235,13 @@ impl crate::plan::Plan {
                     ..Default::default()
                 };
                 let sampled_len = pcct.tree.len();
-                let (t, est) = pepper_cct::complete(&pcct.tree, &counts, &opts);
+                let (t, est) = if self.layout.site_counters == 0 {
+                    // No call counts: the sampled tree as is.
+                    let n = pcct.tree.len();
+                    (pcct.tree.clone(), vec![0.0; n])
+                } else {
+                    pepper_cct::complete(&pcct.tree, &counts, &opts)
+                };
                 let nodes: Vec<ContextNode> = t
                     .nodes()
                     .map(|(i, n)| ContextNode {
@@ -340,4 +371,32 @@ pub(crate) fn read_u32(mem: &[u8], addr: u64) -> u32 {
     mem.get(a..a + 4)
         .map(|b| u32::from_le_bytes(b.try_into().expect("slice of 4 bytes")))
         .unwrap_or(0)
+}
+
+/// Where each call site of `plan` ended up in `output` (the module `plan` was made with):
+/// module offset of the call instruction → call-site id. Native stack samples name call
+/// sites by their offset in the module that runs; pepper's own calls (to the functions it
+/// appends) are not sites.
+pub fn site_offsets(
+    output: &[u8],
+    plan: &crate::plan::Plan,
+) -> Result<std::collections::HashMap<u64, u32>, wasmparser::BinaryReaderError> {
+    let facts = crate::module::ModuleFacts::parse(output)?;
+    let original_funcs = plan.imports.len() as u32 + plan.functions.len() as u32;
+    let mut out = std::collections::HashMap::new();
+    for (fp, body) in plan.functions.iter().zip(&facts.bodies) {
+        let here = call_sites(fp.index.0, body)?
+            .into_iter()
+            .filter(|s| s.callee.is_none_or(|c| c < original_funcs));
+        let ids = plan
+            .call_sites
+            .iter()
+            .enumerate()
+            .skip(fp.first_site as usize)
+            .take_while(|(_, s)| s.func == fp.index.0);
+        for (s, (id, _)) in here.zip(ids) {
+            out.insert(s.offset, id as u32);
+        }
+    }
+    Ok(out)
 }

@@ -221,6 +221,9 @@ pub struct InstrumentOptions {
     pub stack_log2: u32,
     /// Exact contexts: log2 of the context table's capacity in nodes.
     pub cct_capacity_log2: u32,
+    /// Contexts: count calls per call site (one increment per call; the sampled tree's
+    /// call estimates come from these).
+    pub site_counters: bool,
 }
 
 impl Default for InstrumentOptions {
@@ -237,6 +240,7 @@ impl Default for InstrumentOptions {
             contexts: ContextMode::Off,
             stack_log2: 14,
             cct_capacity_log2: 18,
+            site_counters: true,
         }
     }
 }
@@ -321,6 +325,8 @@ pub struct Plan {
     pub call_sites: Vec<CallSiteInfo>,
     /// `module::name` of each imported function, by function index.
     pub imports: Vec<String>,
+    /// Whether the output has pepper's counters memory (false: the module is unchanged).
+    pub rewritten: bool,
     pub warnings: Vec<String>,
 }
 
@@ -530,7 +536,7 @@ fn build(
                     fp.edge_counter = vec![None; a.cfg.num_edges()];
                 }
             }
-            if fp.skipped.is_none() && contexts != ContextMode::Off {
+            if contexts != ContextMode::Off {
                 match crate::contexts::call_sites(index.0, body) {
                     Ok(sites) => call_sites.extend(sites),
                     Err(e) => fp.skipped = Some(e.to_string()),
@@ -591,9 +597,12 @@ fn build(
         layout.ring_entries = 1 << opts.ring_log2.clamp(4, 20);
         layout.ring_base = bump.alloc(8 * layout.ring_entries as u64);
     }
-    if contexts != ContextMode::Off {
+    let counters = contexts != ContextMode::Off && opts.site_counters;
+    if contexts.shadow() {
         layout.stack_entries = 1 << opts.stack_log2.clamp(4, 20);
         layout.stack_base = bump.alloc((FRAME_BYTES * layout.stack_entries) as u64);
+    }
+    if counters {
         layout.site_counters = bump.alloc(8 * call_sites.len() as u64);
     }
     if contexts == ContextMode::Exact {
@@ -613,11 +622,14 @@ fn build(
         contexts,
         call_sites,
         imports: facts.imports.clone(),
+        rewritten: false,
         warnings,
     };
-    if (mode == Mode::None && contexts == ContextMode::Off) || facts.bodies.is_empty() {
+    if (mode == Mode::None && !contexts.shadow() && !counters) || facts.bodies.is_empty() {
         return Ok((wasm.to_vec(), plan));
     }
+    let mut plan = plan;
+    plan.rewritten = true;
 
     // Types pepper appends: the hash function's, and `[] -> results` for wrapper blocks of
     // multi-result functions.
@@ -679,12 +691,13 @@ fn build(
                 tables: &tables[k],
             },
         };
-        let ctx = (contexts != ContextMode::Off).then_some(ContextEmit {
+        let ctx = (contexts.shadow() || counters).then_some(ContextEmit {
             mode: contexts,
             layout: &plan.layout,
             mem,
             func: fp.index.0,
             enter_fn,
+            counters,
         });
         bodies.push(Some(emit_body(
             facts,
@@ -775,7 +788,7 @@ fn emit_body<'f>(
     locals.push((2, ValType::I32));
     let paths = matches!(em.kind, EmitKind::Paths { .. });
     // Paths and contexts both need one place where every return meets.
-    let funnel = paths || ctx.is_some();
+    let funnel = paths || ctx.as_ref().is_some_and(|c| c.0.mode.shadow());
     let mut next_site = ctx.as_ref().map_or(0, |c| c.1);
 
     let mut out: Vec<I<'f>> = Vec::new();

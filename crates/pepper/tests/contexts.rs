@@ -75,7 +75,20 @@ fn exact_contexts_count_every_call_in_its_context() {
 }
 
 #[test]
-fn contexts_do_not_change_behavior_and_pep_collects_them_by_default() {
+fn pep_collects_native_contexts_by_default() {
+    sampled_contexts_on_lua("pep", &[]);
+}
+
+#[test]
+fn shadow_stack_contexts_on_a_real_workload() {
+    // (Another mode than the test above: each mode writes its own profile file.)
+    sampled_contexts_on_lua("calls", &["--stacks", "shadow"]);
+}
+
+/// Runs the Lua workload in `mode` with contexts (`extra` picks the stack source): same
+/// output as uninstrumented, a sampled tree rooted at `_start`, the interpreter loop among
+/// the hottest functions, and call estimates consistent with the exact site counts.
+fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) {
     let wasm = root().join("bench/workloads/build/lua.wasm");
     if !wasm.exists() {
         panic!("{} missing: run bench/workloads/build.sh", wasm.display());
@@ -84,10 +97,12 @@ fn contexts_do_not_change_behavior_and_pep_collects_them_by_default() {
         .args(["run", "--mode", "none", "-o"])
         .arg(tempdir().join("lua-none.json"))
         .arg(&wasm)
-        .args(["--", "5"])
+        .args(["--", "20"])
         .output()
         .unwrap();
-    let (code, stdout, stderr, p) = run("pep", &wasm, &["--interval", "200us"], &["5"]);
+    let mut flags = vec!["--interval", "200us"];
+    flags.extend_from_slice(extra);
+    let (code, stdout, stderr, p) = run(mode, &wasm, &flags, &["20"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(stdout, plain.stdout, "instrumented guest output differs");
     let c = p
@@ -146,9 +161,12 @@ fn go() -> Option<std::path::PathBuf> {
 #[test]
 fn exports_are_read_by_real_readers() {
     let dir = tempdir();
-    let (code, _, stderr, _) = run("exact-calls", &fixture("calls.wat"), &[], &[]);
+    // A copy under another name: the test above profiles the same fixture in parallel.
+    let program = dir.join("calls-export.wat");
+    std::fs::copy(fixture("calls.wat"), &program).unwrap();
+    let (code, _, stderr, _) = run("exact-calls", &program, &[], &[]);
     assert_eq!(code, 0, "{stderr}");
-    let profile = dir.join("calls.exact-calls.json");
+    let profile = dir.join("calls-export.exact-calls.json");
     let export = |format: &str, out: &str| {
         let o = pepper(&[
             "export",

@@ -35,11 +35,18 @@ pub enum ModeArg {
     None,
 }
 
+/// Where sampled calling contexts come from.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StacksArg {
+    Shadow,
+    Native,
+}
+
 /// Whether to collect calling contexts alongside paths or edges.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContextsArg {
     /// With `pep` and `calls`; not with the exact and targeted modes, whose overhead
-    /// would then include the shadow stack.
+    /// would then include the call-site counters and stack sampling.
     Auto,
     On,
     Off,

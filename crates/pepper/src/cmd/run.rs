@@ -1,6 +1,6 @@
 //! `pepper run`: instrument, run in wasmtime, write the profile.
 
-use super::{print_warnings, read_module, ContextsArg, ModeArg};
+use super::{print_warnings, read_module, ContextsArg, ModeArg, StacksArg};
 use anyhow::{bail, Context, Result};
 use pepper_profile::{module_hash, ModuleInfo, RunInfo};
 use pepper_wasm::module::ModuleFacts;
@@ -44,6 +44,16 @@ pub struct Args {
     /// Calling contexts (sampled tree + call-site counts) alongside the mode's own data.
     #[arg(long, value_enum, default_value = "auto")]
     contexts: ContextsArg,
+    /// Where sampled calling contexts come from: `native` (default on x86-64 Linux), the
+    /// guest thread's machine stack, read at each tick through a signal and its frame
+    /// pointers (no code in the guest); or `shadow`, a stack the guest keeps in pepper's
+    /// memory (a few instructions per call; Whaley's marker tells every new activation
+    /// from an old one). Either way each call site also counts its calls exactly.
+    #[arg(long, value_enum)]
+    stacks: Option<StacksArg>,
+    /// Do not count calls per call site (sampled contexts then carry no call estimates).
+    #[arg(long)]
+    no_call_counts: bool,
     /// Sampler timer period (PEP bursts and stack samples), e.g. `1ms`, `500us`, `10ms`.
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     interval: std::time::Duration,
@@ -179,16 +189,25 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let contexts = match (a.mode, a.contexts) {
         (ModeArg::ExactCalls, _) => pepper_wasm::ContextMode::Exact,
-        (ModeArg::Calls, _) | (_, ContextsArg::On) => pepper_wasm::ContextMode::Sampled,
-        (ModeArg::Pep, ContextsArg::Auto) => pepper_wasm::ContextMode::Sampled,
+        (ModeArg::Calls, _) | (_, ContextsArg::On) | (ModeArg::Pep, ContextsArg::Auto) => {
+            let native_available = cfg!(all(target_arch = "x86_64", target_os = "linux"));
+            match a.stacks {
+                Some(StacksArg::Shadow) => pepper_wasm::ContextMode::Sampled,
+                Some(StacksArg::Native) => pepper_wasm::ContextMode::Native,
+                None if native_available => pepper_wasm::ContextMode::Native,
+                None => pepper_wasm::ContextMode::Sampled,
+            }
+        }
         _ => pepper_wasm::ContextMode::Off,
     };
     if a.mode == ModeArg::None && contexts != pepper_wasm::ContextMode::Off {
+        // (`--contexts on` with `--mode none`)
         bail!("--mode none runs the module unchanged; use --mode calls for contexts only");
     }
     let opts = pepper_wasm::InstrumentOptions {
         mode,
         contexts,
+        site_counters: !a.no_call_counts,
         array_max_paths: a.array_max_paths,
         pep_every: a.every,
         guide: guide.clone(),
@@ -212,13 +231,15 @@ pub fn run(a: Args) -> Result<i32> {
         inherit_env: a.inherit_env,
         dirs,
         cache_dir,
-        counters_export: (mode != pepper_profile::Mode::None
-            || contexts != pepper_wasm::ContextMode::Off)
+        counters_export: inst
+            .plan
+            .rewritten
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
         epoch: None,
         sampler: pepper_runtime::SamplerConfig::for_plan(
             &inst.plan,
+            &inst.wasm,
             a.every.is_none(),
             pepper_sampling::PepParams {
                 samples: a.samples,
@@ -236,6 +257,15 @@ pub fn run(a: Args) -> Result<i32> {
     }
 
     let stacks = cfg.sampler.as_ref().and_then(|s| s.stacks.clone());
+    if contexts == pepper_wasm::ContextMode::Native
+        && result
+            .samples
+            .as_ref()
+            .and_then(|s| s.pcct.as_ref())
+            .is_some_and(|p| p.samples == 0)
+    {
+        eprintln!("pepper: warning: no native stack samples (x86-64 Linux only)");
+    }
     let facts = ModuleFacts::parse(&wasm)?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
     let outcome = pepper_wasm::RunOutcome {

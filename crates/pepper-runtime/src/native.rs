@@ -1,0 +1,323 @@
+//! Native stack samples of the guest thread, with no instrumentation at all: the sampler
+//! thread interrupts the guest thread with a signal, the handler copies the frame-pointer
+//! chain (Cranelift keeps frame pointers in wasm code, which is how wasmtime's own
+//! backtraces work), and the sampler maps the addresses to wasm functions and call sites
+//! with the compiled module's function table and address map. This is what Whaley's
+//! profiler did on a suspended thread, and what perf and samply do; it costs one signal per
+//! sample instead of a few instructions per call.
+//!
+//! Limits: x86-64 Linux only. A sample taken while the guest is in a host call (WASI)
+//! lands in code without frame pointers, so it has no wasm context: it is counted as host
+//! time under the root. New and old activations are told apart by comparing the frame
+//! chain with the previous sample's (frame address and return address per depth), which
+//! cannot see a fresh activation at the same place (the digest's M1).
+
+// Signal handlers and reading another thread's stack are raw-pointer affairs.
+#![allow(unsafe_code)]
+
+use pepper_cct::{Frame, Stack};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// Most frames one sample copies.
+pub const MAX_FRAMES: usize = 512;
+
+const IDLE: u32 = 0;
+const REQUESTED: u32 = 1;
+const DONE: u32 = 2;
+
+/// Where the handler leaves a sample for the sampler thread.
+pub(crate) struct Slot {
+    state: AtomicU32,
+    /// The guest thread's stack bounds (frame pointers outside are not followed).
+    lo: u64,
+    hi: u64,
+    n: AtomicU32,
+    /// pcs[0] is the interrupted instruction, then return addresses; fps alongside.
+    pcs: [AtomicU64; MAX_FRAMES],
+    fps: [AtomicU64; MAX_FRAMES],
+}
+
+static SLOT: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
+
+/// How compiled code maps back to the module.
+#[derive(Clone, Debug, Default)]
+pub struct CodeMap {
+    /// Runtime address of the module's compiled text.
+    pub text: u64,
+    pub text_len: u64,
+    /// (text offset, length, function index), sorted by offset.
+    pub functions: Vec<(u64, u64, u32)>,
+    /// (text offset, wasm module offset), sorted: wasmtime's address map.
+    pub address_map: Vec<(u64, u64)>,
+    /// Module offset of a call instruction → pepper call-site id.
+    pub sites: std::collections::HashMap<u64, u32>,
+}
+
+impl CodeMap {
+    pub fn from_module(module: &wasmtime::Module) -> CodeMap {
+        let text = module.text();
+        let mut functions: Vec<(u64, u64, u32)> = module
+            .functions()
+            .map(|f| (f.offset as u64, f.len as u64, f.index.as_u32()))
+            .collect();
+        functions.sort_unstable();
+        let address_map = module
+            .address_map()
+            .map(|m| m.filter_map(|(t, w)| Some((t as u64, w? as u64))).collect())
+            .unwrap_or_default();
+        CodeMap {
+            text: text.as_ptr() as u64,
+            text_len: text.len() as u64,
+            functions,
+            address_map,
+            sites: Default::default(),
+        }
+    }
+
+    fn function(&self, pc: u64) -> Option<u32> {
+        let off = pc.checked_sub(self.text)?;
+        if off >= self.text_len {
+            return None;
+        }
+        let i = self
+            .functions
+            .partition_point(|f| f.0 <= off)
+            .checked_sub(1)?;
+        let (start, len, idx) = self.functions[i];
+        (off < start + len).then_some(idx)
+    }
+
+    /// The call site a return address returns to (the call is the instruction before).
+    fn site(&self, ret: u64) -> Option<u32> {
+        let off = ret.checked_sub(self.text + 1)?;
+        let i = self
+            .address_map
+            .partition_point(|m| m.0 <= off)
+            .checked_sub(1)?;
+        self.sites.get(&self.address_map[i].1).copied()
+    }
+}
+
+/// Installs the SIGPROF handler (once per process).
+fn install() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: a plain sigaction with an async-signal-safe handler (atomics and reads
+        // of validated stack addresses only).
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = handler as *const () as usize;
+            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut());
+        }
+    });
+}
+
+extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let slot = SLOT.load(Ordering::Acquire);
+    if slot.is_null() || ctx.is_null() {
+        return;
+    }
+    // SAFETY: the slot outlives every signal sent for it (the sampler clears SLOT and
+    // waits for DONE or gives up before dropping it); `ctx` is the kernel's ucontext.
+    unsafe {
+        let slot = &*slot;
+        if slot.state.load(Ordering::Acquire) != REQUESTED {
+            return;
+        }
+        let uc = &*(ctx as *const libc::ucontext_t);
+        let mut pc = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as u64;
+        let mut fp = uc.uc_mcontext.gregs[libc::REG_RBP as usize] as u64;
+        // Live frames lie between the stack pointer and the top of the stack; below the
+        // stack pointer (of a main thread's growing stack) memory may not be mapped.
+        let sp = uc.uc_mcontext.gregs[libc::REG_RSP as usize] as u64;
+        let lo = slot.lo.max(sp);
+        let mut n = 0;
+        while n < MAX_FRAMES {
+            slot.pcs[n].store(pc, Ordering::Relaxed);
+            slot.fps[n].store(fp, Ordering::Relaxed);
+            n += 1;
+            // Follow the chain only within the stack, upward, aligned.
+            if fp < lo || fp + 16 > slot.hi || !fp.is_multiple_of(8) {
+                break;
+            }
+            let next = *(fp as *const u64);
+            pc = *((fp + 8) as *const u64);
+            if next <= fp {
+                break;
+            }
+            fp = next;
+        }
+        slot.n.store(n as u32, Ordering::Relaxed);
+        slot.state.store(DONE, Ordering::Release);
+    }
+}
+
+/// Samples one thread's native stack on request.
+pub(crate) struct NativeSampler {
+    slot: Box<Slot>,
+    thread: libc::pthread_t,
+}
+
+impl NativeSampler {
+    /// Prepares to sample the calling thread (the guest's).
+    pub(crate) fn for_current_thread() -> Option<NativeSampler> {
+        if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+            return None;
+        }
+        install();
+        // SAFETY: plain pthread queries about the calling thread.
+        let (lo, hi) = unsafe {
+            let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+            if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+                return None;
+            }
+            let mut addr: *mut libc::c_void = std::ptr::null_mut();
+            let mut size: libc::size_t = 0;
+            let ok = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+            libc::pthread_attr_destroy(&mut attr);
+            if ok != 0 {
+                return None;
+            }
+            (addr as u64, addr as u64 + size as u64)
+        };
+        let slot = Box::new(Slot {
+            state: AtomicU32::new(IDLE),
+            lo,
+            hi,
+            n: AtomicU32::new(0),
+            pcs: std::array::from_fn(|_| AtomicU64::new(0)),
+            fps: std::array::from_fn(|_| AtomicU64::new(0)),
+        });
+        // One sampled thread per process at a time: the signal handler has one slot.
+        SLOT.compare_exchange(
+            std::ptr::null_mut(),
+            &*slot as *const Slot as *mut Slot,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .ok()?;
+        // SAFETY: querying the calling thread's id.
+        let thread = unsafe { libc::pthread_self() };
+        Some(NativeSampler { slot, thread })
+    }
+
+    /// Interrupts the guest thread and copies its frame chain into `out` as
+    /// (pc, frame pointer) pairs, leaf first. False if the thread did not answer in time.
+    pub(crate) fn sample(&self, out: &mut Vec<(u64, u64)>) -> bool {
+        out.clear();
+        self.slot.state.store(REQUESTED, Ordering::Release);
+        // SAFETY: the thread is alive: the runtime stops the sampler before `_start`
+        // returns to it.
+        if unsafe { libc::pthread_kill(self.thread, libc::SIGPROF) } != 0 {
+            self.slot.state.store(IDLE, Ordering::Release);
+            return false;
+        }
+        let t0 = Instant::now();
+        while self.slot.state.load(Ordering::Acquire) != DONE {
+            if t0.elapsed() > Duration::from_millis(50) {
+                // Leave it REQUESTED: a late handler then writes into a slot that is still
+                // alive and nobody reads.
+                return false;
+            }
+            // The handler runs when the guest thread is next scheduled; on a busy machine
+            // spinning would take the core it needs.
+            std::thread::yield_now();
+        }
+        let n = self.slot.n.load(Ordering::Relaxed) as usize;
+        for k in 0..n {
+            out.push((
+                self.slot.pcs[k].load(Ordering::Relaxed),
+                self.slot.fps[k].load(Ordering::Relaxed),
+            ));
+        }
+        self.slot.state.store(IDLE, Ordering::Release);
+        true
+    }
+}
+
+impl Drop for NativeSampler {
+    fn drop(&mut self) {
+        SLOT.store(std::ptr::null_mut(), Ordering::Release);
+        // A handler that already loaded the pointer finishes within microseconds.
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// The wasm frames of one native sample, outermost first, as the PCCT walks them; a frame
+/// is old when the previous sample had the same frame (address and return address) at the
+/// same depth and everything below it matched too.
+pub(crate) struct NativeStack<'a> {
+    /// (function, call site it calls from, frame identity)
+    frames: &'a [(u32, u32, (u64, u64))],
+    old: usize,
+}
+
+/// Turns raw (pc, fp) pairs, leaf first, into wasm frames outermost first; `None` when the
+/// leaf is not in wasm code (the guest is in the host).
+pub(crate) fn wasm_frames(
+    raw: &[(u64, u64)],
+    map: &CodeMap,
+    out: &mut Vec<(u32, u32, (u64, u64))>,
+) -> bool {
+    out.clear();
+    let Some(&(leaf_pc, _)) = raw.first() else {
+        return false;
+    };
+    if map.function(leaf_pc).is_none() {
+        return false;
+    }
+    // raw[k] is (pc in frame k, frame pointer of frame k). For k ≥ 1 that pc is the
+    // return address of frame k's call, so it names the call site frame k calls from; a
+    // frame is identified by its frame pointer and its own return address (raw[k + 1].0).
+    for k in 0..raw.len() {
+        let (pc, fp) = raw[k];
+        let Some(func) = map.function(pc) else {
+            // Trampolines between the host and wasm; the host below ends the stack.
+            continue;
+        };
+        let site = if k == 0 {
+            u32::MAX
+        } else {
+            map.site(pc).unwrap_or(u32::MAX)
+        };
+        let ret = raw.get(k + 1).map_or(0, |r| r.0);
+        out.push((func, site, (fp, ret)));
+    }
+    out.reverse();
+    true
+}
+
+impl<'a> NativeStack<'a> {
+    pub(crate) fn new(
+        frames: &'a [(u32, u32, (u64, u64))],
+        previous: &[(u32, u32, (u64, u64))],
+    ) -> NativeStack<'a> {
+        let old = frames
+            .iter()
+            .zip(previous)
+            .take_while(|(a, b)| a.2 == b.2 && a.0 == b.0)
+            .count();
+        NativeStack { frames, old }
+    }
+}
+
+impl Stack for NativeStack<'_> {
+    fn depth(&self) -> usize {
+        self.frames.len()
+    }
+    fn frame(&self, i: usize) -> Frame {
+        Frame {
+            func: self.frames[i].0,
+            site: self.frames[i].1,
+        }
+    }
+    fn marked(&self, i: usize) -> bool {
+        i < self.old
+    }
+    fn mark(&mut self, _i: usize) -> bool {
+        true
+    }
+}
