@@ -26,9 +26,19 @@ use std::collections::{HashMap, VecDeque};
 #[derive(Copy, Clone, Debug)]
 pub struct SiteCount {
     pub caller: u32,
-    /// Direct calls name their callee; indirect ones are split by sampled callees.
+    /// Direct calls name their callee; indirect ones are split among possible callees.
     pub callee: Option<u32>,
     pub calls: u64,
+    /// An indirect call's signature: it can only reach functions with the same one.
+    pub sig: Option<u32>,
+}
+
+/// The exact entry count of a function that indirect calls may reach.
+#[derive(Copy, Clone, Debug)]
+pub struct EntryCount {
+    pub func: u32,
+    pub calls: u64,
+    pub sig: u32,
 }
 
 /// Knobs of [`complete`].
@@ -63,6 +73,7 @@ impl Default for CompleteOptions {
 pub fn complete(
     tree: &ContextTree,
     sites: &[SiteCount],
+    entries: &[EntryCount],
     opts: &CompleteOptions,
 ) -> (ContextTree, Vec<f64>) {
     let mut out = tree.clone();
@@ -102,14 +113,15 @@ pub fn complete(
             seen.entry(s).or_default().push((g, w));
         }
     }
-    for (s, gs) in seen {
+    for (s, gs) in &seen {
         let total: u64 = gs.iter().map(|x| x.1).sum::<u64>().max(1);
-        let n = sites[s as usize].calls as f64;
-        callees[s as usize] = gs
-            .into_iter()
-            .map(|(g, w)| (g, n * w as f64 / total as f64))
+        let n = sites[*s as usize].calls as f64;
+        callees[*s as usize] = gs
+            .iter()
+            .map(|&(g, w)| (g, n * w as f64 / total as f64))
             .collect();
     }
+    resolve_indirect(sites, entries, &seen, &mut callees);
     let mut calls_into: HashMap<u32, f64> = HashMap::new();
     let mut sites_of: HashMap<u32, Vec<u32>> = HashMap::new();
     for (s, site) in sites.iter().enumerate() {
@@ -119,6 +131,20 @@ pub fn complete(
         }
     }
 
+    // Sampled inclusive time of each node and, per function, over all its contexts: how a
+    // function's own calls split among its contexts when samples show where it spends
+    // its time but not which call sites it used there.
+    let mut incl: Vec<f64> = out.nodes().map(|(_, n)| n.self_weight as f64).collect();
+    for i in (1..incl.len()).rev() {
+        if let Some(p) = out.node(NodeIdx(i as u32)).parent {
+            incl[p.index()] += incl[i];
+        }
+    }
+    let mut fn_incl: HashMap<u32, f64> = HashMap::new();
+    for (i, n) in out.nodes().skip(1) {
+        *fn_incl.entry(n.func).or_default() += incl[i.index()];
+    }
+    let unit = opts.unit.max(1) as f64;
     let mut est = vec![0.0f64; out.len()];
     let mut queue: VecDeque<(NodeIdx, usize)> = VecDeque::new();
     // Outermost frames: entered from the host once per activation we know of; detached
@@ -142,6 +168,20 @@ pub fn complete(
         let f = out.node(n).func;
         let into = calls_into.get(&f).copied().unwrap_or(0.0).max(1.0);
         let here = est[n.index()];
+        // This context's share of f's calls: by sampled time where f was sampled enough,
+        // by its own estimated calls (gprof) otherwise.
+        let t = fn_incl.get(&f).copied().unwrap_or(0.0);
+        let beta = if t > 0.0 {
+            t / (t + opts.k * unit)
+        } else {
+            0.0
+        };
+        let time_share = if t > 0.0 {
+            incl.get(n.index()).copied().unwrap_or(0.0) / t
+        } else {
+            0.0
+        };
+        let prior = beta * time_share + (1.0 - beta) * here / into;
         let Some(fsites) = sites_of.get(&f) else {
             continue;
         };
@@ -156,7 +196,7 @@ pub fn complete(
                     0.0
                 };
                 let share = if w > 0.0 { sampled / w } else { 0.0 };
-                let e = n_sg * (alpha * share + (1.0 - alpha) * here / into);
+                let e = n_sg * (alpha * share + (1.0 - alpha) * prior);
                 let child = match existing {
                     Some(c) => c,
                     None if e >= opts.min_calls && depth < opts.max_depth => {
@@ -179,6 +219,112 @@ pub fn complete(
     (out, est)
 }
 
+/// Splits each indirect site's exact count among the functions it may reach (same
+/// signature, entries counted) so that every such function's exact entry count, less its
+/// direct calls, is met: iterative proportional fitting (RAS) of the site × callee matrix,
+/// seeded with the sampled weights (pairs never sampled get a small seed, so a callee no
+/// sample saw still gets the calls only an indirect site can have made). Sites whose
+/// signature reaches no counted function keep the sampled split.
+fn resolve_indirect(
+    sites: &[SiteCount],
+    entries: &[EntryCount],
+    seen: &HashMap<u32, Vec<(u32, u64)>>,
+    callees: &mut [Vec<(u32, f64)>],
+) {
+    if entries.is_empty() {
+        return;
+    }
+    let mut direct: HashMap<u32, f64> = HashMap::new();
+    for s in sites {
+        if let Some(g) = s.callee {
+            *direct.entry(g).or_default() += s.calls as f64;
+        }
+    }
+    let mut by_sig: HashMap<u32, Vec<(u32, f64)>> = HashMap::new();
+    for e in entries {
+        let left = (e.calls as f64 - direct.get(&e.func).copied().unwrap_or(0.0)).max(0.0);
+        by_sig.entry(e.sig).or_default().push((e.func, left));
+    }
+    let mut groups: HashMap<u32, Vec<u32>> = HashMap::new();
+    for (s, site) in sites.iter().enumerate() {
+        if let (None, Some(sig)) = (site.callee, site.sig) {
+            if site.calls > 0 && by_sig.contains_key(&sig) {
+                groups.entry(sig).or_default().push(s as u32);
+            }
+        }
+    }
+    for (sig, group) in groups {
+        let targets = &by_sig[&sig];
+        let col_total: f64 = targets.iter().map(|t| t.1).sum();
+        if col_total <= 0.0 {
+            continue;
+        }
+        // Seed: sampled weight, plus a small share for pairs no sample saw.
+        let mut x: Vec<Vec<f64>> = group
+            .iter()
+            .map(|&s| {
+                let sampled = seen.get(&s);
+                let total: f64 = sampled.map_or(0.0, |v| v.iter().map(|p| p.1 as f64).sum());
+                targets
+                    .iter()
+                    .map(|&(g, _)| {
+                        let w = sampled
+                            .and_then(|v| v.iter().find(|p| p.0 == g))
+                            .map_or(0.0, |p| p.1 as f64);
+                        if total > 0.0 {
+                            w / total + 1e-6
+                        } else {
+                            1.0
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let rows: Vec<f64> = group
+            .iter()
+            .map(|&s| sites[s as usize].calls as f64)
+            .collect();
+        let row_total: f64 = rows.iter().sum();
+        // Margins must agree: scale the columns to the rows' total (calls made through
+        // tables from outside, or entries from the host, make them differ slightly).
+        let cols: Vec<f64> = targets
+            .iter()
+            .map(|t| t.1 * row_total / col_total)
+            .collect();
+        // Until the rows are within half a call of their counts, within a work budget
+        // (pairs that should be empty shrink slowly).
+        let cells = (group.len() * targets.len()).max(1);
+        let max_iter = (50_000_000 / cells).clamp(20, 2000);
+        for _ in 0..max_iter {
+            for (c, &want) in cols.iter().enumerate() {
+                let sum: f64 = x.iter().map(|row| row[c]).sum();
+                if sum > 0.0 {
+                    x.iter_mut().for_each(|row| row[c] *= want / sum);
+                }
+            }
+            let mut off = 0.0f64;
+            for (r, row) in x.iter_mut().enumerate() {
+                let sum: f64 = row.iter().sum();
+                off = off.max((sum - rows[r]).abs());
+                if sum > 0.0 {
+                    row.iter_mut().for_each(|v| *v *= rows[r] / sum);
+                }
+            }
+            if off < 0.05 {
+                break;
+            }
+        }
+        for (r, &s) in group.iter().enumerate() {
+            callees[s as usize] = targets
+                .iter()
+                .zip(&x[r])
+                .filter(|(_, &v)| v >= 0.5)
+                .map(|(&(g, _), &v)| (g, v))
+                .collect();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,6 +335,7 @@ mod tests {
             caller,
             callee: Some(callee),
             calls,
+            sig: None,
         }
     }
 
@@ -207,7 +354,7 @@ mod tests {
         let m = t.child(ROOT, NO_SITE, 0).unwrap();
         t.node_mut(m).edge_weight = 1;
         let sites = [site(0, 1, 10), site(1, 2, 20)];
-        let (c, est) = complete(&t, &sites, &CompleteOptions::default());
+        let (c, est) = complete(&t, &sites, &[], &CompleteOptions::default());
         assert_eq!(est_of(&c, &est, &[(NO_SITE, 0)]), 1.0);
         assert_eq!(est_of(&c, &est, &[(NO_SITE, 0), (0, 1)]), 10.0);
         assert_eq!(est_of(&c, &est, &[(NO_SITE, 0), (0, 1), (1, 2)]), 20.0);
@@ -226,7 +373,7 @@ mod tests {
             site(2, 1, 10),
             site(1, 3, 80),
         ];
-        let (c, est) = complete(&t, &sites, &CompleteOptions::default());
+        let (c, est) = complete(&t, &sites, &[], &CompleteOptions::default());
         let main = (NO_SITE, 0);
         assert!((est_of(&c, &est, &[main, (0, 1), (3, 3)]) - 60.0).abs() < 1e-9);
         assert!((est_of(&c, &est, &[main, (1, 2), (2, 1), (3, 3)]) - 20.0).abs() < 1e-9);
@@ -248,7 +395,7 @@ mod tests {
             site(2, 1, 10),
             site(1, 3, 80),
         ];
-        let (c, est) = complete(&t, &sites, &CompleteOptions::default());
+        let (c, est) = complete(&t, &sites, &[], &CompleteOptions::default());
         let main = (NO_SITE, 0);
         let under_g = est_of(&c, &est, &[main, (1, 2), (2, 1), (3, 3)]);
         assert!(under_g > 79.9, "{under_g}");
@@ -274,6 +421,7 @@ mod tests {
                 caller: 0,
                 callee: None,
                 calls: 100,
+                sig: None,
             },
             site(1, 1, 50),
         ];
@@ -281,7 +429,7 @@ mod tests {
             k: 0.0,
             ..Default::default()
         };
-        let (c, est) = complete(&t, &sites, &opts);
+        let (c, est) = complete(&t, &sites, &[], &opts);
         let main = (NO_SITE, 0);
         assert!((est_of(&c, &est, &[main, (0, 1)]) - 75.0).abs() < 1e-9);
         assert!((est_of(&c, &est, &[main, (0, 2)]) - 25.0).abs() < 1e-9);
@@ -293,5 +441,48 @@ mod tests {
             "recursion was cut off by min_calls: {}",
             c.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod indirect_tests {
+    use super::*;
+    use crate::tree::NO_SITE;
+
+    #[test]
+    fn entry_counts_resolve_indirect_calls_no_sample_saw() {
+        // main (0) has two indirect sites of one signature: site 0 (70 calls) and site 1
+        // (30). Function 1 was entered 70 times, function 2 30 times, nothing else calls
+        // them, and samples saw site 0 call function 1 only. Function 2's calls can only
+        // come from site 1.
+        let mut t = ContextTree::new(10);
+        let m = t.child(ROOT, NO_SITE, 0).unwrap();
+        let a = t.child(m, 0, 1).unwrap();
+        t.node_mut(a).edge_weight = 5000;
+        let ind = |calls| SiteCount {
+            caller: 0,
+            callee: None,
+            calls,
+            sig: Some(7),
+        };
+        let sites = [ind(70), ind(30)];
+        let entries = [
+            EntryCount {
+                func: 1,
+                calls: 70,
+                sig: 7,
+            },
+            EntryCount {
+                func: 2,
+                calls: 30,
+                sig: 7,
+            },
+        ];
+        let (c, est) = complete(&t, &sites, &entries, &CompleteOptions::default());
+        let main = c.find_child(ROOT, NO_SITE, 0).unwrap();
+        let get = |s, f| c.find_child(main, s, f).map_or(0.0, |n| est[n.index()]);
+        assert!((get(0, 1) - 70.0).abs() < 0.5, "{}", get(0, 1));
+        assert!((get(1, 2) - 30.0).abs() < 0.5, "{}", get(1, 2));
+        assert!(get(0, 2) < 0.5 && get(1, 1) < 0.5);
     }
 }

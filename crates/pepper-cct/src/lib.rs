@@ -10,6 +10,6 @@ pub mod complete;
 pub mod pcct;
 pub mod tree;
 
-pub use complete::{complete, CompleteOptions, SiteCount};
+pub use complete::{complete, CompleteOptions, EntryCount, SiteCount};
 pub use pcct::{EdgeMode, Frame, Pcct, Stack, VecStack};
 pub use tree::{ContextTree, NodeIdx, DETACHED_SITE, NO_SITE, ROOT};

@@ -210,6 +210,7 @@ mod tests {
                     func: 0,
                     offset: 100 + id as u64,
                     callee: None,
+                    sig: None,
                     calls: 0,
                     location: None,
                 })

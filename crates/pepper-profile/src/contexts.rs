@@ -25,6 +25,9 @@ pub struct CallSite {
     pub offset: u64,
     /// The callee of a direct call (`call`, `return_call`); `None` for indirect calls.
     pub callee: Option<u32>,
+    /// An indirect call's signature (a canonical type index of the module).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sig: Option<u32>,
     /// Executions of the call instruction (exact: one counter per site).
     pub calls: u64,
     /// `file:line` from DWARF, when the module has it.

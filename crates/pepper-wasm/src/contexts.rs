@@ -53,6 +53,8 @@ pub struct CallSiteInfo {
     pub offset: u64,
     /// The callee of a direct call.
     pub callee: Option<u32>,
+    /// An indirect call's type index (canonical signature after planning).
+    pub sig: Option<u32>,
 }
 
 /// Emits one function's context code.
@@ -65,6 +67,8 @@ pub struct ContextEmit<'p> {
     pub enter_fn: u32,
     /// Count calls per call site.
     pub counters: bool,
+    /// This function's entry counter (functions indirect calls may reach).
+    pub entry_counter: Option<u32>,
 }
 
 impl ContextEmit<'_> {
@@ -75,6 +79,16 @@ impl ContextEmit<'_> {
     /// Function entry: write the frame, then publish the new stack pointer (in this order,
     /// so the sampler never reads a frame that is not written yet).
     pub fn push(&self, out: &mut Vec<I<'_>>, l: &Locals) {
+        if let Some(at) = self.entry_counter {
+            out.extend([
+                I::I32Const(0),
+                I::I32Const(0),
+                I::I64Load(memarg(self.mem, at, 3)),
+                I::I64Const(1),
+                I::I64Add,
+                I::I64Store(memarg(self.mem, at, 3)),
+            ]);
+        }
         if !self.mode.shadow() {
             return;
         }
@@ -164,18 +178,21 @@ pub fn call_sites(
     let mut out = Vec::new();
     while !reader.eof() {
         let offset = reader.original_position();
-        let callee = match reader.read()? {
-            O::Call { function_index } | O::ReturnCall { function_index } => Some(function_index),
-            O::CallIndirect { .. }
-            | O::CallRef { .. }
-            | O::ReturnCallIndirect { .. }
-            | O::ReturnCallRef { .. } => None,
+        let (callee, sig) = match reader.read()? {
+            O::Call { function_index } | O::ReturnCall { function_index } => {
+                (Some(function_index), None)
+            }
+            O::CallIndirect { type_index, .. }
+            | O::CallRef { type_index }
+            | O::ReturnCallIndirect { type_index, .. }
+            | O::ReturnCallRef { type_index } => (None, Some(type_index)),
             _ => continue,
         };
         out.push(CallSiteInfo {
             func,
             offset,
             callee,
+            sig,
         });
     }
     Ok(out)
@@ -209,11 +226,26 @@ impl crate::plan::Plan {
                 func: s.func,
                 offset: s.offset,
                 callee: s.callee,
-                calls: read_u64(mem, l.site_counters as u64 + 8 * id as u64),
+                sig: s.sig,
+                calls: if l.site_counters == 0 {
+                    0
+                } else {
+                    read_u64(mem, l.site_counters as u64 + 8 * id as u64)
+                },
                 location: location(s.offset),
             })
             .collect();
         let site = |s: u32| (s < call_sites.len() as u32).then_some(s);
+        // Entry counts of the functions indirect calls may reach, with their signatures.
+        let entries: Vec<pepper_cct::EntryCount> = self
+            .entry_counters
+            .iter()
+            .map(|&(func, at, sig)| pepper_cct::EntryCount {
+                func,
+                calls: read_u64(mem, at as u64),
+                sig,
+            })
+            .collect();
         let (kind, mut nodes, hot_functions, sampling, overflow) = match self.contexts {
             ContextMode::Off => return None,
             ContextMode::Sampled | ContextMode::Native => {
@@ -228,6 +260,7 @@ impl crate::plan::Plan {
                         caller: s.func,
                         callee: s.callee,
                         calls: c.calls,
+                        sig: s.sig,
                     })
                     .collect();
                 let opts = pepper_cct::CompleteOptions {
@@ -240,7 +273,7 @@ impl crate::plan::Plan {
                     let n = pcct.tree.len();
                     (pcct.tree.clone(), vec![0.0; n])
                 } else {
-                    pepper_cct::complete(&pcct.tree, &counts, &opts)
+                    pepper_cct::complete(&pcct.tree, &counts, &entries, &opts)
                 };
                 let nodes: Vec<ContextNode> = t
                     .nodes()

@@ -24,6 +24,11 @@ pub struct ModuleFacts<'a> {
     pub num_imported_funcs: u32,
     /// `module::name` of each imported function, by function index.
     pub imports: Vec<String>,
+    /// Type index of each imported function.
+    pub import_types: Vec<u32>,
+    /// Functions whose reference is taken (element segments, `ref.func` in constant
+    /// expressions): the possible targets of indirect calls.
+    pub address_taken: std::collections::BTreeSet<u32>,
     /// Type index of each defined function.
     pub defined_types: Vec<u32>,
     pub bodies: Vec<FunctionBody<'a>>,
@@ -48,6 +53,8 @@ impl<'a> ModuleFacts<'a> {
             func_sigs: HashMap::new(),
             num_imported_funcs: 0,
             imports: Vec::new(),
+            import_types: Vec::new(),
+            address_taken: Default::default(),
             defined_types: Vec::new(),
             bodies: Vec::new(),
             num_memories: 0,
@@ -83,8 +90,9 @@ impl<'a> ModuleFacts<'a> {
                     for imp in r.into_imports() {
                         let imp = imp?;
                         match imp.ty {
-                            TypeRef::Func(_) | TypeRef::FuncExact(_) => {
+                            TypeRef::Func(t) | TypeRef::FuncExact(t) => {
                                 f.imports.push(format!("{}::{}", imp.module, imp.name));
+                                f.import_types.push(t);
                                 f.num_imported_funcs += 1
                             }
                             TypeRef::Memory(_) => f.num_memories += 1,
@@ -112,6 +120,28 @@ impl<'a> ModuleFacts<'a> {
                     }
                 }
                 Payload::DataSection(_) => f.has_data_section = true,
+                Payload::ElementSection(r) => {
+                    for e in r {
+                        match e?.items {
+                            wasmparser::ElementItems::Functions(fs) => {
+                                for i in fs {
+                                    f.address_taken.insert(i?);
+                                }
+                            }
+                            wasmparser::ElementItems::Expressions(_, es) => {
+                                for ex in es {
+                                    for op in ex?.get_operators_reader() {
+                                        if let wasmparser::Operator::RefFunc { function_index } =
+                                            op?
+                                        {
+                                            f.address_taken.insert(function_index);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
                 Payload::CodeSectionStart {
                     unchecked_range, ..
                 } => f.code_section_start = unchecked_range.start,
@@ -144,5 +174,34 @@ impl<'a> ModuleFacts<'a> {
 
     pub fn func_index(&self, defined: usize) -> FuncIndex {
         FuncIndex(self.num_imported_funcs + defined as u32)
+    }
+}
+
+impl ModuleFacts<'_> {
+    /// A canonical id per function type (equal signatures, equal ids: the lowest type
+    /// index with that signature), so an indirect call's type can be matched with its
+    /// possible callees'.
+    pub fn signature_ids(&self) -> HashMap<u32, u32> {
+        let mut first: HashMap<(&[wasmparser::ValType], &[wasmparser::ValType]), u32> =
+            HashMap::new();
+        let mut ids: Vec<u32> = self.func_sigs.keys().copied().collect();
+        ids.sort_unstable();
+        ids.into_iter()
+            .map(|t| {
+                let sig = &self.func_sigs[&t];
+                let canon = *first
+                    .entry((sig.params.as_slice(), sig.results.as_slice()))
+                    .or_insert(t);
+                (t, canon)
+            })
+            .collect()
+    }
+
+    /// The type index of function `func` (imports first).
+    pub fn func_type(&self, func: u32) -> Option<u32> {
+        match func.checked_sub(self.num_imported_funcs) {
+            None => self.import_types.get(func as usize).copied(),
+            Some(k) => self.defined_types.get(k as usize).copied(),
+        }
     }
 }

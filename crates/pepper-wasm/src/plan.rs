@@ -327,6 +327,9 @@ pub struct Plan {
     pub imports: Vec<String>,
     /// Whether the output has pepper's counters memory (false: the module is unchanged).
     pub rewritten: bool,
+    /// Contexts: (function, counter address, canonical signature) of each function that
+    /// indirect calls may reach and whose entries are counted.
+    pub entry_counters: Vec<(u32, u32, u32)>,
     pub warnings: Vec<String>,
 }
 
@@ -602,8 +605,24 @@ fn build(
         layout.stack_entries = 1 << opts.stack_log2.clamp(4, 20);
         layout.stack_base = bump.alloc((FRAME_BYTES * layout.stack_entries) as u64);
     }
+    // Indirect calls: canonical signatures, and an entry counter in every function they
+    // may reach, so that each such function's calls are known even when no sample sees
+    // which indirect site made them.
+    let sigs = facts.signature_ids();
+    for s in &mut call_sites {
+        s.sig = s.sig.and_then(|t| sigs.get(&t).copied());
+    }
+    let mut entry_counters = Vec::new();
     if counters {
         layout.site_counters = bump.alloc(8 * call_sites.len() as u64);
+        for fp in &functions {
+            let f = fp.index.0;
+            if fp.skipped.is_none() && fp.analysis.is_some() && facts.address_taken.contains(&f) {
+                if let Some(sig) = facts.func_type(f).and_then(|t| sigs.get(&t).copied()) {
+                    entry_counters.push((f, bump.alloc(8), sig));
+                }
+            }
+        }
     }
     if contexts == ContextMode::Exact {
         layout.cct.capacity = 1 << opts.cct_capacity_log2.clamp(4, 24);
@@ -623,6 +642,7 @@ fn build(
         call_sites,
         imports: facts.imports.clone(),
         rewritten: false,
+        entry_counters,
         warnings,
     };
     if (mode == Mode::None && !contexts.shadow() && !counters) || facts.bodies.is_empty() {
@@ -642,6 +662,8 @@ fn build(
     let hash_fn = facts.num_imported_funcs + facts.bodies.len() as u32;
     let enter_fn = hash_fn + 1;
     let mut bodies: Vec<Option<Function>> = Vec::with_capacity(plan.functions.len());
+    let entry_counter: std::collections::HashMap<u32, u32> =
+        plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
     for (k, fp) in plan.functions.iter().enumerate() {
         let (Some(a), None) = (&fp.analysis, &fp.skipped) else {
             bodies.push(None);
@@ -698,6 +720,7 @@ fn build(
             func: fp.index.0,
             enter_fn,
             counters,
+            entry_counter: entry_counter.get(&fp.index.0).copied(),
         });
         bodies.push(Some(emit_body(
             facts,
