@@ -18,4 +18,5 @@ cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo test --release --workspace
 cargo run --release -q -p pepper-bench -- --quick >/dev/null
+cargo run --release -q -p pepper-bench -- --quick --contexts >/dev/null
 echo "bench smoke: ok"

@@ -502,10 +502,14 @@ fn contexts_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
             .skip(chain.len().saturating_sub(5))
             .map(|&k| p.function_name(c.nodes[k].func))
             .collect();
+        let value = match c.kind {
+            crate::ContextKind::Sampled => format!("{:.1} ms", c.value(i) as f64 / 1e3),
+            crate::ContextKind::Exact => c.value(i).to_string(),
+        };
         let _ = writeln!(
             o,
             "  {:>12} {:>5.1}%  {}{}  (depth {}, {} calls)",
-            c.value(i),
+            value,
             pct(c.value(i), total),
             if chain.len() > 5 { "... > " } else { "" },
             names.join(" > "),

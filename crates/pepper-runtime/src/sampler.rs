@@ -315,8 +315,12 @@ fn sample_loop(
                         pcct.sample(&mut stack, weight);
                         std::mem::swap(&mut frames, &mut previous);
                     } else {
-                        // In the host (or between frames): no wasm context.
-                        pcct.sample(&mut crate::native::NativeStack::new(&[], &[]), weight);
+                        // In the host: its code has no frame pointers to follow back into
+                        // the guest, so the time goes to a `(host)` context of its own.
+                        const HOST: [(u32, u32, (u64, u64)); 1] =
+                            [(u32::MAX, pepper_cct::NO_SITE, (0, 0))];
+                        pcct.sample(&mut crate::native::NativeStack::new(&HOST, &[]), weight);
+                        previous.clear();
                         if !host {
                             in_host_samples += 1;
                         }

@@ -113,13 +113,14 @@ fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) {
     let s = c.sampling.as_ref().unwrap();
     assert!(s.samples > 10, "{s:?}");
     // The interpreter loop is hot and its context runs from _start down.
-    let hot = &c.hot_functions[..c.hot_functions.len().min(10)];
+    // (Top 15: a loaded test machine leaves some runs with few samples.)
+    let hot = &c.hot_functions[..c.hot_functions.len().min(15)];
     assert!(
         hot.iter()
             .any(|h| p.function_name(h.func) == "luaV_execute"),
-        "{:?}",
+        "{:?} {s:?}",
         hot.iter()
-            .map(|h| p.function_name(h.func))
+            .map(|h| (p.function_name(h.func), h.self_us))
             .collect::<Vec<_>>()
     );
     let calls = calls_by_chain(&p);
