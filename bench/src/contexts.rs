@@ -7,7 +7,7 @@
 //! hot-context coverage) and against native samples at 0.1 ms in the same round
 //! (hot-function precision by self time). Writes `bench/results/contexts.md`.
 
-use crate::{machine, median, workloads, Args};
+use crate::{geomean_pct, machine, median, paired_ratio, selected, Args};
 use anyhow::{Context, Result};
 use pepper_profile::context_accuracy::compare_contexts;
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
@@ -196,20 +196,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     writeln!(table, "|---|---|---|---|---|---|---|---|---|")?;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut accs: Vec<Vec<[f64; 4]>> = vec![Vec::new(); specs.len()];
-    for w in workloads(&build, args.quick, args.yosys) {
-        if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
-            continue;
-        }
-        let path = if w.name == "yosys" {
-            build.join("yosys/yosys.wasm")
-        } else {
-            build.join(format!("{}.wasm", w.name))
-        };
-        let cache = (w.name == "yosys")
-            .then(pepper_runtime::default_cache_dir)
-            .flatten();
-        let wasm = std::fs::read(&path)
-            .with_context(|| format!("{} missing: run bench/workloads/build.sh", path.display()))?;
+    for (w, wasm, cache) in selected(args, &build)? {
         let mut variants = Vec::new();
         for spec in &specs {
             let inst = pepper_wasm::instrument(
@@ -283,13 +270,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             eprintln!("bench: {} round {round}/{rounds}", w.name);
         }
         for (k, v) in variants.iter().enumerate() {
-            let paired: Vec<f64> = v
-                .times
-                .iter()
-                .zip(&variants[0].times)
-                .map(|(t, b)| t / b)
-                .collect();
-            let ratio = median(&paired);
+            let ratio = paired_ratio(&v.times, &variants[0].times);
             ratios[k].push(ratio);
             let acc: [f64; 4] = std::array::from_fn(|i| {
                 median(&v.accuracy.iter().map(|a| a[i]).collect::<Vec<_>>())
@@ -327,10 +308,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             )?;
         }
     }
-    let geo = |v: &[f64]| {
-        let g = v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64;
-        (g.exp() - 1.0) * 100.0
-    };
+    let geo = geomean_pct;
     let mut summary = String::new();
     writeln!(summary, "| variant | overhead (geomean) | worst | call overlap (mean / worst) | hot-context coverage (mean / worst) | hot-function precision (mean / worst) | what |")?;
     writeln!(summary, "|---|---|---|---|---|---|---|")?;

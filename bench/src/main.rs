@@ -241,6 +241,49 @@ struct Variant {
     accuracy: Vec<[f64; 5]>,
 }
 
+/// Median over rounds of each round's time divided by the baseline's time in the same
+/// round: runs next to each other share the machine's state, so slow drifts cancel.
+fn paired_ratio(times: &[f64], base: &[f64]) -> f64 {
+    let paired: Vec<f64> = times.iter().zip(base).map(|(t, b)| t / b).collect();
+    median(&paired)
+}
+
+/// Geometric mean of ratios, as a percentage change.
+fn geomean_pct(v: &[f64]) -> f64 {
+    let g = v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64;
+    (g.exp() - 1.0) * 100.0
+}
+
+/// A workload with its module bytes and the compilation cache to use.
+type Loaded = (Workload, Vec<u8>, Option<PathBuf>);
+
+/// The workloads selected by `--only`, loaded (yosys compiles through wasmtime's cache:
+/// ~45 s cold).
+fn selected(args: &Args, build: &Path) -> Result<Vec<Loaded>> {
+    let mut out = Vec::new();
+    for w in workloads(build, args.quick, args.yosys) {
+        if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
+            continue;
+        }
+        let path = if w.name == "yosys" {
+            build.join("yosys/yosys.wasm")
+        } else {
+            build.join(format!("{}.wasm", w.name))
+        };
+        let cache = (w.name == "yosys")
+            .then(pepper_runtime::default_cache_dir)
+            .flatten();
+        let wasm = std::fs::read(&path).with_context(|| {
+            format!(
+                "{} missing: run bench/workloads/build.sh (yosys: bench/workloads/yosys.sh)",
+                path.display()
+            )
+        })?;
+        out.push((w, wasm, cache));
+    }
+    Ok(out)
+}
+
 fn median(v: &[f64]) -> f64 {
     let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
     v.sort_by(f64::total_cmp);
@@ -373,25 +416,7 @@ fn main() -> Result<()> {
     let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
     // Targeted: (static paths removed, functions moved from hash to arrays) per workload.
     let mut tpp_static: Vec<Vec<(f64, i64)>> = vec![Vec::new(); specs.len()];
-    for w in workloads(&build, args.quick, args.yosys) {
-        if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
-            continue;
-        }
-        let path = if w.name == "yosys" {
-            build.join("yosys/yosys.wasm")
-        } else {
-            build.join(format!("{}.wasm", w.name))
-        };
-        // Large modules compile through wasmtime's cache (yosys: ~45 s cold).
-        let cache = (w.name == "yosys")
-            .then(pepper_runtime::default_cache_dir)
-            .flatten();
-        let wasm = std::fs::read(&path).with_context(|| {
-            format!(
-                "{} missing: run bench/workloads/build.sh (yosys: bench/workloads/yosys.sh)",
-                path.display()
-            )
-        })?;
+    for (w, wasm, cache) in selected(&args, &build)? {
         let mut variants: Vec<Variant> = Vec::new();
         let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
         for spec in &specs {
@@ -515,19 +540,10 @@ fn main() -> Result<()> {
             // Paired: each round's time over the baseline's time in the same round, then
             // the median of those ratios. Runs next to each other share the machine's
             // state, so slow drifts in the noise cancel.
-            let paired: Vec<f64> = v
-                .times
-                .iter()
-                .zip(&variants[0].times)
-                .map(|(t, b)| t / b)
-                .collect();
-            let ratio = median(&paired);
+            let ratio = paired_ratio(&v.times, &variants[0].times);
             let min = v.times.iter().copied().fold(f64::INFINITY, f64::min);
             ratios[k].push(ratio);
-            let vs_epoch = epoch_base.as_ref().map(|e| {
-                let paired: Vec<f64> = v.times.iter().zip(e).map(|(t, b)| t / b).collect();
-                median(&paired)
-            });
+            let vs_epoch = epoch_base.as_ref().map(|e| paired_ratio(&v.times, e));
             if let Some(r) = vs_epoch {
                 ratios_epoch[k].push(r);
             }
@@ -587,10 +603,7 @@ fn main() -> Result<()> {
             )?;
         }
     }
-    let geo = |v: &[f64]| {
-        let g = v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64;
-        (g.exp() - 1.0) * 100.0
-    };
+    let geo = geomean_pct;
     let mut summary = String::new();
     writeln!(
         summary,

@@ -382,40 +382,28 @@ mod tests {
         assert_eq!(p.hot[3], 5);
     }
 
-    /// A stack whose marks fail above a given depth, as when the guest races the sampler.
-    struct Racy(VecStack, usize);
+    /// A stack whose marks fail from a given depth up (as when the guest races the
+    /// sampler) or that reports itself torn.
+    struct Racy {
+        inner: VecStack,
+        marks_below: usize,
+        torn: bool,
+    }
     impl Stack for Racy {
         fn depth(&self) -> usize {
-            self.0.depth()
+            self.inner.depth()
         }
         fn frame(&self, i: usize) -> Frame {
-            self.0.frame(i)
+            self.inner.frame(i)
         }
         fn marked(&self, i: usize) -> bool {
-            self.0.marked(i)
+            self.inner.marked(i)
         }
         fn mark(&mut self, i: usize) -> bool {
-            i < self.1 && self.0.mark(i)
-        }
-    }
-
-    /// A stack that reports itself torn.
-    struct Torn(VecStack);
-    impl Stack for Torn {
-        fn depth(&self) -> usize {
-            self.0.depth()
-        }
-        fn frame(&self, i: usize) -> Frame {
-            self.0.frame(i)
-        }
-        fn marked(&self, i: usize) -> bool {
-            self.0.marked(i)
-        }
-        fn mark(&mut self, i: usize) -> bool {
-            self.0.mark(i)
+            i < self.marks_below && self.inner.mark(i)
         }
         fn consistent(&self) -> bool {
-            false
+            !self.torn
         }
     }
 
@@ -425,7 +413,11 @@ mod tests {
         let mut v = VecStack::default();
         v.push(1);
         v.call(1, 2);
-        let mut s = Torn(v);
+        let mut s = Racy {
+            inner: v,
+            marks_below: usize::MAX,
+            torn: true,
+        };
         assert!(!p.sample(&mut s, 1));
         assert_eq!((p.samples, p.torn, p.tree.len()), (0, 1, 1));
         assert!(!s.marked(0) && !s.marked(1));
@@ -439,7 +431,11 @@ mod tests {
         v.push(1);
         v.call(1, 2);
         v.call(2, 3);
-        let mut s = Racy(v, 1);
+        let mut s = Racy {
+            inner: v,
+            marks_below: 1,
+            torn: false,
+        };
         p.sample(&mut s, 1);
         assert!(s.marked(0));
         assert!(!s.marked(1));
