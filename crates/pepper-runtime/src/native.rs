@@ -321,3 +321,49 @@ impl Stack for NativeStack<'_> {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map() -> CodeMap {
+        CodeMap {
+            text: 1000,
+            text_len: 300,
+            functions: vec![(0, 100, 5), (100, 200, 6)],
+            address_map: vec![(0, 10), (150, 20), (170, 30)],
+            sites: [(20, 3)].into_iter().collect(),
+        }
+    }
+
+    #[test]
+    fn frames_map_to_functions_and_call_sites() {
+        // Leaf in function 5 (text offset 40), called from function 6 whose return address
+        // (text offset 160) follows the call at module offset 20 (site 3); below it, host
+        // code (outside the text) ends the stack.
+        let raw = [(1040, 0x7000), (1160, 0x7100), (9000, 0x7200)];
+        let mut out = Vec::new();
+        assert!(wasm_frames(&raw, &map(), &mut out));
+        assert_eq!(
+            out,
+            vec![(6, 3, (0x7100, 9000)), (5, u32::MAX, (0x7000, 1160))]
+        );
+        // The previous sample had the same outer frame: it is old, the leaf new.
+        let again = NativeStack::new(&out, &out[..1]);
+        assert!(again.marked(0) && !again.marked(1));
+    }
+
+    #[test]
+    fn a_leaf_outside_the_module_is_a_host_sample() {
+        let mut out = Vec::new();
+        assert!(!wasm_frames(
+            &[(50, 0x7000), (1160, 0x7100)],
+            &map(),
+            &mut out
+        ));
+        assert!(!wasm_frames(&[], &map(), &mut out));
+        // Past the last function: not code of this module.
+        assert_eq!(map().function(1000 + 299), Some(6));
+        assert_eq!(map().function(1000 + 300), None);
+    }
+}
