@@ -539,13 +539,15 @@ fn build(
                     fp.edge_counter = vec![None; a.cfg.num_edges()];
                 }
             }
-            if contexts != ContextMode::Off {
-                match crate::contexts::call_sites(index.0, body) {
-                    Ok(sites) => call_sites.extend(sites),
-                    Err(e) => fp.skipped = Some(e.to_string()),
-                }
-            }
             fp.analysis = Some(a);
+        }
+        if contexts != ContextMode::Off {
+            // Listed for every function, instrumented or not: native stack samples name
+            // call sites in functions pepper leaves alone too.
+            match crate::contexts::call_sites(index.0, body) {
+                Ok(sites) => call_sites.extend(sites),
+                Err(e) => fp.skipped = Some(e.to_string()),
+            }
         }
         if let Some(why) = &fp.skipped {
             warnings.push(format!(
