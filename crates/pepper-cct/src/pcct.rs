@@ -35,6 +35,11 @@ pub trait Stack {
     fn consistent(&self) -> bool {
         true
     }
+    /// Whether frame 0 is not the outermost frame (the reader stopped short of the
+    /// bottom): then frame 0 roots a detached subtree instead of hanging from the root.
+    fn truncated(&self) -> bool {
+        false
+    }
 }
 
 /// Which edges a sample adds weight to (the digest's §B.7.2 item 2: Figure 7 as printed
@@ -111,6 +116,11 @@ impl Pcct {
         let mut detach: Option<usize> = None;
         let attach = loop {
             if i == 0 {
+                if stack.truncated() {
+                    // The true outer frames are unknown: frame 0 roots a detached subtree.
+                    self.buf.pop();
+                    detach = Some(0);
+                }
                 break ROOT;
             }
             let f = i - 1;
@@ -363,6 +373,43 @@ mod tests {
         p.sample(&mut s, 1);
         let leaf2 = ctx(&p, &[(DETACHED_SITE, 3), (3, 4), (4, 5), (9, 6)]).unwrap();
         assert_eq!(p.tree.node(leaf2).self_weight, 1);
+        assert_eq!(p.detached, 1);
+    }
+
+    /// A stack read only partway down.
+    struct Partial(VecStack);
+    impl Stack for Partial {
+        fn depth(&self) -> usize {
+            self.0.depth()
+        }
+        fn frame(&self, i: usize) -> Frame {
+            self.0.frame(i)
+        }
+        fn marked(&self, i: usize) -> bool {
+            self.0.marked(i)
+        }
+        fn mark(&mut self, i: usize) -> bool {
+            self.0.mark(i)
+        }
+        fn truncated(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_stack_read_partway_hangs_from_a_detached_root() {
+        let mut p = Pcct::new(100, 16, EdgeMode::StrictNewEdges, 8);
+        let mut v = VecStack::default();
+        v.push(3);
+        v.call(4, 5);
+        p.sample(&mut Partial(v), 1);
+        let d = p
+            .tree
+            .find_child(ROOT, DETACHED_SITE, 3)
+            .expect("detached root");
+        let leaf = p.tree.find_child(d, 4, 5).unwrap();
+        assert_eq!(p.tree.node(leaf).self_weight, 1);
+        assert_eq!(p.tree.find_child(ROOT, NO_SITE, 3), None);
         assert_eq!(p.detached, 1);
     }
 

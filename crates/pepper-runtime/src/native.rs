@@ -253,6 +253,8 @@ pub(crate) struct NativeStack<'a> {
     /// (function, call site it calls from, frame identity)
     frames: &'a [(u32, u32, (u64, u64))],
     old: usize,
+    /// The copy stopped at `MAX_FRAMES`: the outermost frames are missing.
+    truncated: bool,
 }
 
 /// Turns raw (pc, fp) pairs, leaf first, into wasm frames outermost first; `None` when the
@@ -291,16 +293,23 @@ pub(crate) fn wasm_frames(
 }
 
 impl<'a> NativeStack<'a> {
+    /// `raw_len` is how many raw frames the handler copied (`MAX_FRAMES`: it stopped
+    /// short of the bottom).
     pub(crate) fn new(
         frames: &'a [(u32, u32, (u64, u64))],
         previous: &[(u32, u32, (u64, u64))],
+        raw_len: usize,
     ) -> NativeStack<'a> {
         let old = frames
             .iter()
             .zip(previous)
             .take_while(|(a, b)| a.2 == b.2 && a.0 == b.0)
             .count();
-        NativeStack { frames, old }
+        NativeStack {
+            frames,
+            old,
+            truncated: raw_len >= MAX_FRAMES,
+        }
     }
 }
 
@@ -319,6 +328,9 @@ impl Stack for NativeStack<'_> {
     }
     fn mark(&mut self, _i: usize) -> bool {
         true
+    }
+    fn truncated(&self) -> bool {
+        self.truncated
     }
 }
 
@@ -349,7 +361,7 @@ mod tests {
             vec![(6, 3, (0x7100, 9000)), (5, u32::MAX, (0x7000, 1160))]
         );
         // The previous sample had the same outer frame: it is old, the leaf new.
-        let again = NativeStack::new(&out, &out[..1]);
+        let again = NativeStack::new(&out, &out[..1], raw.len());
         assert!(again.marked(0) && !again.marked(1));
     }
 

@@ -311,7 +311,8 @@ fn sample_loop(
             if let Some((sampler, map)) = &native {
                 if sampler.sample(&mut raw) {
                     if crate::native::wasm_frames(&raw, map, &mut frames) {
-                        let mut stack = crate::native::NativeStack::new(&frames, &previous);
+                        let mut stack =
+                            crate::native::NativeStack::new(&frames, &previous, raw.len());
                         pcct.sample(&mut stack, weight);
                         std::mem::swap(&mut frames, &mut previous);
                     } else {
@@ -319,7 +320,7 @@ fn sample_loop(
                         // the guest, so the time goes to a `(host)` context of its own.
                         const HOST: [(u32, u32, (u64, u64)); 1] =
                             [(u32::MAX, pepper_cct::NO_SITE, (0, 0))];
-                        pcct.sample(&mut crate::native::NativeStack::new(&HOST, &[]), weight);
+                        pcct.sample(&mut crate::native::NativeStack::new(&HOST, &[], 1), weight);
                         previous.clear();
                         if !host {
                             in_host_samples += 1;
