@@ -188,7 +188,15 @@ fn profile(v: &Variant, r: &pepper_runtime::RunResult) -> Profile {
 pub fn main(args: &Args, root: &Path) -> Result<()> {
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
-    let specs = specs();
+    // `--variants` narrows the run; the baseline and the two references always run.
+    let specs: Vec<Spec> = specs()
+        .into_iter()
+        .filter(|s| {
+            args.variants.is_empty()
+                || ["none", "exact-calls", "native-0.1ms"].contains(&s.label)
+                || args.variants.iter().any(|v| s.label == v.as_str())
+        })
+        .collect();
     let find = |l: &str| specs.iter().position(|s| s.label == l).unwrap();
     let (exact_k, time_k) = (find("exact-calls"), find("native-0.1ms"));
     let mut table = String::new();
