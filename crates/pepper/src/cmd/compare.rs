@@ -136,7 +136,7 @@ fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> 
             pct(c.hot_function_recall)
         );
     }
-    if acc.reference_paths == 0 && acc.estimate_paths == 0 {
+    if acc.reference_paths == 0 {
         return s;
     }
     let _ = writeln!(
