@@ -5,8 +5,9 @@
 //! stdio and `--dir` preopens. A guest that traps or calls `proc_exit` still has its counters
 //! read, because the instance (and so its memory) outlives the failed call.
 //!
-//! `unsafe` is denied except in [`sampler`], which reads the profiler memory from another
-//! thread while the guest runs.
+//! `unsafe` is denied except in `sampler`, which reads the profiler memory from another
+//! thread while the guest runs, and `native`, which interrupts the guest thread with a
+//! signal and copies its frame-pointer chain.
 
 mod native;
 mod sampler;

@@ -8,6 +8,10 @@
 //! copying the sampled words; words the guest may have overwritten meanwhile (the head
 //! moved by more than the ring length) are dropped and counted as lost. The hot path is
 //! allocation-free: a preallocated copy buffer and a fixed-capacity table.
+//!
+//! The same thread takes the calling-context samples, at the same ticks: from the guest's
+//! shadow stack in pepper's memory (`MemStack`, below) or from the guest thread's machine
+//! stack (`crate::native`), folded into Whaley's PCCT (`pepper_cct::Pcct`).
 
 // Reading the guest's memory from another thread while it runs is inherently a raw-pointer
 // affair: wasm stores are not Rust writes, so the sampler reads with atomic loads.
