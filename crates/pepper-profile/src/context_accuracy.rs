@@ -32,7 +32,8 @@ pub struct ContextAccuracy {
     pub call_overlap: f64,
     /// Degree of overlap of self time per context (both trees sampled).
     pub time_overlap: Option<f64>,
-    /// Reference contexts with at least 0.1% of calls, and the share of them the estimate has.
+    /// Reference contexts with at least 0.1% of calls, and the share of them the estimate has
+    /// (Zhuang et al.'s hot-edge coverage: a context is the tree edge into it).
     pub hot_contexts: usize,
     pub hot_context_coverage: Option<f64>,
     /// Of the functions the estimate calls hot (≥ 1% of its total), the share the

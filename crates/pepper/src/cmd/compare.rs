@@ -27,7 +27,8 @@ pub enum Format {
 ///
 /// When both profiles have calling contexts (REFERENCE typically from `--mode exact-calls`):
 /// - call overlap: Σ over contexts (call-site chains) of the smaller normalised call count;
-/// - hot-context coverage: share of reference contexts with ≥ 0.1% of calls the estimate has;
+/// - hot-edge coverage (Zhuang et al.; a context is the tree edge into it): share of
+///   reference contexts with ≥ 0.1% of calls that the estimate has;
 /// - hot-function precision: of the functions the estimate calls hot (≥ 1%), the share the
 ///   reference gives ≥ 0.5% (by self time if both are sampled, by calls otherwise).
 #[derive(clap::Args, Debug)]
@@ -123,7 +124,7 @@ fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> 
         }
         let _ = writeln!(
             s,
-            "hot-context coverage ({} contexts >= 0.1% of calls):{}{}",
+            "hot-edge coverage ({} contexts >= 0.1% of calls):   {}{}",
             c.hot_contexts,
             " ".repeat(3usize.saturating_sub(c.hot_contexts.to_string().len())),
             pct(c.hot_context_coverage)
