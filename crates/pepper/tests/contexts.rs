@@ -244,3 +244,21 @@ fn exports_are_read_by_real_readers() {
         "{top}"
     );
 }
+
+#[test]
+fn a_trapping_or_exiting_guest_still_gets_its_contexts() {
+    for (fixture_name, code) in [("trap.wat", 134), ("exit.wat", 3)] {
+        for mode in ["exact-calls", "calls"] {
+            let (got, _, stderr, p) = run(mode, &fixture(fixture_name), &[], &[]);
+            assert_eq!(got, code, "{fixture_name} {mode}: {stderr}");
+            let c = p
+                .contexts
+                .as_ref()
+                .unwrap_or_else(|| panic!("{fixture_name} {mode}"));
+            if mode == "exact-calls" {
+                // The calls made before the trap or exit are counted.
+                assert!(c.nodes.iter().any(|n| n.calls > 0), "{fixture_name}: {c:?}");
+            }
+        }
+    }
+}
