@@ -298,6 +298,19 @@ impl crate::plan::Plan {
                         self_us: w,
                     })
                     .collect();
+                // Time in host code with no wasm context (native stacks) is a hot "function"
+                // of its own, so the list accounts for all sampled time.
+                let host: u64 = nodes
+                    .iter()
+                    .filter(|n| n.func == u32::MAX && n.parent.is_some())
+                    .map(|n| n.self_us)
+                    .sum();
+                if host > 0 {
+                    hot.push(HotFunction {
+                        func: u32::MAX,
+                        self_us: host,
+                    });
+                }
                 hot.sort_by(|a, b| b.self_us.cmp(&a.self_us).then(a.func.cmp(&b.func)));
                 (ContextKind::Sampled, nodes, hot, Some(sampling), 0)
             }
