@@ -168,32 +168,40 @@ impl ContextEmit<'_> {
     }
 }
 
+/// What a call instruction calls: `(callee, type)` — the function of a direct call, the
+/// type index of an indirect one; `None` for anything that is not a call. The one list of
+/// call operators: call sites are numbered by it, and the emitter instruments the same ones.
+pub(crate) fn call_target(op: &wasmparser::Operator<'_>) -> Option<(Option<u32>, Option<u32>)> {
+    use wasmparser::Operator as O;
+    match *op {
+        O::Call { function_index } | O::ReturnCall { function_index } => {
+            Some((Some(function_index), None))
+        }
+        O::CallIndirect { type_index, .. }
+        | O::CallRef { type_index }
+        | O::ReturnCallIndirect { type_index, .. }
+        | O::ReturnCallRef { type_index } => Some((None, Some(type_index))),
+        _ => None,
+    }
+}
+
 /// The call sites of one function body, in operator order.
 pub fn call_sites(
     func: u32,
     body: &wasmparser::FunctionBody<'_>,
 ) -> Result<Vec<CallSiteInfo>, wasmparser::BinaryReaderError> {
-    use wasmparser::Operator as O;
     let mut reader = body.get_operators_reader()?;
     let mut out = Vec::new();
     while !reader.eof() {
         let offset = reader.original_position();
-        let (callee, sig) = match reader.read()? {
-            O::Call { function_index } | O::ReturnCall { function_index } => {
-                (Some(function_index), None)
-            }
-            O::CallIndirect { type_index, .. }
-            | O::CallRef { type_index }
-            | O::ReturnCallIndirect { type_index, .. }
-            | O::ReturnCallRef { type_index } => (None, Some(type_index)),
-            _ => continue,
-        };
-        out.push(CallSiteInfo {
-            func,
-            offset,
-            callee,
-            sig,
-        });
+        if let Some((callee, sig)) = call_target(&reader.read()?) {
+            out.push(CallSiteInfo {
+                func,
+                offset,
+                callee,
+                sig,
+            });
+        }
     }
     Ok(out)
 }

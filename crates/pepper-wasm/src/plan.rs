@@ -610,7 +610,12 @@ fn build(
     // Indirect calls: canonical signatures, and an entry counter in every function they
     // may reach, so that each such function's calls are known even when no sample sees
     // which indirect site made them.
-    let sigs = facts.signature_ids();
+    // (Only with contexts: otherwise there are no call sites and no entry counters.)
+    let sigs = if contexts == ContextMode::Off {
+        Default::default()
+    } else {
+        facts.signature_ids()
+    };
     for s in &mut call_sites {
         s.sig = s.sig.and_then(|t| sigs.get(&t).copied());
     }
@@ -871,14 +876,7 @@ fn emit_body<'f>(
                 em.before_call(&mut out);
             }
             if let Some((c, _)) = &ctx {
-                let is_site = is_call
-                    || matches!(
-                        op,
-                        O::ReturnCall { .. }
-                            | O::ReturnCallIndirect { .. }
-                            | O::ReturnCallRef { .. }
-                    );
-                if is_site {
+                if crate::contexts::call_target(&op).is_some() {
                     c.call_site(&mut out, &em.locals, next_site);
                     next_site += 1;
                 }
