@@ -64,6 +64,9 @@ pub struct Pcct {
     /// Hot-function counters (Whaley §6.5): weight of samples whose leaf is each function
     /// (fixed size: `num_funcs`).
     pub hot: Vec<u64>,
+    /// Weight of samples whose leaf is outside the counters' range (a host frame the reader
+    /// could not name).
+    pub hot_unplaced: u64,
     pub samples: u64,
     /// Samples whose walk filled the buffer before meeting a known frame.
     pub detached: u64,
@@ -88,6 +91,7 @@ impl Pcct {
             bufsize,
             mode,
             hot: vec![0; num_funcs],
+            hot_unplaced: 0,
             samples: 0,
             detached: 0,
             truncated: 0,
@@ -198,11 +202,10 @@ impl Pcct {
             n = c;
         }
         self.tree.node_mut(n).self_weight += weight;
-        // Functions outside the counters' range (an unknown host frame, a torn read) have
-        // no hot counter; their time is in the tree.
         let leaf = stack.frame(depth - 1).func as usize;
-        if let Some(h) = self.hot.get_mut(leaf) {
-            *h += weight;
+        match self.hot.get_mut(leaf) {
+            Some(h) => *h += weight,
+            None => self.hot_unplaced += weight,
         }
         true
     }

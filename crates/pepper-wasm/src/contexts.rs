@@ -306,17 +306,12 @@ impl crate::plan::Plan {
                         self_us: w,
                     })
                     .collect();
-                // Time in host code with no wasm context (native stacks) is a hot "function"
-                // of its own, so the list accounts for all sampled time.
-                let host: u64 = nodes
-                    .iter()
-                    .filter(|n| n.func == u32::MAX && n.parent.is_some())
-                    .map(|n| n.self_us)
-                    .sum();
-                if host > 0 {
+                // Time in host code the sampler could not name (native stacks) is a hot
+                // "function" of its own, so the list accounts for all sampled time.
+                if pcct.hot_unplaced > 0 {
                     hot.push(HotFunction {
                         func: u32::MAX,
-                        self_us: host,
+                        self_us: pcct.hot_unplaced,
                     });
                 }
                 hot.sort_by(|a, b| b.self_us.cmp(&a.self_us).then(a.func.cmp(&b.func)));
