@@ -7,7 +7,9 @@
 //! hot-context coverage) and against native samples at 0.1 ms in the same round
 //! (hot-function precision by self time). Writes `bench/results/contexts.md`.
 
-use crate::{geomean_pct, machine, median, paired_ratio, selected, Args};
+use crate::{
+    geomean_pct, machine, mean_worst_pct, median, medians, paired_ratio, pct, selected, Args,
+};
 use anyhow::{Context, Result};
 use pepper_profile::context_accuracy::compare_contexts;
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
@@ -140,7 +142,8 @@ struct Variant {
     spec: Spec,
     prepared: pepper_runtime::Prepared,
     plan: pepper_wasm::Plan,
-    wasm: Vec<u8>,
+    /// Built once: for native stacks it maps the module's call sites.
+    sampler: Option<pepper_runtime::SamplerConfig>,
     times: Vec<f64>,
     /// Per round: call overlap, hot-context coverage, hot-function precision, samples.
     accuracy: Vec<[f64; 4]>,
@@ -154,9 +157,7 @@ fn config(w: &crate::Workload, v: &Variant) -> pepper_runtime::RunConfig {
             .plan
             .rewritten
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        sampler: v.spec.interval.and_then(|i| {
-            pepper_runtime::SamplerConfig::for_plan(&v.plan, &v.wasm, true, Default::default(), i)
-        }),
+        sampler: v.sampler.clone(),
         epoch: v.spec.guest_profiler.map(|i| pepper_runtime::EpochConfig {
             interval: i,
             guest_profiler: true,
@@ -166,7 +167,7 @@ fn config(w: &crate::Workload, v: &Variant) -> pepper_runtime::RunConfig {
 }
 
 fn profile(v: &Variant, r: &pepper_runtime::RunResult) -> Profile {
-    let stacks = pepper_runtime::StackConfig::for_plan(&v.plan, &v.wasm);
+    let stacks = v.sampler.as_ref().and_then(|s| s.stacks.as_ref());
     let outcome = pepper_wasm::RunOutcome {
         module: ModuleInfo {
             path: String::new(),
@@ -224,8 +225,16 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             variants.push(Variant {
                 spec: spec.clone(),
                 prepared,
+                sampler: spec.interval.and_then(|i| {
+                    pepper_runtime::SamplerConfig::for_plan(
+                        &inst.plan,
+                        &inst.wasm,
+                        true,
+                        Default::default(),
+                        i,
+                    )
+                }),
                 plan: inst.plan,
-                wasm: inst.wasm,
                 times: Vec::new(),
                 accuracy: Vec::new(),
             });
@@ -280,19 +289,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         for (k, v) in variants.iter().enumerate() {
             let ratio = paired_ratio(&v.times, &variants[0].times);
             ratios[k].push(ratio);
-            let acc: [f64; 4] = std::array::from_fn(|i| {
-                median(&v.accuracy.iter().map(|a| a[i]).collect::<Vec<_>>())
-            });
+            let acc = medians(&v.accuracy);
             if !v.accuracy.is_empty() {
                 accs[k].push(acc);
             }
-            let pct = |x: f64| {
-                if x.is_nan() {
-                    String::new()
-                } else {
-                    format!("{:.1}%", x * 100.0)
-                }
-            };
             writeln!(
                 table,
                 "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} | {} |",
@@ -328,12 +328,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 .map(|a| a[i])
                 .filter(|x| !x.is_nan())
                 .collect();
-            if vals.is_empty() {
-                return String::new();
-            }
-            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
-            let min = vals.iter().copied().fold(f64::NAN, f64::min);
-            format!("{:.1}% / {:.1}%", mean * 100.0, min * 100.0)
+            mean_worst_pct(&vals)
         };
         writeln!(
             summary,

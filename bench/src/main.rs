@@ -248,6 +248,30 @@ fn paired_ratio(times: &[f64], base: &[f64]) -> f64 {
     median(&paired)
 }
 
+/// Per column, the median over rounds.
+fn medians<const N: usize>(rounds: &[[f64; N]]) -> [f64; N] {
+    std::array::from_fn(|i| median(&rounds.iter().map(|a| a[i]).collect::<Vec<_>>()))
+}
+
+/// A ratio as a percentage for a table cell (empty when unknown).
+fn pct(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!("{:.1}%", x * 100.0)
+    }
+}
+
+/// "mean / worst" of per-workload accuracies for the summary (empty when none).
+fn mean_worst_pct(vals: &[f64]) -> String {
+    if vals.is_empty() {
+        return String::new();
+    }
+    let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+    let min = vals.iter().copied().fold(f64::NAN, f64::min);
+    format!("{:.1}% / {:.1}%", mean * 100.0, min * 100.0)
+}
+
 /// Geometric mean of ratios, as a percentage change.
 fn geomean_pct(v: &[f64]) -> f64 {
     let g = v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64;
@@ -547,9 +571,7 @@ fn main() -> Result<()> {
             if let Some(r) = vs_epoch {
                 ratios_epoch[k].push(r);
             }
-            let acc: [f64; 5] = std::array::from_fn(|i| {
-                median(&v.accuracy.iter().map(|a| a[i]).collect::<Vec<_>>())
-            });
+            let acc = medians(&v.accuracy);
             if v.spec.mode == Mode::Targeted {
                 let e = &variants[exact_k];
                 tpp_static[k].push((
@@ -560,13 +582,6 @@ fn main() -> Result<()> {
             if !v.accuracy.is_empty() {
                 accs[k].push(acc);
             }
-            let pct = |x: f64| {
-                if x.is_nan() {
-                    "".to_string()
-                } else {
-                    format!("{:.1}%", x * 100.0)
-                }
-            };
             writeln!(
                 table,
                 "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} ({:+.1}%) |",
@@ -612,15 +627,7 @@ fn main() -> Result<()> {
     writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     for (k, spec) in specs.iter().enumerate() {
         let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
-        let acc = |i: usize| {
-            if accs[k].is_empty() {
-                return String::new();
-            }
-            let vals: Vec<f64> = accs[k].iter().map(|a| a[i]).collect();
-            let mean = vals.iter().sum::<f64>() / vals.len() as f64;
-            let min = vals.iter().copied().fold(f64::NAN, f64::min);
-            format!("{:.1}% / {:.1}%", mean * 100.0, min * 100.0)
-        };
+        let acc = |i: usize| mean_worst_pct(&accs[k].iter().map(|a| a[i]).collect::<Vec<_>>());
         writeln!(
             summary,
             "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} |",

@@ -339,6 +339,17 @@ mod tests {
         }
     }
 
+    /// main calls f from site 0 (30×) and g from site 1 (10×); g calls f (site 2, 10×);
+    /// f calls leaf (site 3) 80×.
+    fn two_contexts_of_f() -> [SiteCount; 4] {
+        [
+            site(0, 1, 30),
+            site(0, 2, 10),
+            site(2, 1, 10),
+            site(1, 3, 80),
+        ]
+    }
+
     fn est_of(t: &ContextTree, est: &[f64], path: &[(u32, u32)]) -> f64 {
         let mut n = ROOT;
         for &(s, f) in path {
@@ -367,12 +378,7 @@ mod tests {
         let mut t = ContextTree::new(10);
         let m = t.child(ROOT, NO_SITE, 0).unwrap();
         t.node_mut(m).edge_weight = 1;
-        let sites = [
-            site(0, 1, 30),
-            site(0, 2, 10),
-            site(2, 1, 10),
-            site(1, 3, 80),
-        ];
+        let sites = two_contexts_of_f();
         let (c, est) = complete(&t, &sites, &[], &CompleteOptions::default());
         let main = (NO_SITE, 0);
         assert!((est_of(&c, &est, &[main, (0, 1), (3, 3)]) - 60.0).abs() < 1e-9);
@@ -389,12 +395,7 @@ mod tests {
         let f = t.child(g, 2, 1).unwrap();
         let leaf = t.child(f, 3, 3).unwrap();
         t.node_mut(leaf).edge_weight = 1_000_000;
-        let sites = [
-            site(0, 1, 30),
-            site(0, 2, 10),
-            site(2, 1, 10),
-            site(1, 3, 80),
-        ];
+        let sites = two_contexts_of_f();
         let (c, est) = complete(&t, &sites, &[], &CompleteOptions::default());
         let main = (NO_SITE, 0);
         let under_g = est_of(&c, &est, &[main, (1, 2), (2, 1), (3, 3)]);

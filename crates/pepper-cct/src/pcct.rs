@@ -379,33 +379,21 @@ mod tests {
         assert_eq!(p.detached, 1);
     }
 
-    /// A stack read only partway down.
-    struct Partial(VecStack);
-    impl Stack for Partial {
-        fn depth(&self) -> usize {
-            self.0.depth()
-        }
-        fn frame(&self, i: usize) -> Frame {
-            self.0.frame(i)
-        }
-        fn marked(&self, i: usize) -> bool {
-            self.0.marked(i)
-        }
-        fn mark(&mut self, i: usize) -> bool {
-            self.0.mark(i)
-        }
-        fn truncated(&self) -> bool {
-            true
-        }
-    }
-
     #[test]
     fn a_stack_read_partway_hangs_from_a_detached_root() {
         let mut p = Pcct::new(100, 16, EdgeMode::StrictNewEdges, 8);
         let mut v = VecStack::default();
         v.push(3);
         v.call(4, 5);
-        p.sample(&mut Partial(v), 1);
+        p.sample(
+            &mut Racy {
+                inner: v,
+                marks_below: usize::MAX,
+                torn: false,
+                truncated: true,
+            },
+            1,
+        );
         let d = p
             .tree
             .find_child(ROOT, DETACHED_SITE, 3)
@@ -433,11 +421,12 @@ mod tests {
     }
 
     /// A stack whose marks fail from a given depth up (as when the guest races the
-    /// sampler) or that reports itself torn.
+    /// sampler), that reports itself torn, or that was read only partway down.
     struct Racy {
         inner: VecStack,
         marks_below: usize,
         torn: bool,
+        truncated: bool,
     }
     impl Stack for Racy {
         fn depth(&self) -> usize {
@@ -455,6 +444,9 @@ mod tests {
         fn consistent(&self) -> bool {
             !self.torn
         }
+        fn truncated(&self) -> bool {
+            self.truncated
+        }
     }
 
     #[test]
@@ -467,6 +459,7 @@ mod tests {
             inner: v,
             marks_below: usize::MAX,
             torn: true,
+            truncated: false,
         };
         assert!(!p.sample(&mut s, 1));
         assert_eq!((p.samples, p.torn, p.tree.len()), (0, 1, 1));
@@ -485,6 +478,7 @@ mod tests {
             inner: v,
             marks_below: 1,
             torn: false,
+            truncated: false,
         };
         p.sample(&mut s, 1);
         assert!(s.marked(0));

@@ -34,11 +34,7 @@ pub fn firefox(p: &Profile) -> anyhow::Result<Vec<u8>> {
     );
     fx.set_thread_name(thread, "main");
     let mut t_us = 0u64;
-    for i in 1..c.nodes.len() {
-        let v = c.value(i);
-        if v == 0 {
-            continue;
-        }
+    for (i, v) in c.valued() {
         let frames: Vec<FrameInfo> = c
             .ancestry(i)
             .into_iter()

@@ -48,11 +48,7 @@ pub(crate) fn frame_name(p: &Profile, func: u32) -> String {
 pub fn folded(p: &Profile) -> anyhow::Result<String> {
     let c = contexts(p)?;
     let mut out = String::new();
-    for i in 1..c.nodes.len() {
-        let v = c.value(i);
-        if v == 0 {
-            continue;
-        }
+    for (i, v) in c.valued() {
         let chain = c.ancestry(i);
         if c.nodes[chain[0]].detached {
             out.push_str("[detached];");

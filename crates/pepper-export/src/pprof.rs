@@ -239,11 +239,7 @@ pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
     let hot_key = s.get("pepper.hottest_path");
     let count_key = s.get("pepper.hottest_path_count");
     let mut samples = Vec::new();
-    for i in 1..c.nodes.len() {
-        let v = c.value(i);
-        if v == 0 {
-            continue;
-        }
+    for (i, v) in c.valued() {
         // pprof lists the leaf first; a caller frame's location is its call site.
         let chain = c.ancestry(i);
         let mut ids = Vec::with_capacity(chain.len());

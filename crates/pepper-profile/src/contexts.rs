@@ -147,6 +147,14 @@ impl Contexts {
         }
     }
 
+    /// The nodes with a non-zero [`Contexts::value`], root excluded, in tree order: what
+    /// reports and exports list.
+    pub fn valued(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        (1..self.nodes.len())
+            .map(|i| (i, self.value(i)))
+            .filter(|&(_, v)| v > 0)
+    }
+
     pub fn import_name(&self, func: u32) -> Option<&str> {
         self.imports
             .iter()

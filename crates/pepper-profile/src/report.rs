@@ -487,8 +487,8 @@ fn contexts_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
             let _ = writeln!(o, "\nCalling contexts: {n} (exact: every call counted)");
         }
     }
-    let total: u64 = (1..c.nodes.len()).map(|i| c.value(i)).sum();
-    let mut order: Vec<usize> = (1..c.nodes.len()).filter(|&i| c.value(i) > 0).collect();
+    let total: u64 = c.valued().map(|(_, v)| v).sum();
+    let mut order: Vec<usize> = c.valued().map(|(i, _)| i).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(c.value(i)));
     let unit = match c.kind {
         crate::ContextKind::Sampled => "self time",

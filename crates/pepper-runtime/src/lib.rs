@@ -234,7 +234,7 @@ impl Prepared {
                         let native = match sc.stacks.as_ref().and_then(|s| s.native.clone()) {
                             Some(sites) => {
                                 let mut map = native::CodeMap::from_module(module);
-                                map.sites = (*sites).clone();
+                                map.sites = sites;
                                 native::NativeSampler::for_current_thread()
                                     .map(|n| (Arc::new(n), Arc::new(map)))
                             }

@@ -50,8 +50,9 @@ pub struct CodeMap {
     pub functions: Vec<(u64, u64, u32)>,
     /// (text offset, wasm module offset), sorted: wasmtime's address map.
     pub address_map: Vec<(u64, u64)>,
-    /// Module offset of a call instruction → pepper call-site id.
-    pub sites: std::collections::HashMap<u64, u32>,
+    /// Module offset of a call instruction → pepper call-site id (shared with the run's
+    /// `StackConfig`).
+    pub sites: std::sync::Arc<std::collections::HashMap<u64, u32>>,
 }
 
 impl CodeMap {
@@ -344,7 +345,7 @@ mod tests {
             text_len: 300,
             functions: vec![(0, 100, 5), (100, 200, 6)],
             address_map: vec![(0, 10), (150, 20), (170, 30)],
-            sites: [(20, 3)].into_iter().collect(),
+            sites: std::sync::Arc::new([(20, 3)].into_iter().collect()),
         }
     }
 
