@@ -76,22 +76,9 @@ pub fn complete(
     entries: &[EntryCount],
     opts: &CompleteOptions,
 ) -> (ContextTree, Vec<f64>) {
+    // The sampled tree, same indices, with room for the contexts estimated below.
     let mut out = tree.clone();
-    let mut t = ContextTree::new(opts.budget.max(tree.len()));
-    std::mem::swap(&mut t, &mut out);
-    // `out` is an empty tree with the larger budget; rebuild it as a copy of `tree`.
-    let mut copy_of: Vec<NodeIdx> = vec![ROOT; tree.len()];
-    for (i, n) in tree.nodes().skip(1) {
-        let p = copy_of[n.parent.expect("non-root").index()];
-        let c = out
-            .new_child(p, n.site, n.func)
-            .expect("budget covers the sampled tree");
-        let node = out.node_mut(c);
-        node.self_weight = n.self_weight;
-        node.edge_weight = n.edge_weight;
-        copy_of[i.index()] = c;
-    }
-    drop(t);
+    out.raise_budget(opts.budget);
 
     // Sampled weight per (site, callee), and the callees an indirect site was seen calling.
     let mut weight: HashMap<(u32, u32), u64> = HashMap::new();

@@ -91,6 +91,11 @@ impl ContextTree {
         self.budget
     }
 
+    /// Lets the tree grow to `budget` nodes (never below its current size).
+    pub fn raise_budget(&mut self, budget: usize) {
+        self.budget = self.budget.max(budget).max(self.nodes.len());
+    }
+
     pub fn node(&self, n: NodeIdx) -> &Node {
         &self.nodes[n.index()]
     }

@@ -257,7 +257,7 @@ impl crate::plan::Plan {
         let (kind, mut nodes, hot_functions, sampling, overflow) = match self.contexts {
             ContextMode::Off => return None,
             ContextMode::Sampled | ContextMode::Native => {
-                let SampledContexts { sampling, pcct } = sampled?;
+                let SampledContexts { sampling, mut pcct } = sampled?;
                 // Every context gets estimated calls: the sampled tree extended by the exact
                 // call-site counts (pepper_cct::complete).
                 let counts: Vec<pepper_cct::SiteCount> = self
@@ -279,7 +279,10 @@ impl crate::plan::Plan {
                 let (t, est) = if self.layout.site_counters == 0 {
                     // No call counts: the sampled tree as is.
                     let n = pcct.tree.len();
-                    (pcct.tree.clone(), vec![0.0; n])
+                    (
+                        std::mem::replace(&mut pcct.tree, pepper_cct::ContextTree::new(1)),
+                        vec![0.0; n],
+                    )
                 } else {
                     pepper_cct::complete(&pcct.tree, &counts, &entries, &opts)
                 };
