@@ -13,6 +13,7 @@ mod native;
 mod sampler;
 mod worker;
 
+pub use native::AVAILABLE as NATIVE_STACKS;
 pub use sampler::{SamplerConfig, SamplerResult, StackConfig};
 
 use anyhow::{Context, Result};

@@ -19,6 +19,10 @@ use pepper_cct::{Frame, Stack};
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// Whether native stack sampling works on this platform (the handler reads x86-64 Linux
+/// registers).
+pub const AVAILABLE: bool = cfg!(all(target_arch = "x86_64", target_os = "linux"));
+
 /// Most frames one sample copies.
 pub const MAX_FRAMES: usize = 512;
 
@@ -165,7 +169,7 @@ pub(crate) struct NativeSampler {
 impl NativeSampler {
     /// Prepares to sample the calling thread (the guest's).
     pub(crate) fn for_current_thread() -> Option<NativeSampler> {
-        if !cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        if !AVAILABLE {
             return None;
         }
         install();

@@ -190,18 +190,16 @@ pub fn run(a: Args) -> Result<i32> {
     let contexts = match (a.mode, a.contexts) {
         (ModeArg::ExactCalls, _) => pepper_wasm::ContextMode::Exact,
         (ModeArg::Calls, _) | (_, ContextsArg::On) | (ModeArg::Pep, ContextsArg::Auto) => {
-            let native_available = cfg!(all(target_arch = "x86_64", target_os = "linux"));
             match a.stacks {
                 Some(StacksArg::Shadow) => pepper_wasm::ContextMode::Sampled,
                 Some(StacksArg::Native) => pepper_wasm::ContextMode::Native,
-                None if native_available => pepper_wasm::ContextMode::Native,
+                None if pepper_runtime::NATIVE_STACKS => pepper_wasm::ContextMode::Native,
                 None => pepper_wasm::ContextMode::Sampled,
             }
         }
         _ => pepper_wasm::ContextMode::Off,
     };
     if a.mode == ModeArg::None && contexts != pepper_wasm::ContextMode::Off {
-        // (`--contexts on` with `--mode none`)
         bail!("--mode none runs the module unchanged; use --mode calls for contexts only");
     }
     let opts = pepper_wasm::InstrumentOptions {
