@@ -138,6 +138,8 @@ struct Spec {
     guide: Guide,
     /// Epoch ticks every INTERVAL; `Some(true)` also takes wasmtime GuestProfiler samples.
     epoch: Option<bool>,
+    /// Targeted mode: obvious path elimination (TPP §4.2) on top of cold path elimination.
+    obvious: bool,
     what: &'static str,
 }
 
@@ -149,6 +151,7 @@ fn specs() -> Vec<Spec> {
         every: None,
         guide: Guide::None,
         epoch: None,
+        obvious: true,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
@@ -203,17 +206,25 @@ fn specs() -> Vec<Spec> {
             )
         },
         Spec {
+            label: "targeted-cold-only(same input)",
+            mode: Mode::Targeted,
+            guide: Guide::SameInput,
+            obvious: false,
+            what: "TPP cold path elimination (5%) alone, guide: exact profile of the measured input",
+            ..base.clone()
+        },
+        Spec {
             label: "targeted(same input)",
             mode: Mode::Targeted,
             guide: Guide::SameInput,
-            what: "TPP cold path elimination (5%), guide: exact profile of the measured input",
+            what: "TPP cold (5%) + obvious path elimination, guide: exact profile of the measured input",
             ..base.clone()
         },
         Spec {
             label: "targeted(other input)",
             mode: Mode::Targeted,
             guide: Guide::OtherInput,
-            what: "TPP cold path elimination (5%), guide: exact profile of the workload's other input",
+            what: "TPP cold (5%) + obvious path elimination, guide: exact profile of the workload's other input",
             ..base.clone()
         },
         Spec {
@@ -355,6 +366,7 @@ fn instrument(
             mode: spec.mode,
             pep_every: spec.every,
             guide: guide.cloned(),
+            obvious: spec.obvious,
             ..Default::default()
         },
     )?;
@@ -438,8 +450,9 @@ fn main() -> Result<()> {
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut ratios_epoch: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
-    // Targeted: (static paths removed, functions moved from hash to arrays) per workload.
-    let mut tpp_static: Vec<Vec<(f64, i64)>> = vec![Vec::new(); specs.len()];
+    // Targeted: (static paths removed, functions moved from hash to arrays, paths counted on
+    // a defining edge) per workload.
+    let mut tpp_static: Vec<Vec<(f64, i64, usize)>> = vec![Vec::new(); specs.len()];
     for (w, wasm, cache) in selected(&args, &build)? {
         let mut variants: Vec<Variant> = Vec::new();
         let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
@@ -577,6 +590,7 @@ fn main() -> Result<()> {
                 tpp_static[k].push((
                     1.0 - v.static_paths as f64 / e.static_paths.max(1) as f64,
                     e.hashed as i64 - v.hashed as i64,
+                    v.plan.functions.iter().map(|f| f.obvious.len()).sum(),
                 ));
             }
             if !v.accuracy.is_empty() {
@@ -622,15 +636,15 @@ fn main() -> Result<()> {
     let mut summary = String::new();
     writeln!(
         summary,
-        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | AoDF (mean / worst) | static paths removed (mean) | functions hash→array (total) | what |"
+        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | AoDF (mean / worst) | static paths removed (mean) | functions hash→array (total) | obvious paths (total) | what |"
     )?;
-    writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for (k, spec) in specs.iter().enumerate() {
         let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
         let acc = |i: usize| mean_worst_pct(&accs[k].iter().map(|a| a[i]).collect::<Vec<_>>());
         writeln!(
             summary,
-            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             spec.label,
             geo(&ratios[k]),
             (worst - 1.0) * 100.0,
@@ -656,6 +670,11 @@ fn main() -> Result<()> {
                 String::new()
             } else {
                 tpp_static[k].iter().map(|x| x.1).sum::<i64>().to_string()
+            },
+            if tpp_static[k].is_empty() {
+                String::new()
+            } else {
+                tpp_static[k].iter().map(|x| x.2).sum::<usize>().to_string()
             },
             spec.what
         )?;

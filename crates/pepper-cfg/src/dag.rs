@@ -56,6 +56,7 @@ pub struct PathDag {
     /// DAG edge for each real CFG edge, if the edge is reachable.
     real: Vec<Option<DagEdgeId>>,
     split_entry: Vec<Option<DagEdgeId>>,
+    split_exit: Vec<Option<DagEdgeId>>,
     entry: Vertex,
     exit: Vertex,
     function_entry: DagEdgeId,
@@ -89,6 +90,7 @@ impl PathDag {
             top: vec![None; n],
             real: vec![None; cfg.num_edges()],
             split_entry: vec![None; n],
+            split_exit: vec![None; n],
             entry: Vertex(0),
             exit: Vertex(0),
             function_entry: DagEdgeId(0),
@@ -130,7 +132,8 @@ impl PathDag {
             if let Some(top) = dag.top[node.index()] {
                 let e = dag.push(dag.entry, src, DagEdgeKind::SplitEntry(node));
                 dag.split_entry[node.index()] = Some(e);
-                dag.push(top, dag.exit, DagEdgeKind::SplitExit(node));
+                let x = dag.push(top, dag.exit, DagEdgeKind::SplitExit(node));
+                dag.split_exit[node.index()] = Some(x);
             }
             for &e in cfg.succs(node) {
                 let dst = target(&dag, cfg.edge(e).1);
@@ -230,6 +233,10 @@ impl PathDag {
     /// The ENTRY → `h_b` dummy of split node `h`.
     pub fn split_entry(&self, h: NodeId) -> Option<DagEdgeId> {
         self.split_entry[h.index()]
+    }
+    /// The `h_a` → EXIT dummy of split node `h`: where a path ending at `h` is recorded.
+    pub fn split_exit(&self, h: NodeId) -> Option<DagEdgeId> {
+        self.split_exit[h.index()]
     }
     pub fn function_entry(&self) -> DagEdgeId {
         self.function_entry

@@ -6,7 +6,9 @@
 //!   truncation points) and at the function exit;
 //! - [`PathNumbering`]: Ball-Larus numbering (PEP Fig. 2), optionally "smart" (PEP Fig. 4),
 //!   with greedy regeneration of full and partial paths (digest §1.5, §1.6);
-//! - [`truncate`]: choosing extra split nodes so a function's path count fits a register.
+//! - [`truncate`]: choosing extra split nodes so a function's path count fits a register;
+//! - [`eliminate_obvious`]: TPP's obvious paths, counted on a defining edge instead of by
+//!   the path register.
 //!
 //! Numbering and decoding live apart from instrumentation placement (the LLVM PathProfiling
 //! split), so a profile can be decoded offline from the same graph that numbered it.
@@ -16,6 +18,7 @@ mod dag;
 mod edge_count;
 mod ids;
 mod numbering;
+mod obvious;
 pub mod testgen;
 mod truncate;
 
@@ -25,4 +28,5 @@ pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
 pub use edge_count::EdgeCounting;
 pub use ids::{DagEdgeId, EdgeId, NodeId};
 pub use numbering::{NumberingError, PathNumbering, RegenError};
+pub use obvious::{eliminate_obvious, ObviousPath, ObviousPaths};
 pub use truncate::{number_pruned, number_with_limit, DagError, NumberedDag, REGISTER_PATH_LIMIT};

@@ -9,8 +9,9 @@
 
 use crate::cfg::Cfg;
 use crate::dag::{CycleError, PathDag};
-use crate::ids::NodeId;
+use crate::ids::{DagEdgeId, NodeId};
 use crate::numbering::{NumberingError, PathNumbering};
+use crate::obvious::ObviousPaths;
 
 /// Why a function could not be numbered.
 #[derive(Debug, thiserror::Error)]
@@ -38,17 +39,42 @@ pub struct NumberedDag {
     pub splits: Vec<NodeId>,
     /// The subset of `splits` added by truncation.
     pub truncated: Vec<NodeId>,
+    /// Targeted mode: obvious paths and the code they make unnecessary.
+    pub obvious: Option<ObviousPaths>,
 }
 
 impl NumberedDag {
     /// The increment a real CFG edge carries (0 for edges left out of the DAG as
-    /// unreachable), or `None` when pruned numbering left the edge cold.
+    /// unreachable and for edges only obvious paths take), or `None` when pruned numbering
+    /// left the edge cold.
     pub fn edge_val(&self, e: crate::EdgeId) -> Option<u64> {
         match self.dag.real_edge(e) {
             Some(d) if !self.numbering.is_hot(d) => None,
+            Some(d) if self.is_removed(d) => Some(0),
             Some(d) => Some(self.numbering.val(d)),
             None => Some(0),
         }
+    }
+
+    /// Whether obvious path elimination took DAG edge `e`'s register code away.
+    pub fn is_removed(&self, e: DagEdgeId) -> bool {
+        self.obvious.as_ref().is_some_and(|o| o.is_removed(e))
+    }
+
+    /// Whether a path start at DAG edge `e` sets the register (always, unless obvious path
+    /// elimination found that nothing reads it).
+    pub fn restarts(&self, e: DagEdgeId) -> bool {
+        self.obvious.as_ref().is_none_or(|o| o.restarts(e))
+    }
+
+    /// Whether silent recording point `e` must still count a poisoned register as cold.
+    pub fn checks_cold(&self, e: DagEdgeId) -> bool {
+        self.obvious.as_ref().is_some_and(|o| o.checks_cold(e))
+    }
+
+    /// Whether recording point `e` (an edge into EXIT) keeps its `count[r]++`.
+    pub fn records(&self, e: DagEdgeId) -> bool {
+        self.obvious.as_ref().is_none_or(|o| o.records(e))
     }
 }
 
@@ -91,6 +117,7 @@ pub fn number_pruned(
                     numbering,
                     splits,
                     truncated,
+                    obvious: None,
                 });
             }
             Err(err) => {

@@ -83,6 +83,13 @@ pub struct Function {
     pub cold_edges: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_executions: Option<u64>,
+    /// Targeted mode: paths counted on a defining edge instead of by the path register
+    /// (TPP's obvious paths), and DAG edges (real and dummy) left without register code
+    /// because only obvious paths take them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub obvious_paths: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uninstrumented_edges: Option<u32>,
 }
 
 /// The kind of a branch instruction.

@@ -63,6 +63,12 @@ pub struct JsonFunction {
     pub cold_edges: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cold_executions: Option<u64>,
+    /// Targeted mode only: obvious paths counted on a defining edge, and DAG edges left
+    /// without path-register code because only obvious paths take them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub obvious_paths: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uninstrumented_edges: Option<u32>,
 }
 
 #[derive(Serialize, Debug)]
@@ -139,6 +145,8 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
                 branch_executions,
                 cold_edges: f.cold_edges,
                 cold_executions: f.cold_executions,
+                obvious_paths: f.obvious_paths,
+                uninstrumented_edges: f.uninstrumented_edges,
             }
         })
         .collect();
@@ -298,6 +306,24 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
             hot + cold,
             pct(cold, hot + cold)
         );
+        let with_obvious = p
+            .functions
+            .iter()
+            .filter(|f| f.obvious_paths.unwrap_or(0) > 0);
+        let (funcs, obvious, bare) = with_obvious.fold((0, 0u64, 0u64), |(n, o, b), f| {
+            (
+                n + 1,
+                o + u64::from(f.obvious_paths.unwrap_or(0)),
+                b + u64::from(f.uninstrumented_edges.unwrap_or(0)),
+            )
+        });
+        if obvious > 0 {
+            let _ = writeln!(
+                o,
+                "targeted: {obvious} obvious paths in {funcs} functions counted on a defining edge; \
+                 {bare} edges need no path-register code"
+            );
+        }
         if pct(cold, hot + cold) > 1.0 {
             let _ = writeln!(
                 o,

@@ -122,6 +122,21 @@ impl Plan {
                     }
                     Counting::None => continue,
                 };
+                // Obvious paths (targeted mode) counted outside the array sit in their own
+                // counters; in array functions the counter is the path's own slot.
+                let counts = match fp.counting {
+                    Counting::Array { .. } => counts,
+                    _ => {
+                        let mut counts = counts;
+                        counts.extend(
+                            fp.obvious
+                                .iter()
+                                .map(|o| (o.path, read_u64(mem, o.addr as u64)))
+                                .filter(|&(_, c)| c > 0),
+                        );
+                        counts
+                    }
+                };
                 for (r, count) in counts {
                     match decode_path(fp, r, count) {
                         Some(p) => paths.push(p),
@@ -150,7 +165,23 @@ impl Plan {
                     Counting::None => None,
                 },
                 cold_edges: fp.cold_counter.map(|_| fp.cold_edges),
-                cold_executions: fp.cold_counter.map(|a| read_u64(mem, a as u64)),
+                cold_executions: fp.cold_counter.map(|a| {
+                    let cold_slots = match (fp.counting, &fp.numbered) {
+                        (Counting::Array { base }, Some(nd)) => {
+                            let n = nd.numbering.total();
+                            (n..2 * n).map(|r| read_u64(mem, base as u64 + 8 * r)).sum()
+                        }
+                        _ => 0,
+                    };
+                    read_u64(mem, a as u64) + cold_slots
+                }),
+                obvious_paths: fp.cold_counter.map(|_| fp.obvious.len() as u32),
+                uninstrumented_edges: fp.cold_counter.map(|_| {
+                    fp.numbered
+                        .as_ref()
+                        .and_then(|nd| nd.obvious.as_ref())
+                        .map_or(0, |o| o.removed.iter().filter(|&&r| r).count() as u32)
+                }),
                 truncated_nodes: fp
                     .numbered
                     .as_ref()

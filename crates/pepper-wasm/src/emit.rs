@@ -6,8 +6,8 @@
 //! So they are valid at any point, including inside blocks with parameters (multi-value).
 
 use crate::analysis::{Action, FunctionAnalysis};
-use crate::plan::{Counting, MemoryLayout};
-use pepper_cfg::{EdgeId, NodeId, NumberedDag};
+use crate::plan::{Counting, MemoryLayout, ObviousCounter};
+use pepper_cfg::{DagEdgeId, EdgeId, NodeId, NumberedDag};
 use wasm_encoder::{Instruction as I, MemArg, MemArgTarget};
 
 /// pepper's extra locals in an instrumented function.
@@ -41,7 +41,8 @@ pub enum Update {
 
 /// TPP's poisoned register (§4.1, A.2): the top two bits set. Hot increments after the
 /// poisoning add less than 2^62 in all, so the value stays negative and is never mistaken
-/// for a path number; a second cold edge sets it again rather than adding.
+/// for a path number; a second cold edge sets it again rather than adding. (Array
+/// functions add their path count to it: `FunctionPlan::poison`.)
 pub const POISON: i64 = -(1 << 62);
 
 /// Everything the emitter needs to write one function's instrumentation.
@@ -63,6 +64,10 @@ pub enum EmitKind<'p> {
         layout: &'p MemoryLayout,
         /// Targeted mode: where executions of poisoned paths are counted.
         cold_counter: Option<u32>,
+        /// Targeted mode: what a cold edge sets the register to (see `FunctionPlan::poison`).
+        poison: i64,
+        /// Targeted mode: counters of obvious paths, on their defining edges.
+        obvious: &'p [ObviousCounter],
         hash_fn: u32,
         /// Address of the i64 increment table of each `br_table` action (by action position).
         tables: &'p [(usize, u32)],
@@ -97,6 +102,13 @@ pub fn update(numbered: &NumberedDag, e: EdgeId) -> Update {
 }
 
 impl Emitter<'_> {
+    fn poison(&self) -> i64 {
+        match &self.kind {
+            EmitKind::Paths { poison, .. } => *poison,
+            EmitKind::Edges { .. } => POISON,
+        }
+    }
+
     fn upd(&self, e: EdgeId) -> Update {
         match &self.kind {
             EmitKind::Paths { numbered, .. } => update(numbered, e),
@@ -107,7 +119,7 @@ impl Emitter<'_> {
     fn apply(&self, out: &mut Vec<I<'_>>, u: Update) {
         match u {
             Update::Add(v) => self.add_const(out, v),
-            Update::Poison => out.extend([I::I64Const(POISON), I::LocalSet(self.locals.r)]),
+            Update::Poison => out.extend([I::I64Const(self.poison()), I::LocalSet(self.locals.r)]),
         }
     }
 
@@ -117,7 +129,7 @@ impl Emitter<'_> {
         match u {
             Update::Add(0) => out.push(I::LocalGet(r)),
             Update::Add(v) => out.extend([I::LocalGet(r), I::I64Const(v as i64), I::I64Add]),
-            Update::Poison => out.push(I::I64Const(POISON)),
+            Update::Poison => out.push(I::I64Const(self.poison())),
         }
     }
 
@@ -128,7 +140,9 @@ impl Emitter<'_> {
             return;
         };
         let v = match e {
-            Some(e) if !numbered.numbering.is_hot(e) => POISON,
+            // Only obvious paths start here: nothing reads the register before they end.
+            Some(e) if !numbered.restarts(e) => return,
+            Some(e) if !numbered.numbering.is_hot(e) => self.poison(),
             Some(e) => (numbered.numbering.val(e) + tag) as i64,
             None => *tag as i64,
         };
@@ -146,6 +160,82 @@ impl Emitter<'_> {
                 I::I64Add,
                 I::LocalSet(r),
             ]);
+        }
+    }
+
+    /// The counter of the obvious path whose defining edge is DAG edge `e`, if any.
+    fn obvious_counter(&self, e: Option<DagEdgeId>) -> Option<ObviousCounter> {
+        let EmitKind::Paths { obvious, .. } = &self.kind else {
+            return None;
+        };
+        let e = e?;
+        obvious.iter().find(|o| o.edge == e).copied()
+    }
+
+    /// The obvious-path counter on CFG edge `e`, if any.
+    fn edge_obvious_counter(&self, e: EdgeId) -> Option<ObviousCounter> {
+        match &self.kind {
+            EmitKind::Paths { numbered, .. } => self.obvious_counter(numbered.dag.real_edge(e)),
+            EmitKind::Edges { .. } => None,
+        }
+    }
+
+    /// `counter += 1` at a constant address.
+    fn bump(&self, out: &mut Vec<I<'_>>, at: Option<u32>) {
+        if let Some(at) = at {
+            self.add_to_counter(out, at, false, &[I::I64Const(1)]);
+        }
+    }
+
+    /// An obvious path's counter: `+= 1`, or `+= r >= 0` where cold flow can arrive (a
+    /// poisoned register means a cold path, which the cold counter gets instead).
+    fn bump_obvious(&self, out: &mut Vec<I<'_>>, o: Option<ObviousCounter>) {
+        match o {
+            Some(o) if o.guarded => {
+                let r = self.locals.r;
+                let amount = [I::LocalGet(r), I::I64Const(0), I::I64GeS, I::I64ExtendI32U];
+                self.add_to_counter(out, o.addr, false, &amount);
+            }
+            Some(o) => self.bump(out, Some(o.addr)),
+            None => {}
+        }
+    }
+
+    /// Before a `br_if` whose label carries values (condition on the stack): `counter +=
+    /// (condition != 0)`, counting the taken edge without a branch; `guarded`: and only
+    /// while the path register is not poisoned.
+    fn bump_if_taken(&self, out: &mut Vec<I<'_>>, at: u32, guarded: bool) {
+        let (c, r) = (self.locals.c, self.locals.r);
+        out.push(I::LocalTee(c));
+        let mut amount = vec![I::LocalGet(c), I::I32Const(0), I::I32Ne];
+        if guarded {
+            amount.extend([I::LocalGet(r), I::I64Const(0), I::I64GeS, I::I32And]);
+        }
+        amount.push(I::I64ExtendI32U);
+        self.add_to_counter(out, at, false, &amount);
+    }
+
+    /// Code at a recording point (DAG edge into EXIT): `count[r]++` unless only obvious
+    /// paths end there. (The counter of an obvious path defined by this very edge is the
+    /// caller's: a tail exit's comes with its edge code.)
+    fn record(&self, out: &mut Vec<I<'_>>, e: Option<DagEdgeId>) {
+        let EmitKind::Paths {
+            numbered,
+            cold_counter,
+            ..
+        } = &self.kind
+        else {
+            return;
+        };
+        if e.is_none_or(|e| numbered.records(e)) {
+            self.count(out);
+        } else if let (Some(cold), true) =
+            (cold_counter, e.is_some_and(|e| numbered.checks_cold(e)))
+        {
+            // Silent, but cold flow can end here: cold += r < 0.
+            let r = self.locals.r;
+            let amount = [I::LocalGet(r), I::I64Const(0), I::I64LtS, I::I64ExtendI32U];
+            self.add_to_counter(out, *cold, false, &amount);
         }
     }
 
@@ -230,18 +320,10 @@ impl Emitter<'_> {
                 ]);
             }
             Counting::Array { base } => {
+                // Targeted: a poisoned register lands in the cold slots past the array's
+                // `n` path slots (its low bits are `n` plus hot increments), so unlike TPP
+                // A.1 not even a conditional move is needed.
                 out.extend([I::LocalGet(r), I::I32WrapI64, I::I32Const(3), I::I32Shl]);
-                if let Some(cold) = cold_counter {
-                    // Branch-free, like TPP A.1: a poisoned (negative) register counts in
-                    // the cold counter instead.
-                    out.extend([
-                        I::I32Const((*cold - base) as i32),
-                        I::LocalGet(r),
-                        I::I64Const(0),
-                        I::I64GeS,
-                        I::Select,
-                    ]);
-                }
                 self.add_to_counter(out, base, true, &[I::I64Const(1)]);
             }
             Counting::Hash => {
@@ -291,12 +373,11 @@ impl Emitter<'_> {
 
     fn edge_code(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
         match &self.kind {
-            EmitKind::Paths { .. } => self.apply(out, self.upd(e)),
-            EmitKind::Edges { counter, .. } => {
-                if let Some(addr) = counter[e.index()] {
-                    self.add_to_counter(out, addr, false, &[I::I64Const(1)]);
-                }
+            EmitKind::Paths { .. } => {
+                self.apply(out, self.upd(e));
+                self.bump_obvious(out, self.edge_obvious_counter(e));
             }
+            EmitKind::Edges { counter, .. } => self.bump(out, counter[e.index()]),
         }
     }
 
@@ -359,7 +440,9 @@ impl Emitter<'_> {
         self.after_call(out);
         if let EmitKind::Paths { numbered, .. } = &self.kind {
             // Locals start at 0, so a zero start value needs no code.
-            self.restart(out, Some(numbered.dag.function_entry()), false);
+            let e = numbered.dag.function_entry();
+            self.restart(out, Some(e), false);
+            self.bump_obvious(out, self.obvious_counter(Some(e)));
         }
     }
 
@@ -367,7 +450,10 @@ impl Emitter<'_> {
     pub fn epilogue(&self, out: &mut Vec<I<'_>>) {
         if let EmitKind::Paths { numbered, .. } = &self.kind {
             if numbered.dag.body(self.analysis.funnel).is_some() {
-                self.count(out);
+                let funnel_exit = self.analysis.cfg.succs(self.analysis.funnel).first();
+                let e = funnel_exit.and_then(|&e| numbered.dag.real_edge(e));
+                self.record(out, e);
+                self.bump_obvious(out, self.obvious_counter(e));
             }
             self.before_call(out);
         }
@@ -385,16 +471,20 @@ impl Emitter<'_> {
             }
             Action::TailExit(e) => {
                 self.edge_code(out, *e);
-                self.count(out);
+                if let EmitKind::Paths { numbered, .. } = &self.kind {
+                    self.record(out, numbered.dag.real_edge(*e));
+                }
             }
             Action::FallEdge { taken, fall, bare } => match &self.kind {
                 EmitKind::Edges { .. } => self.edge_code(out, *fall),
                 // Digest §4.4: when the taken edge needs nothing, or has its own trampoline,
                 // the fall-through's update goes where only the fall-through runs.
-                EmitKind::Paths { .. } if self.upd(*taken) == Update::Add(0) || *bare => {
-                    self.edge_code(out, *fall)
+                EmitKind::Paths { .. } => {
+                    if self.upd(*taken) == Update::Add(0) || *bare {
+                        self.apply(out, self.upd(*fall));
+                    }
+                    self.bump_obvious(out, self.edge_obvious_counter(*fall));
                 }
-                EmitKind::Paths { .. } => {}
             },
             Action::NodeStart(n) => {
                 if self.is_split(*n) {
@@ -402,22 +492,32 @@ impl Emitter<'_> {
                         // PEP §3.2: the path ends at h_a (Val(h_a→EXIT) is 0); the next starts
                         // at h_b. With cold elimination, a header whose body has no hot path
                         // restarts poisoned (TPP Fig. 6a/6c in the header-split variant).
-                        self.count(out);
-                        self.restart(out, numbered.dag.split_entry(*n), true);
+                        let end = numbered.dag.split_exit(*n);
+                        self.record(out, end);
+                        self.bump_obvious(out, self.obvious_counter(end));
+                        let start = numbered.dag.split_entry(*n);
+                        self.restart(out, start, true);
+                        self.bump_obvious(out, self.obvious_counter(start));
                     }
                 }
             }
             Action::BrIf { taken, fall, bare } => match &self.kind {
                 EmitKind::Paths { .. } => {
                     let (ut, uf) = (self.upd(*taken), self.upd(*fall));
-                    if ut == Update::Add(0) {
-                        // Action::FallEdge applies the fall-through's update after the branch.
-                    } else if *bare {
+                    let counter = self.edge_obvious_counter(*taken);
+                    if *bare && (ut != Update::Add(0) || counter.is_some()) {
                         // Trampoline: `if; <taken update>; br L+1; end` replaces the br_if,
                         // so the not-taken path runs no extra code at all.
                         out.push(I::If(wasm_encoder::BlockType::Empty));
                         self.apply(out, ut);
+                        self.bump_obvious(out, counter);
                         return true;
+                    }
+                    if let Some(o) = counter {
+                        self.bump_if_taken(out, o.addr, o.guarded);
+                    }
+                    if ut == Update::Add(0) {
+                        // Action::FallEdge applies the fall-through's update after the branch.
                     } else if ut == uf {
                         self.apply(out, ut);
                     } else {
@@ -434,13 +534,11 @@ impl Emitter<'_> {
                     // fall-through edge where it runs, after the br_if (Action::FallEdge).
                     if let (Some(at), true) = (counter[taken.index()], *bare) {
                         out.push(I::If(wasm_encoder::BlockType::Empty));
-                        self.add_to_counter(out, at, false, &[I::I64Const(1)]);
+                        self.bump(out, Some(at));
                         return true;
                     }
                     if let Some(at) = counter[taken.index()] {
-                        out.push(I::LocalTee(c));
-                        let amount = [I::LocalGet(c), I::I32Const(0), I::I32Ne, I::I64ExtendI32U];
-                        self.add_to_counter(out, at, false, &amount);
+                        self.bump_if_taken(out, at, false);
                     }
                 }
             },
@@ -450,10 +548,10 @@ impl Emitter<'_> {
                     EmitKind::Paths {
                         numbered, tables, ..
                     } => {
-                        let table = paths_table(numbered, arms);
+                        let table = paths_table(numbered, arms, self.poison());
                         if table.is_none() {
                             self.apply(out, self.upd(arms[0]));
-                        } else if table.is_some_and(|t| t.contains(&(POISON as u64))) {
+                        } else if table.is_some_and(|t| t.iter().any(|&v| (v as i64) < 0)) {
                             // Entries are increments or the (negative) poison:
                             // r = t < 0 ? t : r + t.
                             let t = self.locals.t;
@@ -497,13 +595,13 @@ fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {
 }
 
 /// Whether a `br_table` action needs an increment table in paths mode.
-/// Entries are increments, or [`POISON`] for cold arms.
-pub fn paths_table(numbered: &NumberedDag, arms: &[EdgeId]) -> Option<Vec<u64>> {
+/// Entries are increments, or `poison` (negative) for cold arms.
+pub fn paths_table(numbered: &NumberedDag, arms: &[EdgeId], poison: i64) -> Option<Vec<u64>> {
     let vals: Vec<u64> = arms
         .iter()
         .map(|&e| match update(numbered, e) {
             Update::Add(v) => v,
-            Update::Poison => POISON as u64,
+            Update::Poison => poison as u64,
         })
         .collect();
     (!vals.iter().all(|&v| v == vals[0])).then_some(vals)

@@ -2,10 +2,13 @@
 
 use crate::analysis::{analyze, Action, FunctionAnalysis, Slot};
 use crate::contexts::{CallSiteInfo, ContextEmit, ContextMode, FRAME_BYTES};
-use crate::emit::{memarg, paths_table, EmitKind, Emitter, Locals};
+use crate::emit::{memarg, paths_table, EmitKind, Emitter, Locals, POISON};
 use crate::module::{FuncIndex, ModuleFacts};
 use crate::rewrite::{write_module, Additions};
-use pepper_cfg::{number_pruned, EdgeCounting, NumberedDag, REGISTER_PATH_LIMIT};
+use pepper_cfg::{
+    eliminate_obvious, number_pruned, DagEdgeKind, EdgeCounting, NumberedDag, PathDag,
+    REGISTER_PATH_LIMIT,
+};
 
 /// A counter that `br_table` arms without their own counter increment; never read.
 const DISCARD: u32 = 16;
@@ -42,6 +45,41 @@ fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
         })
         .collect()
 }
+/// What a counter on each CFG edge costs in the emitted code, or `None` where the emitter
+/// has no place for one (a `br_table` arm, whose code is a table lookup). Straight-line
+/// slots cost 1; a `br_if`'s taken edge 2 in a trampoline, 3 when its label carries values
+/// and the counter adds the condition without a branch.
+fn counter_costs(a: &FunctionAnalysis) -> Vec<Option<u32>> {
+    let mut cost = vec![None; a.cfg.num_edges()];
+    let mut offer = |e: pepper_cfg::EdgeId, c: u32| {
+        let slot: &mut Option<u32> = &mut cost[e.index()];
+        *slot = Some(slot.map_or(c, |old| old.min(c)));
+    };
+    for (_, _, act) in &a.actions {
+        match act {
+            Action::Edge(x) | Action::TailExit(x) => offer(*x, 1),
+            Action::SynthElse { not_taken: x } | Action::FallEdge { fall: x, .. } => offer(*x, 1),
+            Action::BrIf { taken, bare, .. } => offer(*taken, if *bare { 2 } else { 3 }),
+            Action::BrTable { .. } | Action::NodeStart(_) => {}
+        }
+    }
+    for &e in a.cfg.succs(a.funnel) {
+        offer(e, 1); // the epilogue, where every return meets
+    }
+    cost
+}
+
+/// [`counter_costs`] for a DAG edge: dummies are path starts and ends, which have code.
+fn dag_counter_cost(costs: &[Option<u32>], dag: &PathDag, e: pepper_cfg::DagEdgeId) -> Option<u32> {
+    match dag.edge(e).kind {
+        DagEdgeKind::FunctionEntry | DagEdgeKind::SplitEntry(_) | DagEdgeKind::SplitExit(_) => {
+            Some(1)
+        }
+        DagEdgeKind::DeadEnd(_) => None,
+        DagEdgeKind::Real(real) => costs[real.index()],
+    }
+}
+
 /// Per-CFG-edge weights for smart numbering (PEP §3.4): the out-edge of a block with the
 /// highest weight gets value 0 and so carries no code. Without a measured profile, a static
 /// estimate: edges that stay deep in loops first, then a `br_if`'s taken edge (a zero there
@@ -215,6 +253,9 @@ pub struct InstrumentOptions {
     /// Targeted mode: a branch outcome taken less than this fraction of its branch's
     /// executions in the guide is cold (TPP(5, 15)'s 5%).
     pub cold_threshold: f64,
+    /// Targeted mode: TPP's obvious path elimination (count obvious paths on a defining
+    /// edge instead of with the path register).
+    pub obvious: bool,
     /// Calling contexts: a shadow stack for the sampler, or the exact tree.
     pub contexts: ContextMode,
     /// log2 of the shadow stack's length in frames.
@@ -237,6 +278,7 @@ impl Default for InstrumentOptions {
             ring_log2: 12,
             guide: None,
             cold_threshold: 0.05,
+            obvious: true,
             contexts: ContextMode::Off,
             stack_log2: 14,
             cct_capacity_log2: 18,
@@ -265,8 +307,27 @@ pub struct FunctionPlan {
     /// many CFG edges were cold.
     pub cold_counter: Option<u32>,
     pub cold_edges: u32,
+    /// Targeted mode: the value a cold edge puts in the path register. Negative, so no path
+    /// number is ever mistaken for it; in array functions its low 32 bits are the path
+    /// count `n`, so that a poisoned register plus the hot increments after it (less than
+    /// `n` in all) indexes slots `n..2n`, which count cold executions with no test at the
+    /// path end.
+    pub poison: i64,
+    /// Targeted mode: the counter of each obvious path (TPP §4.2), on its defining edge.
+    pub obvious: Vec<ObviousCounter>,
     /// Module-wide id of this function's first call site (contexts).
     pub first_site: u32,
+}
+
+/// An obvious path's counter: a u64 at `addr` (its array slot when the function counts
+/// into an array) incremented on DAG edge `edge`; `guarded`: only while the path register
+/// is not poisoned.
+#[derive(Copy, Clone, Debug)]
+pub struct ObviousCounter {
+    pub edge: pepper_cfg::DagEdgeId,
+    pub path: u64,
+    pub addr: u32,
+    pub guarded: bool,
 }
 
 /// Where things live in the profiler memory.
@@ -454,6 +515,8 @@ fn build(
             edge_counting: None,
             cold_counter: None,
             cold_edges: 0,
+            poison: POISON,
+            obvious: Vec::new(),
             first_site: call_sites.len() as u32,
         };
         if mode == Mode::None && contexts == ContextMode::Off {
@@ -499,6 +562,9 @@ fn build(
                     ) {
                         Ok(nd) => {
                             let n = nd.numbering.total();
+                            // Targeted: slots n..2n catch poisoned registers (see
+                            // `FunctionPlan::poison`), so a path end needs no test.
+                            let slots = if mode == Mode::Targeted { 2 * n } else { n };
                             fp.counting = if mode == Mode::Pep {
                                 match opts.pep_every {
                                     Some(k) => {
@@ -508,23 +574,43 @@ fn build(
                                     None => Counting::Ring,
                                 }
                             } else if n <= opts.array_max_paths
-                                && array_bytes + 8 * n <= opts.array_budget
+                                && array_bytes + 8 * slots <= opts.array_budget
                             {
-                                array_bytes += 8 * n;
+                                array_bytes += 8 * slots;
+                                fp.poison = POISON + n as i64;
                                 Counting::Array {
-                                    base: bump.alloc(8 * n),
+                                    base: bump.alloc(8 * slots),
                                 }
                             } else {
                                 any_hash = true;
                                 Counting::Hash
                             };
                             if mode == Mode::Targeted {
-                                // After the array, so the branch-free select in the
-                                // emitter addresses it with a non-negative offset.
                                 fp.cold_counter = Some(bump.alloc(8));
                                 fp.cold_edges = (0..a.cfg.num_edges())
                                     .filter(|&e| nd.edge_val(pepper_cfg::EdgeId::new(e)).is_none())
                                     .count() as u32;
+                            }
+                            let mut nd = nd;
+                            if mode == Mode::Targeted && opts.obvious {
+                                let costs = counter_costs(&a);
+                                let ob = eliminate_obvious(&nd.dag, &nd.numbering, &|e| {
+                                    dag_counter_cost(&costs, &nd.dag, e)
+                                });
+                                fp.obvious = ob
+                                    .paths
+                                    .iter()
+                                    .map(|o| ObviousCounter {
+                                        edge: o.counter,
+                                        path: o.number,
+                                        guarded: o.guarded,
+                                        addr: match fp.counting {
+                                            Counting::Array { base } => base + 8 * o.number as u32,
+                                            _ => bump.alloc(8),
+                                        },
+                                    })
+                                    .collect();
+                                nd.obvious = Some(ob);
                             }
                             fp.numbered = Some(nd);
                         }
@@ -574,7 +660,7 @@ fn build(
                 Mode::ExactPaths | Mode::Pep | Mode::Targeted => fp
                     .numbered
                     .as_ref()
-                    .and_then(|nd| paths_table(nd, arms))
+                    .and_then(|nd| paths_table(nd, arms, fp.poison))
                     .map(|vals| vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
                 Mode::ExactEdges => {
                     let addrs = arms
@@ -712,6 +798,8 @@ fn build(
                 },
                 layout: &plan.layout,
                 cold_counter: fp.cold_counter,
+                poison: fp.poison,
+                obvious: &fp.obvious,
                 hash_fn,
                 tables: &tables[k],
             },

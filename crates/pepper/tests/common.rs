@@ -167,6 +167,18 @@ pub fn assert_targeted_exact(
     threshold: &str,
 ) -> u64 {
     let (_, _, _, guide) = run("exact-paths", program, extra, guide_args);
+    assert_targeted_exact_with(program, extra, &guide, run_args, threshold)
+}
+
+/// [`assert_targeted_exact`] with a given guide profile (tests make cold edges by editing
+/// an exact profile's branch counts).
+pub fn assert_targeted_exact_with(
+    program: &Path,
+    extra: &[&str],
+    guide: &Profile,
+    run_args: &[&str],
+    threshold: &str,
+) -> u64 {
     let file = tempdir().join(format!(
         "{}.tpp-guide.json",
         program.file_stem().unwrap().to_string_lossy()

@@ -192,3 +192,40 @@ fn more_than_2_pow_64_paths_are_truncated_and_exact() {
         .sum();
     assert_eq!(total, 20 * 70);
 }
+
+/// TPP's back-edge cases (Fig. 6): a guide (this run's exact profile, edited) calls the only
+/// back edge of one loop cold, one of two back edges of another, and a whole third loop.
+/// Every path through a cold edge must reach the cold counter, never a hot path's number,
+/// and every hot path must keep its exact count, with and without obvious paths.
+#[test]
+fn poisoned_paths_are_caught_in_every_back_edge_case() {
+    let f = fixture("coldloops.wat");
+    let (_, _, _, mut guide) = run("exact-paths", &f, &[], &[]);
+    let set = |g: &mut Profile, func: &str, kind, nth: usize, counts: Vec<u64>| {
+        let index = g
+            .functions
+            .iter()
+            .find(|x| x.name.as_deref() == Some(func))
+            .unwrap()
+            .index;
+        let b = g
+            .branches
+            .iter_mut()
+            .filter(|b| b.func == index && b.kind == kind)
+            .nth(nth)
+            .unwrap();
+        assert!(b.counts.iter().sum::<u64>() > 0, "{func} ran its branch");
+        b.counts = counts;
+    };
+    set(&mut guide, "all_back_cold", BrIf, 0, vec![0, 1]);
+    set(&mut guide, "two_back_edges", BrIf, 0, vec![0, 1]);
+    set(&mut guide, "cold_loop", If, 0, vec![0, 9]);
+    set(&mut guide, "cold_loop", BrIf, 0, vec![0, 0]);
+    let cold = assert_targeted_exact_with(&f, &[], &guide, &[], "0.05");
+    // all_back_cold: 9 back edges; two_back_edges: back edge 1 taken 5 times (odd i < 10);
+    // cold_loop: x = 6, 7, 8 enter the loop (x = 6 runs 6 iterations...): every iteration
+    // path and every path that enters the loop is cold.
+    assert!(cold >= 9 + 5 + 3, "cold executions: {cold}");
+    let no_obvious = assert_targeted_exact_with(&f, &["--no-obvious"], &guide, &[], "0.05");
+    assert_eq!(cold, no_obvious, "obvious paths do not change what is cold");
+}

@@ -71,6 +71,11 @@ pub struct Args {
     /// executions in the guide is cold (TPP(5, 15): 0.05).
     #[arg(long, default_value_t = 0.05)]
     cold_threshold: f64,
+    /// Targeted mode: keep the path register on obvious paths too. By default a path that
+    /// owns an edge no other hot path takes (TPP's obvious path) is counted by a counter on
+    /// that edge, and code only obvious paths run carries no register update.
+    #[arg(long)]
+    no_obvious: bool,
     /// Profile output file [default: PROGRAM's stem + `.pepper.json`].
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -210,6 +215,7 @@ pub fn run(a: Args) -> Result<i32> {
         pep_every: a.every,
         guide: guide.clone(),
         cold_threshold: a.cold_threshold,
+        obvious: !a.no_obvious,
         // The ring holds a whole burst four times over, so the sampler can copy it while
         // the guest keeps writing.
         ring_log2: (4 * (a.samples as u64 + a.stride as u64))
