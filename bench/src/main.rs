@@ -249,7 +249,7 @@ struct Variant {
     times: Vec<f64>,
     /// Per round: path accuracy, edge relative overlap, edge absolute overlap, samples
     /// (PEP) or cold executions (targeted), AoDF.
-    accuracy: Vec<[f64; 5]>,
+    accuracy: Vec<[f64; 6]>,
 }
 
 /// Median over rounds of each round's time divided by the baseline's time in the same
@@ -449,7 +449,7 @@ fn main() -> Result<()> {
     // Per spec: ratios to plain, ratios to epoch, accuracies.
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut ratios_epoch: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
-    let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
+    let mut accs: Vec<Vec<[f64; 6]>> = vec![Vec::new(); specs.len()];
     // Targeted: (static paths removed, functions moved from hash to arrays, paths counted on
     // a defining edge) per workload.
     let mut tpp_static: Vec<Vec<(f64, i64, usize)>> = vec![Vec::new(); specs.len()];
@@ -541,6 +541,20 @@ fn main() -> Result<()> {
                     let p = profile_of(&v.plan, r);
                     let a = compare(&reference, &p);
                     let cold: u64 = p.functions.iter().filter_map(|f| f.cold_executions).sum();
+                    // Targeted: the share of path executions counted on defining edges.
+                    let obvious: std::collections::HashSet<(u32, u64)> = v
+                        .plan
+                        .functions
+                        .iter()
+                        .flat_map(|f| f.obvious.iter().map(|o| (f.index.0, o.path)))
+                        .collect();
+                    let all: u64 = p.paths.iter().map(|x| x.count).sum();
+                    let by_counter: u64 = p
+                        .paths
+                        .iter()
+                        .filter(|x| obvious.contains(&(x.func, x.number)))
+                        .map(|x| x.count)
+                        .sum();
                     let samples = r.samples.as_ref().map_or_else(
                         || {
                             p.paths.iter().map(|x| x.count).sum::<u64>()
@@ -558,6 +572,7 @@ fn main() -> Result<()> {
                             samples as f64
                         },
                         a.aodf.unwrap_or(f64::NAN),
+                        by_counter as f64 / all.max(1) as f64,
                     ]);
                 }
             }
@@ -636,7 +651,7 @@ fn main() -> Result<()> {
     let mut summary = String::new();
     writeln!(
         summary,
-        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | AoDF (mean / worst) | static paths removed (mean) | functions hash→array (total) | obvious paths (total) | what |"
+        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | AoDF (mean / worst) | static paths removed (mean) | functions hash→array (total) | obvious paths (total; mean share of executions) | what |"
     )?;
     writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
     for (k, spec) in specs.iter().enumerate() {
@@ -674,7 +689,12 @@ fn main() -> Result<()> {
             if tpp_static[k].is_empty() {
                 String::new()
             } else {
-                tpp_static[k].iter().map(|x| x.2).sum::<usize>().to_string()
+                let shares: Vec<f64> = accs[k].iter().map(|a| a[5]).collect();
+                format!(
+                    "{}; {:.1}%",
+                    tpp_static[k].iter().map(|x| x.2).sum::<usize>(),
+                    100.0 * shares.iter().sum::<f64>() / shares.len().max(1) as f64
+                )
             },
             spec.what
         )?;

@@ -28,6 +28,9 @@ pub struct Locals {
     pub s: u32,
     /// Contexts: this activation's frame address in the shadow stack ring (i32).
     pub e: u32,
+    /// Targeted: the first of the i64 locals that hold obvious-path counts
+    /// (`ObviousCounter::local`).
+    pub counters: u32,
 }
 
 /// What taking an edge does to the path register.
@@ -190,21 +193,49 @@ impl Emitter<'_> {
     /// An obvious path's counter: `+= 1`, or `+= r >= 0` where cold flow can arrive (a
     /// poisoned register means a cold path, which the cold counter gets instead).
     fn bump_obvious(&self, out: &mut Vec<I<'_>>, o: Option<ObviousCounter>) {
-        match o {
-            Some(o) if o.guarded => {
-                let r = self.locals.r;
-                let amount = [I::LocalGet(r), I::I64Const(0), I::I64GeS, I::I64ExtendI32U];
-                self.add_to_counter(out, o.addr, false, &amount);
+        let Some(o) = o else { return };
+        let r = self.locals.r;
+        let amount = if o.guarded {
+            vec![I::LocalGet(r), I::I64Const(0), I::I64GeS, I::I64ExtendI32U]
+        } else {
+            vec![I::I64Const(1)]
+        };
+        self.add_to_obvious(out, o, &amount);
+    }
+
+    /// Adds `amount` (instructions pushing an i64) to an obvious path's count: its local,
+    /// or its counter in memory.
+    fn add_to_obvious(&self, out: &mut Vec<I<'_>>, o: ObviousCounter, amount: &[I<'static>]) {
+        match o.local {
+            Some(k) => {
+                let l = self.locals.counters + k;
+                out.push(I::LocalGet(l));
+                out.extend(amount.iter().cloned());
+                out.extend([I::I64Add, I::LocalSet(l)]);
             }
-            Some(o) => self.bump(out, Some(o.addr)),
-            None => {}
+            None => self.add_to_counter(out, o.addr, false, amount),
         }
     }
 
-    /// Before a `br_if` whose label carries values (condition on the stack): `counter +=
-    /// (condition != 0)`, counting the taken edge without a branch; `guarded`: and only
-    /// while the path register is not poisoned.
-    fn bump_if_taken(&self, out: &mut Vec<I<'_>>, at: u32, guarded: bool) {
+    /// Writes the obvious-path counts kept in locals back to memory (before a call and at
+    /// every exit), and zeroes the locals.
+    fn flush_counter_locals(&self, out: &mut Vec<I<'_>>) {
+        let EmitKind::Paths { obvious, .. } = &self.kind else {
+            return;
+        };
+        for o in obvious.iter() {
+            if let Some(k) = o.local {
+                let l = self.locals.counters + k;
+                self.add_to_counter(out, o.addr, false, &[I::LocalGet(l)]);
+                out.extend([I::I64Const(0), I::LocalSet(l)]);
+            }
+        }
+    }
+
+    /// Before a `br_if` whose label carries values (condition on the stack): the taken
+    /// edge's count `+= (condition != 0)`, without a branch; for a guarded obvious path, and
+    /// only while the path register is not poisoned.
+    fn taken_amount(&self, out: &mut Vec<I<'_>>, guarded: bool) -> Vec<I<'static>> {
         let (c, r) = (self.locals.c, self.locals.r);
         out.push(I::LocalTee(c));
         let mut amount = vec![I::LocalGet(c), I::I32Const(0), I::I32Ne];
@@ -212,7 +243,7 @@ impl Emitter<'_> {
             amount.extend([I::LocalGet(r), I::I64Const(0), I::I64GeS, I::I32And]);
         }
         amount.push(I::I64ExtendI32U);
-        self.add_to_counter(out, at, false, &amount);
+        amount
     }
 
     /// Code at a recording point (DAG edge into EXIT): `count[r]++` unless only obvious
@@ -418,9 +449,11 @@ impl Emitter<'_> {
         }
     }
 
-    /// PEP every-K: publish the countdown before a call and at function exit. (The ring
-    /// head is stored at every path end anyway, for the sampler thread.)
+    /// Before a call and at every exit: write back the counter locals (targeted), and
+    /// publish PEP every-K's countdown. (The ring head is stored at every path end anyway,
+    /// for the sampler thread.)
     pub fn before_call(&self, out: &mut Vec<I<'_>>) {
+        self.flush_counter_locals(out);
         if let EmitKind::Paths {
             counting: Counting::Every { .. },
             layout,
@@ -514,7 +547,8 @@ impl Emitter<'_> {
                         return true;
                     }
                     if let Some(o) = counter {
-                        self.bump_if_taken(out, o.addr, o.guarded);
+                        let amount = self.taken_amount(out, o.guarded);
+                        self.add_to_obvious(out, o, &amount);
                     }
                     if ut == Update::Add(0) {
                         // Action::FallEdge applies the fall-through's update after the branch.
@@ -538,7 +572,8 @@ impl Emitter<'_> {
                         return true;
                     }
                     if let Some(at) = counter[taken.index()] {
-                        self.bump_if_taken(out, at, false);
+                        let amount = self.taken_amount(out, false);
+                        self.add_to_counter(out, at, false, &amount);
                     }
                 }
             },

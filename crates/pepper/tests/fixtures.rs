@@ -229,3 +229,29 @@ fn poisoned_paths_are_caught_in_every_back_edge_case() {
     let no_obvious = assert_targeted_exact_with(&f, &["--no-obvious"], &guide, &[], "0.05");
     assert_eq!(cold, no_obvious, "obvious paths do not change what is cold");
 }
+
+/// Targeted mode keeps obvious-path counts of loops in locals and writes them back before
+/// every call: a `proc_exit` right after a loop must not lose the loop's iterations.
+#[test]
+fn counts_kept_in_locals_survive_proc_exit() {
+    let f = fixture("exit_after_loop.wat");
+    let (code, _, _, exact) = run("exact-paths", &f, &[], &[]);
+    assert_eq!(code, 5);
+    let (code, _, _, tpp) = run("targeted", &f, &[], &[]);
+    assert_eq!(code, 5);
+    let start = tpp
+        .functions
+        .iter()
+        .find(|x| x.name.as_deref() == Some("_start"))
+        .unwrap();
+    assert!(
+        start.obvious_paths.unwrap_or(0) > 0,
+        "the loop path is obvious"
+    );
+    assert_eq!(paths_by_key(&tpp), paths_by_key(&exact));
+    assert_eq!(
+        path_executions(&tpp, "_start"),
+        9,
+        "entry path + 8 iterations"
+    );
+}
