@@ -151,7 +151,7 @@ fn specs() -> Vec<Spec> {
         every: None,
         guide: Guide::None,
         epoch: None,
-        obvious: true,
+        obvious: false,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
@@ -206,25 +206,25 @@ fn specs() -> Vec<Spec> {
             )
         },
         Spec {
-            label: "targeted-cold-only(same input)",
-            mode: Mode::Targeted,
-            guide: Guide::SameInput,
-            obvious: false,
-            what: "TPP cold path elimination (5%) alone, guide: exact profile of the measured input",
-            ..base.clone()
-        },
-        Spec {
             label: "targeted(same input)",
             mode: Mode::Targeted,
             guide: Guide::SameInput,
-            what: "TPP cold (5%) + obvious path elimination, guide: exact profile of the measured input",
+            what: "TPP cold path elimination (5%), the default, guide: exact profile of the measured input",
+            ..base.clone()
+        },
+        Spec {
+            label: "targeted+obvious(same input)",
+            mode: Mode::Targeted,
+            guide: Guide::SameInput,
+            obvious: true,
+            what: "TPP cold (5%) + obvious path elimination (`--obvious`), guide: exact profile of the measured input",
             ..base.clone()
         },
         Spec {
             label: "targeted(other input)",
             mode: Mode::Targeted,
             guide: Guide::OtherInput,
-            what: "TPP cold (5%) + obvious path elimination, guide: exact profile of the workload's other input",
+            what: "TPP cold path elimination (5%), guide: exact profile of the workload's other input",
             ..base.clone()
         },
         Spec {

@@ -263,10 +263,17 @@ impl Emitter<'_> {
         } else if let (Some(cold), true) =
             (cold_counter, e.is_some_and(|e| numbered.checks_cold(e)))
         {
-            // Silent, but cold flow can end here: cold += r < 0.
-            let r = self.locals.r;
-            let amount = [I::LocalGet(r), I::I64Const(0), I::I64LtS, I::I64ExtendI32U];
-            self.add_to_counter(out, *cold, false, &amount);
+            // Silent, but cold flow can end here: `if r < 0 { cold++ }`. A branch, not a
+            // branch-free add: cold paths are rare, so it is predicted, and the hot path
+            // touches no memory here.
+            out.extend([
+                I::LocalGet(self.locals.r),
+                I::I64Const(0),
+                I::I64LtS,
+                I::If(wasm_encoder::BlockType::Empty),
+            ]);
+            self.bump(out, Some(*cold));
+            out.push(I::End);
         }
     }
 

@@ -46,9 +46,10 @@ fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
         .collect()
 }
 /// What a counter on each CFG edge costs in the emitted code, or `None` where the emitter
-/// has no place for one (a `br_table` arm, whose code is a table lookup). Straight-line
-/// slots cost 1; a `br_if`'s taken edge 2 in a trampoline, 3 when its label carries values
-/// and the counter adds the condition without a branch.
+/// has no place for one that runs only when the edge is taken: a `br_table` arm (its code
+/// is a table lookup), or the taken edge of a `br_if` whose label carries values (a
+/// branch-free add of the condition would touch memory on every execution, taken or not).
+/// Straight-line slots cost 1, a `br_if` trampoline 2.
 fn counter_costs(a: &FunctionAnalysis) -> Vec<Option<u32>> {
     let mut cost = vec![None; a.cfg.num_edges()];
     let mut offer = |e: pepper_cfg::EdgeId, c: u32| {
@@ -59,7 +60,10 @@ fn counter_costs(a: &FunctionAnalysis) -> Vec<Option<u32>> {
         match act {
             Action::Edge(x) | Action::TailExit(x) => offer(*x, 1),
             Action::SynthElse { not_taken: x } | Action::FallEdge { fall: x, .. } => offer(*x, 1),
-            Action::BrIf { taken, bare, .. } => offer(*taken, if *bare { 2 } else { 3 }),
+            Action::BrIf {
+                taken, bare: true, ..
+            } => offer(*taken, 2),
+            Action::BrIf { .. } => {}
             Action::BrTable { .. } | Action::NodeStart(_) => {}
         }
     }
@@ -254,7 +258,9 @@ pub struct InstrumentOptions {
     /// executions in the guide is cold (TPP(5, 15)'s 5%).
     pub cold_threshold: f64,
     /// Targeted mode: TPP's obvious path elimination (count obvious paths on a defining
-    /// edge instead of with the path register).
+    /// edge instead of with the path register). Off by default: counting an obvious path
+    /// still takes one memory increment per execution, the same as `count[r]++`, and the
+    /// register code it saves costs about nothing under Cranelift.
     pub obvious: bool,
     /// Calling contexts: a shadow stack for the sampler, or the exact tree.
     pub contexts: ContextMode,
@@ -278,7 +284,7 @@ impl Default for InstrumentOptions {
             ring_log2: 12,
             guide: None,
             cold_threshold: 0.05,
-            obvious: true,
+            obvious: false,
             contexts: ContextMode::Off,
             stack_log2: 14,
             cct_capacity_log2: 18,

@@ -24,14 +24,21 @@ fn all_modes(name: &str) -> (Profile, Profile) {
     );
     assert_same_edges(&paths, &edges);
     assert_pep_matches_exact(&f, &[], &[], &paths);
-    // Targeted mode without a guide prunes nothing: exactly exact-paths.
-    let (c3, out3, err3, tpp) = run("targeted", &f, &[], &[]);
-    assert_eq!(
-        (c0, &out0),
-        (c3, &out3),
-        "targeted changed behaviour: {err3}"
-    );
-    assert_eq!(paths_by_key(&tpp), paths_by_key(&paths));
+    // Targeted mode without a guide prunes nothing: exactly exact-paths, with obvious paths
+    // counted on their defining edges or not.
+    for flags in [&[][..], &["--obvious"][..]] {
+        let (c3, out3, err3, tpp) = run("targeted", &f, flags, &[]);
+        assert_eq!(
+            (c0, &out0),
+            (c3, &out3),
+            "targeted {flags:?} changed behaviour: {err3}"
+        );
+        assert_eq!(
+            paths_by_key(&tpp),
+            paths_by_key(&paths),
+            "targeted {flags:?}"
+        );
+    }
     (paths, edges)
 }
 
@@ -221,12 +228,12 @@ fn poisoned_paths_are_caught_in_every_back_edge_case() {
     set(&mut guide, "two_back_edges", BrIf, 0, vec![0, 1]);
     set(&mut guide, "cold_loop", If, 0, vec![0, 9]);
     set(&mut guide, "cold_loop", BrIf, 0, vec![0, 0]);
-    let cold = assert_targeted_exact_with(&f, &[], &guide, &[], "0.05");
+    let cold = assert_targeted_exact_with(&f, &["--obvious"], &guide, &[], "0.05");
     // all_back_cold: 9 back edges; two_back_edges: back edge 1 taken 5 times (odd i < 10);
     // cold_loop: x = 6, 7, 8 enter the loop (x = 6 runs 6 iterations...): every iteration
     // path and every path that enters the loop is cold.
     assert!(cold >= 9 + 5 + 3, "cold executions: {cold}");
-    let no_obvious = assert_targeted_exact_with(&f, &["--no-obvious"], &guide, &[], "0.05");
+    let no_obvious = assert_targeted_exact_with(&f, &[], &guide, &[], "0.05");
     assert_eq!(cold, no_obvious, "obvious paths do not change what is cold");
 }
 
@@ -237,7 +244,7 @@ fn counts_kept_in_locals_survive_proc_exit() {
     let f = fixture("exit_after_loop.wat");
     let (code, _, _, exact) = run("exact-paths", &f, &[], &[]);
     assert_eq!(code, 5);
-    let (code, _, _, tpp) = run("targeted", &f, &[], &[]);
+    let (code, _, _, tpp) = run("targeted", &f, &["--obvious"], &[]);
     assert_eq!(code, 5);
     let start = tpp
         .functions

@@ -74,15 +74,24 @@ fn targeted_counts_hot_paths_exactly_and_catches_every_cold_one() {
     };
     let dir = root().join("bench/workloads/build");
     let d = format!("{}::/data", dir.display());
-    let cold = assert_targeted_exact(
-        &wasm,
-        &["--dir", &d],
-        &["-c", "-1", "/data/input-small.txt"],
-        &["-c", "-9", "/data/input-small.txt"],
-        "0.05",
-    );
-    assert!(cold > 0, "a guide from another input leaves some flow cold");
+    for obvious in [&[][..], &["--obvious"][..]] {
+        let mut extra = vec!["--dir", &d];
+        extra.extend_from_slice(obvious);
+        let cold = assert_targeted_exact(
+            &wasm,
+            &extra,
+            &["-c", "-1", "/data/input-small.txt"],
+            &["-c", "-9", "/data/input-small.txt"],
+            "0.05",
+        );
+        assert!(cold > 0, "a guide from another input leaves some flow cold");
+    }
     // Same input, nothing below 0%: no cold flow at all, every path exact.
     let Some(wasm) = workload("zstd") else { return };
-    assert_eq!(assert_targeted_exact(&wasm, &[], &["1"], &["1"], "0"), 0);
+    for obvious in [&[][..], &["--obvious"][..]] {
+        assert_eq!(
+            assert_targeted_exact(&wasm, obvious, &["1"], &["1"], "0"),
+            0
+        );
+    }
 }
