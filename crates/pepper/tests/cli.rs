@@ -80,6 +80,47 @@ fn instrumented_module_is_written_and_validates() {
     assert_eq!(o.status.code(), Some(0));
 }
 
+/// `instrument` takes the guide options of `run`: a targeted module with obvious paths,
+/// guided by an earlier profile, validates and runs.
+#[test]
+fn instrument_targeted_with_a_guide() {
+    let (_, _, _, guide) = run("exact-paths", &fixture("coldloops.wat"), &[], &[]);
+    let g = tempdir().join("coldloops.guide.json");
+    guide.write(std::fs::File::create(&g).unwrap()).unwrap();
+    let out = tempdir().join("coldloops.targeted.wasm");
+    let o = pepper(&[
+        "instrument",
+        "--mode",
+        "targeted",
+        "--guide",
+        g.to_str().unwrap(),
+        "--obvious",
+        fixture("coldloops.wat").to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("ignored"), "the guide was used: {err}");
+    let bytes = std::fs::read(&out).unwrap();
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&bytes)
+        .unwrap();
+    let o = pepper(&[
+        "run",
+        "--mode",
+        "none",
+        "-o",
+        tempdir().join("y.json").to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "the fixture checks its own results"
+    );
+}
+
 /// Golden file for the JSON report (timings and paths blanked). `BLESS=1` rewrites it.
 #[test]
 fn json_report_matches_golden() {

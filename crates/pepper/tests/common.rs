@@ -59,30 +59,37 @@ pub fn tempdir() -> PathBuf {
     d
 }
 
-/// Counts of the `nth` branch of `kind` in function `func` (by name).
-pub fn branch(p: &Profile, func: &str, kind: BranchKind, nth: usize) -> Vec<u64> {
-    let index = p
-        .functions
+/// The index of function `func` (by name).
+pub fn function_index(p: &Profile, func: &str) -> u32 {
+    p.functions
         .iter()
         .find(|f| f.name.as_deref() == Some(func))
         .unwrap_or_else(|| panic!("no function {func}"))
-        .index;
+        .index
+}
+
+/// The `nth` branch of `kind` in function `func` (by name).
+pub fn branch_mut<'p>(
+    p: &'p mut Profile,
+    func: &str,
+    kind: BranchKind,
+    nth: usize,
+) -> &'p mut pepper_profile::Branch {
+    let index = function_index(p, func);
     p.branches
-        .iter()
+        .iter_mut()
         .filter(|b| b.func == index && b.kind == kind)
         .nth(nth)
         .unwrap_or_else(|| panic!("no {kind:?} #{nth} in {func}"))
-        .counts
-        .clone()
+}
+
+/// Counts of the `nth` branch of `kind` in function `func` (by name).
+pub fn branch(p: &Profile, func: &str, kind: BranchKind, nth: usize) -> Vec<u64> {
+    branch_mut(&mut p.clone(), func, kind, nth).counts.clone()
 }
 
 pub fn path_executions(p: &Profile, func: &str) -> u64 {
-    let index = p
-        .functions
-        .iter()
-        .find(|f| f.name.as_deref() == Some(func))
-        .unwrap()
-        .index;
+    let index = function_index(p, func);
     p.paths
         .iter()
         .filter(|x| x.func == index)

@@ -209,18 +209,7 @@ fn poisoned_paths_are_caught_in_every_back_edge_case() {
     let f = fixture("coldloops.wat");
     let (_, _, _, mut guide) = run("exact-paths", &f, &[], &[]);
     let set = |g: &mut Profile, func: &str, kind, nth: usize, counts: Vec<u64>| {
-        let index = g
-            .functions
-            .iter()
-            .find(|x| x.name.as_deref() == Some(func))
-            .unwrap()
-            .index;
-        let b = g
-            .branches
-            .iter_mut()
-            .filter(|b| b.func == index && b.kind == kind)
-            .nth(nth)
-            .unwrap();
+        let b = branch_mut(g, func, kind, nth);
         assert!(b.counts.iter().sum::<u64>() > 0, "{func} ran its branch");
         b.counts = counts;
     };

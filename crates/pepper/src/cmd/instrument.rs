@@ -13,17 +13,8 @@ pub struct Args {
     /// What to instrument for.
     #[arg(long, value_enum, default_value = "exact-paths")]
     mode: ModeArg,
-    /// An earlier profile of the same module: smart numbering, and in targeted mode the
-    /// branch outcomes to prune as cold (as for `pepper run --guide`).
-    #[arg(long, value_name = "PROFILE")]
-    guide: Option<PathBuf>,
-    /// Targeted mode: a branch outcome below this fraction of its branch's executions in
-    /// the guide is cold.
-    #[arg(long, default_value_t = 0.05)]
-    cold_threshold: f64,
-    /// Targeted mode: also obvious path elimination (as for `pepper run --obvious`).
-    #[arg(long)]
-    obvious: bool,
+    #[command(flatten)]
+    guided: super::GuideArgs,
     /// Output file.
     #[arg(short, long)]
     output: PathBuf,
@@ -34,6 +25,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<i32> {
     let wasm = read_module(&a.input)?;
     let guide = a
+        .guided
         .guide
         .as_deref()
         .and_then(|g| super::run::load_guide(g, &wasm))
@@ -41,8 +33,8 @@ pub fn run(a: Args) -> Result<i32> {
     let opts = pepper_wasm::InstrumentOptions {
         mode: a.mode.into(),
         guide,
-        cold_threshold: a.cold_threshold,
-        obvious: a.obvious,
+        cold_threshold: a.guided.cold_threshold,
+        obvious: a.guided.obvious,
         ..Default::default()
     };
     let out = pepper_wasm::instrument(&wasm, &opts)

@@ -7,6 +7,27 @@ pub mod run;
 use anyhow::{Context, Result};
 use std::path::Path;
 
+/// How an earlier profile steers the rewriter (`run` and `instrument`).
+#[derive(clap::Args, Debug)]
+pub struct GuideArgs {
+    /// An earlier profile of the same module (any mode with branch counts). Paths and PEP
+    /// modes use it for smart numbering (PEP §3.4: the hottest branch outcomes get path
+    /// value 0 and carry no code); targeted mode also prunes the outcomes it calls cold.
+    /// A guide recorded from a different module is reported and ignored.
+    #[arg(long, value_name = "PROFILE")]
+    pub guide: Option<std::path::PathBuf>,
+    /// Targeted mode: a branch outcome taken less than this fraction of its branch's
+    /// executions in the guide is cold (TPP(5, 15): 0.05).
+    #[arg(long, default_value_t = 0.05)]
+    pub cold_threshold: f64,
+    /// Targeted mode: also TPP's obvious path elimination. A path that owns an edge no other
+    /// hot path takes is counted by a counter on that edge, and code only such paths run
+    /// carries no path register. Counts stay exact; off by default because on the bundled
+    /// workloads it measured no faster (see bench/results/analysis.md).
+    #[arg(long)]
+    pub obvious: bool,
+}
+
 /// Profiling modes a user can pick on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModeArg {

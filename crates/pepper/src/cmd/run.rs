@@ -61,22 +61,8 @@ pub struct Args {
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
     every: Option<u32>,
-    /// An earlier profile of the same module (any mode with branch counts). Paths and PEP
-    /// modes use it for smart numbering (PEP §3.4: the hottest branch outcomes get path
-    /// value 0 and carry no code); targeted mode also prunes the outcomes it calls cold.
-    /// A guide recorded from a different module is reported and ignored.
-    #[arg(long, value_name = "PROFILE")]
-    guide: Option<PathBuf>,
-    /// Targeted mode: a branch outcome taken less than this fraction of its branch's
-    /// executions in the guide is cold (TPP(5, 15): 0.05).
-    #[arg(long, default_value_t = 0.05)]
-    cold_threshold: f64,
-    /// Targeted mode: also TPP's obvious path elimination. A path that owns an edge no other
-    /// hot path takes is counted by a counter on that edge, and code only such paths run
-    /// carries no path register. Counts stay exact; off by default because on the bundled
-    /// workloads it measured no faster (see bench/results/analysis.md).
-    #[arg(long)]
-    obvious: bool,
+    #[command(flatten)]
+    guided: super::GuideArgs,
     /// Profile output file [default: PROGRAM's stem + `.pepper.json`].
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -183,7 +169,8 @@ pub fn run(a: Args) -> Result<i32> {
             "staged".into(),
         )))
     } else {
-        a.guide
+        a.guided
+            .guide
             .as_ref()
             .and_then(|g| load_guide(g, &wasm))
             .map(std::sync::Arc::new)
@@ -215,8 +202,8 @@ pub fn run(a: Args) -> Result<i32> {
         array_max_paths: a.array_max_paths,
         pep_every: a.every,
         guide: guide.clone(),
-        cold_threshold: a.cold_threshold,
-        obvious: a.obvious,
+        cold_threshold: a.guided.cold_threshold,
+        obvious: a.guided.obvious,
         // The ring holds a whole burst four times over, so the sampler can copy it while
         // the guest keeps writing.
         ring_log2: (4 * (a.samples as u64 + a.stride as u64))
