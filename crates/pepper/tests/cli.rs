@@ -64,20 +64,27 @@ fn instrumented_module_is_written_and_validates() {
         out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(validate_and_run(&out), Some(0));
+}
+
+/// Validates an instrumented module and runs it elsewhere (here, through pepper with no
+/// further rewriting); returns its exit code.
+fn validate_and_run(module: &std::path::Path) -> Option<i32> {
+    let bytes = std::fs::read(module).unwrap();
     wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
         .validate_all(&bytes)
         .unwrap();
-    // The instrumented module runs elsewhere too: here, through pepper with no further rewriting.
+    let stem = module.file_stem().unwrap().to_string_lossy();
+    let profile = tempdir().join(format!("{stem}.none.json"));
     let o = pepper(&[
         "run",
         "--mode",
         "none",
         "-o",
-        tempdir().join("x.json").to_str().unwrap(),
-        out.to_str().unwrap(),
+        profile.to_str().unwrap(),
+        module.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0));
+    o.status.code()
 }
 
 /// `instrument` takes the guide options of `run`: a targeted module with obvious paths,
@@ -102,22 +109,10 @@ fn instrument_targeted_with_a_guide() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(!err.contains("ignored"), "the guide was used: {err}");
-    let bytes = std::fs::read(&out).unwrap();
-    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
-        .validate_all(&bytes)
-        .unwrap();
-    let o = pepper(&[
-        "run",
-        "--mode",
-        "none",
-        "-o",
-        tempdir().join("y.json").to_str().unwrap(),
-        out.to_str().unwrap(),
-    ]);
     assert_eq!(
-        o.status.code(),
+        validate_and_run(&out),
         Some(0),
-        "the fixture checks its own results"
+        "the fixture checks its results"
     );
 }
 
