@@ -105,8 +105,6 @@ pub struct FunctionAnalysis {
     pub returns: Vec<(usize, u32)>,
     /// Number of operators in the body (the final `end` is the last).
     pub num_ops: usize,
-    /// Some call instruction sits inside a loop.
-    pub calls_in_loops: bool,
 }
 
 /// Why a function cannot be instrumented.
@@ -143,7 +141,6 @@ struct Frame {
 
 struct Builder {
     depth: u32,
-    calls_in_loops: bool,
     node_depth: Vec<u32>,
     cfg: Cfg,
     edges: Vec<EdgeInfo>,
@@ -193,7 +190,6 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
     let start = body.range().start;
     let mut b = Builder {
         depth: 0,
-        calls_in_loops: false,
         node_depth: vec![0, 0],
         cfg: Cfg::new(),
         edges: Vec::new(),
@@ -235,11 +231,6 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     .ok_or_else(|| malformed(offset, &"branch depth out of range"))?;
                 Ok((idx, frames[idx].label))
             };
-        b.calls_in_loops |= b.depth > 0
-            && matches!(
-                op,
-                Operator::Call { .. } | Operator::CallIndirect { .. } | Operator::CallRef { .. }
-            );
         match op {
             Operator::Block { blockty } => {
                 let join = b.node(NodeKind::Other, offset);
@@ -563,7 +554,6 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         actions: b.actions,
         returns,
         num_ops: i,
-        calls_in_loops: b.calls_in_loops,
     })
 }
 

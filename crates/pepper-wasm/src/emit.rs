@@ -28,9 +28,6 @@ pub struct Locals {
     pub s: u32,
     /// Contexts: this activation's frame address in the shadow stack ring (i32).
     pub e: u32,
-    /// Targeted: the first of the i64 locals that hold obvious-path counts
-    /// (`ObviousCounter::local`).
-    pub counters: u32,
 }
 
 /// What taking an edge does to the path register.
@@ -200,36 +197,7 @@ impl Emitter<'_> {
         } else {
             vec![I::I64Const(1)]
         };
-        self.add_to_obvious(out, o, &amount);
-    }
-
-    /// Adds `amount` (instructions pushing an i64) to an obvious path's count: its local,
-    /// or its counter in memory.
-    fn add_to_obvious(&self, out: &mut Vec<I<'_>>, o: ObviousCounter, amount: &[I<'static>]) {
-        match o.local {
-            Some(k) => {
-                let l = self.locals.counters + k;
-                out.push(I::LocalGet(l));
-                out.extend(amount.iter().cloned());
-                out.extend([I::I64Add, I::LocalSet(l)]);
-            }
-            None => self.add_to_counter(out, o.addr, false, amount),
-        }
-    }
-
-    /// Writes the obvious-path counts kept in locals back to memory (before a call and at
-    /// every exit), and zeroes the locals.
-    fn flush_counter_locals(&self, out: &mut Vec<I<'_>>) {
-        let EmitKind::Paths { obvious, .. } = &self.kind else {
-            return;
-        };
-        for o in obvious.iter() {
-            if let Some(k) = o.local {
-                let l = self.locals.counters + k;
-                self.add_to_counter(out, o.addr, false, &[I::LocalGet(l)]);
-                out.extend([I::I64Const(0), I::LocalSet(l)]);
-            }
-        }
+        self.add_to_counter(out, o.addr, false, &amount);
     }
 
     /// Before a `br_if` whose label carries values (condition on the stack): the taken
@@ -456,11 +424,9 @@ impl Emitter<'_> {
         }
     }
 
-    /// Before a call and at every exit: write back the counter locals (targeted), and
-    /// publish PEP every-K's countdown. (The ring head is stored at every path end anyway,
-    /// for the sampler thread.)
+    /// PEP every-K: publish the countdown before a call and at function exit. (The ring
+    /// head is stored at every path end anyway, for the sampler thread.)
     pub fn before_call(&self, out: &mut Vec<I<'_>>) {
-        self.flush_counter_locals(out);
         if let EmitKind::Paths {
             counting: Counting::Every { .. },
             layout,
@@ -555,7 +521,7 @@ impl Emitter<'_> {
                     }
                     if let Some(o) = counter {
                         let amount = self.taken_amount(out, o.guarded);
-                        self.add_to_obvious(out, o, &amount);
+                        self.add_to_counter(out, o.addr, false, &amount);
                     }
                     if ut == Update::Add(0) {
                         // Action::FallEdge applies the fall-through's update after the branch.

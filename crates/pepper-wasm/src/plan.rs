@@ -334,38 +334,6 @@ pub struct ObviousCounter {
     pub path: u64,
     pub addr: u32,
     pub guarded: bool,
-    /// Counted in the function's `k`-th counter local instead of memory, and added to
-    /// `addr` before every call and at every exit (see [`MAX_COUNTER_LOCALS`]).
-    pub local: Option<u32>,
-}
-
-/// Most obvious-path counters one function keeps in locals. Measured on the workloads, the
-/// path register costs about 1% and the memory increments at path ends nearly all the
-/// rest (a load and a store per path, a dependency through memory in a tight loop); an
-/// obvious path inside a loop of a function that makes no call inside a loop is counted in
-/// a local and written back where the function calls out or leaves, which happens at most
-/// once per activation and call instruction. A trap loses the counts its own frame has not
-/// written back yet.
-pub const MAX_COUNTER_LOCALS: usize = 16;
-
-/// Chooses the obvious counters that [`ObviousCounter::local`] keeps in locals: those on
-/// edges inside loops, deepest first, when no call sits inside a loop.
-fn promote_counters(a: &FunctionAnalysis, dag: &PathDag, counters: &mut [ObviousCounter]) {
-    if a.calls_in_loops {
-        return;
-    }
-    let depth = |e: pepper_cfg::DagEdgeId| match dag.edge(e).kind {
-        DagEdgeKind::Real(real) => a.node_depth[a.cfg.edge(real).0.index()],
-        DagEdgeKind::SplitEntry(h) | DagEdgeKind::SplitExit(h) => a.node_depth[h.index()],
-        DagEdgeKind::FunctionEntry | DagEdgeKind::DeadEnd(_) => 0,
-    };
-    let mut order: Vec<usize> = (0..counters.len())
-        .filter(|&i| depth(counters[i].edge) > 0)
-        .collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(depth(counters[i].edge)), i));
-    for (k, &i) in order.iter().take(MAX_COUNTER_LOCALS).enumerate() {
-        counters[i].local = Some(k as u32);
-    }
 }
 
 /// Where things live in the profiler memory.
@@ -642,14 +610,12 @@ fn build(
                                         edge: o.counter,
                                         path: o.number,
                                         guarded: o.guarded,
-                                        local: None,
                                         addr: match fp.counting {
                                             Counting::Array { base } => base + 8 * o.number as u32,
                                             _ => bump.alloc(8),
                                         },
                                     })
                                     .collect();
-                                promote_counters(&a, &nd.dag, &mut fp.obvious);
                                 nd.obvious = Some(ob);
                             }
                             fp.numbered = Some(nd);
@@ -935,7 +901,6 @@ fn emit_body<'f>(
             t: num_locals + 4,
             s: num_locals + 5,
             e: num_locals + 6,
-            counters: num_locals + 7,
         },
         mem,
         analysis: a,
@@ -945,13 +910,6 @@ fn emit_body<'f>(
     locals.push((3, ValType::I32));
     locals.push((1, ValType::I64));
     locals.push((2, ValType::I32));
-    let counter_locals = match &em.kind {
-        EmitKind::Paths { obvious, .. } => obvious.iter().filter(|o| o.local.is_some()).count(),
-        EmitKind::Edges { .. } => 0,
-    };
-    if counter_locals > 0 {
-        locals.push((counter_locals as u32, ValType::I64));
-    }
     let paths = matches!(em.kind, EmitKind::Paths { .. });
     // Paths and contexts both need one place where every return meets.
     let funnel = paths || ctx.as_ref().is_some_and(|c| c.0.mode.shadow());

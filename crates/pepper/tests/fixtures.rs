@@ -226,10 +226,10 @@ fn poisoned_paths_are_caught_in_every_back_edge_case() {
     assert_eq!(cold, no_obvious, "obvious paths do not change what is cold");
 }
 
-/// Targeted mode keeps obvious-path counts of loops in locals and writes them back before
-/// every call: a `proc_exit` right after a loop must not lose the loop's iterations.
+/// Obvious paths are counted on their defining edges, not at their ends: a `proc_exit`
+/// right after a loop must leave exactly exact-paths' counts.
 #[test]
-fn counts_kept_in_locals_survive_proc_exit() {
+fn obvious_counts_match_exact_across_proc_exit() {
     let f = fixture("exit_after_loop.wat");
     let (code, _, _, exact) = run("exact-paths", &f, &[], &[]);
     assert_eq!(code, 5);
