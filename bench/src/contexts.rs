@@ -145,8 +145,9 @@ struct Variant {
     /// Built once: for native stacks it maps the module's call sites.
     sampler: Option<pepper_runtime::SamplerConfig>,
     times: Vec<f64>,
-    /// Per round: call overlap, hot-context coverage, hot-function precision, samples.
-    accuracy: Vec<[f64; 4]>,
+    /// Per round: call overlap, hot-context coverage, hot-function precision, samples, call
+    /// overlap with recursion folded.
+    accuracy: Vec<[f64; 5]>,
 }
 
 fn config(w: &crate::Workload, v: &Variant) -> pepper_runtime::RunConfig {
@@ -201,10 +202,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let find = |l: &str| specs.iter().position(|s| s.label == l).unwrap();
     let (exact_k, time_k) = (find("exact-calls"), find("native-0.1ms"));
     let mut table = String::new();
-    writeln!(table, "| workload | variant | median run ms | overhead | call overlap | hot-context coverage | hot-function precision | samples | contexts |")?;
-    writeln!(table, "|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(table, "| workload | variant | median run ms | overhead | call overlap | call overlap, recursion folded | hot-context coverage | hot-function precision | samples | contexts |")?;
+    writeln!(table, "|---|---|---|---|---|---|---|---|---|---|")?;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
-    let mut accs: Vec<Vec<[f64; 4]>> = vec![Vec::new(); specs.len()];
+    let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
     for (w, wasm, cache) in selected(args, &build)? {
         let mut variants = Vec::new();
         for spec in &specs {
@@ -282,6 +283,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                     calls.hot_context_coverage.unwrap_or(f64::NAN),
                     time.hot_function_precision.unwrap_or(f64::NAN),
                     c.sampling.as_ref().map_or(0, |s| s.samples) as f64,
+                    calls.call_overlap_folded,
                 ]);
             }
             eprintln!("bench: {} round {round}/{rounds}", w.name);
@@ -295,12 +297,13 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             }
             writeln!(
                 table,
-                "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} | {} |",
+                "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {} |",
                 w.name,
                 v.spec.label,
                 median(&v.times),
                 (ratio - 1.0) * 100.0,
                 pct(acc[0]),
+                pct(acc[4]),
                 pct(acc[1]),
                 pct(acc[2]),
                 if acc[3].is_nan() {
@@ -318,8 +321,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     }
     let geo = geomean_pct;
     let mut summary = String::new();
-    writeln!(summary, "| variant | overhead (geomean) | worst | call overlap (mean / worst) | hot-context coverage (mean / worst) | hot-function precision (mean / worst) | what |")?;
-    writeln!(summary, "|---|---|---|---|---|---|---|")?;
+    writeln!(summary, "| variant | overhead (geomean) | worst | call overlap (mean / worst) | recursion folded (mean / worst) | hot-context coverage (mean / worst) | hot-function precision (mean / worst) | what |")?;
+    writeln!(summary, "|---|---|---|---|---|---|---|---|")?;
     for (k, spec) in specs.iter().enumerate() {
         let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
         let acc = |i: usize| {
@@ -332,11 +335,12 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         };
         writeln!(
             summary,
-            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} |",
+            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} |",
             spec.label,
             geo(&ratios[k]),
             (worst - 1.0) * 100.0,
             acc(0),
+            acc(4),
             acc(1),
             acc(2),
             spec.what

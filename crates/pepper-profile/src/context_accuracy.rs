@@ -30,6 +30,10 @@ pub struct ContextAccuracy {
     /// Degree of overlap of call counts per context (a sampled estimate's are estimated from
     /// its exact call-site counts; without those, its sampled edge weights stand in).
     pub call_overlap: f64,
+    /// The same with recursion folded as in Ammons, Ball and Larus' CCT: a call to a
+    /// function already on the context's chain counts at that ancestor's context. What the
+    /// difference to `call_overlap` measures is how calls were split among recursion depths.
+    pub call_overlap_folded: f64,
     /// Degree of overlap of self time per context (both trees sampled).
     pub time_overlap: Option<f64>,
     /// Reference contexts with at least 0.1% of calls, and the share of them the estimate has
@@ -48,6 +52,12 @@ pub struct ContextAccuracy {
 }
 
 fn keyed(c: &Contexts, value: impl Fn(usize) -> u64) -> HashMap<Key, u64> {
+    keyed_as(c, value, false)
+}
+
+/// Weights per context key; with `fold`, a call to a function already on the chain maps to
+/// that ancestor's key (and its callees extend that key), as in an ABL CCT.
+fn keyed_as(c: &Contexts, value: impl Fn(usize) -> u64, fold: bool) -> HashMap<Key, u64> {
     let mut out: HashMap<Key, u64> = HashMap::new();
     // Parents precede children, so each node's key extends its parent's.
     let mut keys: Vec<Key> = Vec::with_capacity(c.nodes.len());
@@ -57,11 +67,16 @@ fn keyed(c: &Contexts, value: impl Fn(usize) -> u64) -> HashMap<Key, u64> {
             None => Vec::new(),
         };
         if n.parent.is_some() {
-            let site = n
-                .site
-                .and_then(|s| c.call_sites.get(s as usize))
-                .map(|s| s.offset);
-            k.push((site, n.func));
+            match k.iter().position(|&(_, f)| f == n.func).filter(|_| fold) {
+                Some(at) => k.truncate(at + 1),
+                None => {
+                    let site = n
+                        .site
+                        .and_then(|s| c.call_sites.get(s as usize))
+                        .map(|s| s.offset);
+                    k.push((site, n.func));
+                }
+            }
             *out.entry(k.clone()).or_default() += value(i);
         }
         keys.push(k);
@@ -127,12 +142,25 @@ fn hot_share(from: &HashMap<u32, u64>, other: &HashMap<u32, u64>) -> (usize, Opt
 /// Scores `estimate`'s contexts against `reference`'s.
 pub fn compare_contexts(reference: &Contexts, estimate: &Contexts) -> ContextAccuracy {
     let rc = keyed(reference, |i| reference.nodes[i].calls);
-    let mut ec = keyed(estimate, |i| estimate.nodes[i].calls);
-    if ec.values().all(|&c| c == 0) {
-        // A sampled tree without call counts: its edge weights are Whaley's (and
-        // Arnold-Sweeney's) estimate of how often each context is entered.
-        ec = keyed(estimate, |i| estimate.nodes[i].edge_us);
-    }
+    let counted = estimate
+        .nodes
+        .iter()
+        .any(|n| n.parent.is_some() && n.calls > 0);
+    // A sampled tree without call counts: its edge weights are Whaley's (and
+    // Arnold-Sweeney's) estimate of how often each context is entered.
+    let estimate_calls = |i: usize| {
+        let n = &estimate.nodes[i];
+        if counted {
+            n.calls
+        } else {
+            n.edge_us
+        }
+    };
+    let ec = keyed(estimate, estimate_calls);
+    let folded = overlap(
+        &keyed_as(reference, |i| reference.nodes[i].calls, true),
+        &keyed_as(estimate, estimate_calls, true),
+    );
     let both_sampled =
         reference.kind == ContextKind::Sampled && estimate.kind == ContextKind::Sampled;
     let time_overlap = both_sampled
@@ -167,6 +195,7 @@ pub fn compare_contexts(reference: &Contexts, estimate: &Contexts) -> ContextAcc
     let (_, recall) = hot_share(&rf, &ef);
     ContextAccuracy {
         call_overlap: overlap(&rc, &ec).unwrap_or(0.0),
+        call_overlap_folded: folded.unwrap_or(0.0),
         time_overlap,
         hot_contexts: hot.len(),
         hot_context_coverage: (!hot.is_empty()).then(|| found as f64 / hot.len() as f64),
@@ -249,6 +278,34 @@ mod tests {
         assert!((acc.call_overlap - 1.0).abs() < 1e-12);
         assert_eq!(acc.hot_contexts, 3);
         assert_eq!(acc.hot_context_coverage, Some(1.0));
+    }
+
+    /// main → r (site 0) → r (site 1) → r (site 1): 10, 20, 40 calls by depth. An estimate
+    /// with the right total but depths 40, 20, 10 overlaps (10 + 20 + 10)/70 per context,
+    /// and fully once recursion is folded (every r call is main → r).
+    #[test]
+    fn folding_recursion_scores_only_the_split_among_depths() {
+        let chain = |calls: [u64; 3]| {
+            tree(
+                ContextKind::Exact,
+                vec![
+                    node(None, u32::MAX, None, 0, 0),
+                    node(Some(0), 0, None, 0, 0),
+                    node(Some(1), 1, Some(0), calls[0], 0),
+                    node(Some(2), 1, Some(1), calls[1], 0),
+                    node(Some(3), 1, Some(1), calls[2], 0),
+                ],
+                &[],
+            )
+        };
+        let acc = compare_contexts(&chain([10, 20, 40]), &chain([40, 20, 10]));
+        assert!((acc.call_overlap - 40.0 / 70.0).abs() < 1e-12, "{acc:?}");
+        assert!((acc.call_overlap_folded - 1.0).abs() < 1e-12, "{acc:?}");
+        // A different callee below the recursion still counts apart when folded.
+        let mut moved = chain([10, 20, 40]);
+        moved.nodes[4].func = 2;
+        let acc = compare_contexts(&chain([10, 20, 40]), &moved);
+        assert!(acc.call_overlap_folded < 0.5, "{acc:?}");
     }
 
     #[test]

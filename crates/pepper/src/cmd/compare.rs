@@ -115,6 +115,11 @@ fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> 
             "context call overlap:                               {}",
             pct(Some(c.call_overlap))
         );
+        let _ = writeln!(
+            s,
+            "  with recursion folded (ABL CCT):                  {}",
+            pct(Some(c.call_overlap_folded))
+        );
         if c.time_overlap.is_some() {
             let _ = writeln!(
                 s,
