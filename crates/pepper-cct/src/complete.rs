@@ -16,7 +16,9 @@
 //! weight over all contexts of `(s,g)`), the second term is the context-insensitive (gprof)
 //! share, and `α = W/(W + k·unit)` trusts the samples more the more of them `(s,g)` has.
 //! Contexts the samples never saw are thus still estimated, from the exact counts below
-//! them, and contexts they saw often follow the samples. Indirect sites split their count
+//! them, and contexts they saw often follow the samples. When the tree carries call
+//! windows ([`crate::window`]), `share_sampled` is the context's share of the calls of
+//! `(s,g)` seen in windows, which counts calls rather than time. Indirect sites split their count
 //! among the callees seen there in proportion to sampled weight.
 
 use crate::tree::{ContextTree, NodeIdx, ROOT};
@@ -46,6 +48,8 @@ pub struct EntryCount {
 pub struct CompleteOptions {
     /// Sampled weight worth one sample (the sampling period, in the weight's unit).
     pub unit: u64,
+    /// Window weight worth one observed call (see [`crate::window`]).
+    pub call_unit: u64,
     /// Samples at which the sampled share and the gprof share weigh the same.
     pub k: f64,
     /// Contexts estimated below this many calls are not added.
@@ -60,6 +64,7 @@ impl Default for CompleteOptions {
     fn default() -> Self {
         CompleteOptions {
             unit: 1,
+            call_unit: 1,
             k: 4.0,
             min_calls: 0.5,
             budget: 200_000,
@@ -80,13 +85,22 @@ pub fn complete(
     let mut out = tree.clone();
     out.raise_budget(opts.budget);
 
-    // Sampled weight per (site, callee), and the callees an indirect site was seen calling.
+    // Sampled weight per (site, callee), and the callees an indirect site was seen calling;
+    // the same for calls seen in call windows. Where windows saw a (site, callee) pair,
+    // they split its calls among its contexts by number; timer samples' edge weights
+    // split them by time otherwise (pairs called long before any window, such as the
+    // program's outer frames, are seen only by the timer).
     let mut weight: HashMap<(u32, u32), u64> = HashMap::new();
+    let mut windowed: HashMap<(u32, u32), u64> = HashMap::new();
     for (_, n) in tree.nodes().skip(1) {
         if (n.site as usize) < sites.len() {
             *weight.entry((n.site, n.func)).or_default() += n.edge_weight;
+            if n.window_calls > 0 {
+                *windowed.entry((n.site, n.func)).or_default() += n.window_calls;
+            }
         }
     }
+    let (unit, call_unit) = (opts.unit.max(1) as f64, opts.call_unit.max(1) as f64);
     let mut callees: Vec<Vec<(u32, f64)>> = sites
         .iter()
         .map(|s| match s.callee {
@@ -131,7 +145,6 @@ pub fn complete(
     for (i, n) in out.nodes().skip(1) {
         *fn_incl.entry(n.func).or_default() += incl[i.index()];
     }
-    let unit = opts.unit.max(1) as f64;
     let mut est = vec![0.0f64; out.len()];
     let mut queue: VecDeque<(NodeIdx, usize)> = VecDeque::new();
     // Outermost frames: entered from the host once per activation we know of; detached
@@ -174,11 +187,21 @@ pub fn complete(
         };
         for &s in fsites {
             for &(g, n_sg) in &callees[s as usize] {
-                let w = weight.get(&(s, g)).copied().unwrap_or(0) as f64;
                 let existing = out.find_child(n, s, g);
-                let sampled = existing.map_or(0.0, |c| out.node(c).edge_weight as f64);
+                let (w, sampled, unit) = match windowed.get(&(s, g)) {
+                    Some(&w) => (
+                        w as f64,
+                        existing.map_or(0.0, |c| out.node(c).window_calls as f64),
+                        call_unit,
+                    ),
+                    None => (
+                        weight.get(&(s, g)).copied().unwrap_or(0) as f64,
+                        existing.map_or(0.0, |c| out.node(c).edge_weight as f64),
+                        unit,
+                    ),
+                };
                 let alpha = if w > 0.0 {
-                    w / (w + opts.k * opts.unit.max(1) as f64)
+                    w / (w + opts.k * unit)
                 } else {
                     0.0
                 };

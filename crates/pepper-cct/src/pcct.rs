@@ -79,6 +79,9 @@ pub struct Pcct {
     pub torn: u64,
     /// Node of the frame at each depth, valid for every marked frame.
     node_at: Vec<NodeIdx>,
+    /// Depth of the last sample when every one of its frames has its node in `node_at`
+    /// (it hung from the root and nothing was cut short).
+    last_depth: Option<usize>,
     buf: Vec<usize>,
 }
 
@@ -98,6 +101,7 @@ impl Pcct {
             empty: 0,
             torn: 0,
             node_at: Vec::with_capacity(1024),
+            last_depth: None,
             buf: Vec::with_capacity(bufsize + 1),
         }
     }
@@ -108,6 +112,7 @@ impl Pcct {
     /// tree grows.
     pub fn sample(&mut self, stack: &mut impl Stack, weight: u64) -> bool {
         let depth = stack.depth();
+        self.last_depth = None;
         if depth == 0 {
             self.samples += 1;
             self.empty += 1;
@@ -192,6 +197,7 @@ impl Pcct {
             };
             let Some(c) = child else {
                 self.truncated += 1;
+                detach = Some(j);
                 break;
             };
             self.tree.node_mut(c).edge_weight += weight;
@@ -202,12 +208,21 @@ impl Pcct {
             n = c;
         }
         self.tree.node_mut(n).self_weight += weight;
+        if detach.is_none() {
+            self.last_depth = Some(depth);
+        }
         let leaf = stack.frame(depth - 1).func as usize;
         match self.hot.get_mut(leaf) {
             Some(h) => *h += weight,
             None => self.hot_unplaced += weight,
         }
         true
+    }
+
+    /// The nodes of the last sample's frames, outermost first, when all of them hang from
+    /// the root (not after a detached, truncated or empty sample).
+    pub fn last_stack(&self) -> Option<&[NodeIdx]> {
+        self.last_depth.map(|d| &self.node_at[..d])
     }
 
     fn set_node(&mut self, depth: usize, n: NodeIdx) {

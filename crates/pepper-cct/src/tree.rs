@@ -41,6 +41,9 @@ pub struct Node {
     pub edge_weight: u64,
     /// Calls into this context (exact trees).
     pub calls: u64,
+    /// Weighted calls seen in this context in call windows (sampled trees; see
+    /// [`crate::window`]).
+    pub window_calls: u64,
 }
 
 impl Node {
@@ -71,6 +74,7 @@ impl ContextTree {
             self_weight: 0,
             edge_weight: 0,
             calls: 0,
+            window_calls: 0,
         });
         ContextTree {
             nodes,
@@ -161,6 +165,7 @@ impl ContextTree {
             self_weight: 0,
             edge_weight: 0,
             calls: 0,
+            window_calls: 0,
         });
         Some(NodeIdx(idx))
     }

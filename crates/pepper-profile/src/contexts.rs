@@ -85,6 +85,16 @@ pub struct ContextSampling {
     /// returned below a frame while the sampler was reading it.
     #[serde(default)]
     pub torn: u64,
+    /// Calls placed in their exact context by call windows (`--call-log`), their total
+    /// weight (each stands for the calls of its tick's interval), and windows that ended
+    /// early at an event that did not fit the stack (a frame of uninstrumented code, a
+    /// tail call, a throw).
+    #[serde(default)]
+    pub window_calls: u64,
+    #[serde(default)]
+    pub window_weighted: u64,
+    #[serde(default)]
+    pub window_cut: u64,
 }
 
 /// Calling contexts of a run.

@@ -25,6 +25,8 @@ pub const AVAILABLE: bool = cfg!(all(target_arch = "x86_64", target_os = "linux"
 
 /// Most frames one sample copies.
 pub const MAX_FRAMES: usize = 512;
+/// Most call-log events one sample copies (the newest ones; see `pepper_cct::window`).
+pub const MAX_EVENTS: usize = 16384;
 
 const IDLE: u32 = 0;
 const REQUESTED: u32 = 1;
@@ -40,6 +42,17 @@ pub(crate) struct Slot {
     /// pcs[0] is the interrupted instruction, then return addresses; fps alongside.
     pcs: [AtomicU64; MAX_FRAMES],
     fps: [AtomicU64; MAX_FRAMES],
+    /// The guest's call log, if it keeps one: host addresses of its head word and ring,
+    /// and the ring's length (a power of two). Set before the first sample.
+    log_head: AtomicU64,
+    log_base: AtomicU64,
+    log_entries: AtomicU32,
+    /// The head when the handler copied the log, and the newest `events_n` events,
+    /// oldest first: the same instant as the frames, since the guest thread is the one
+    /// interrupted.
+    events_head: AtomicU32,
+    events_n: AtomicU32,
+    events: [AtomicU32; MAX_EVENTS],
 }
 
 static SLOT: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
@@ -156,8 +169,36 @@ extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut 
             fp = next;
         }
         slot.n.store(n as u32, Ordering::Relaxed);
+        copy_log(slot);
         slot.state.store(DONE, Ordering::Release);
     }
+}
+
+/// Copies the newest events of the guest's call log (in the handler, while the guest is
+/// stopped, so nothing is overwritten during the copy).
+///
+/// # Safety
+/// The log addresses, if set, point into pepper's memory, which outlives the sampler.
+unsafe fn copy_log(slot: &Slot) {
+    let entries = slot.log_entries.load(Ordering::Relaxed) as usize;
+    let head_at = slot.log_head.load(Ordering::Relaxed);
+    if entries == 0 || head_at == 0 {
+        slot.events_n.store(0, Ordering::Relaxed);
+        return;
+    }
+    let base = slot.log_base.load(Ordering::Relaxed) as *const u32;
+    // SAFETY: (caller) aligned words inside pepper's memory, only this thread writes them.
+    let head = unsafe { std::ptr::read_volatile(head_at as *const u32) };
+    let n = MAX_EVENTS.min(entries).min(head as usize);
+    let first = head.wrapping_sub(n as u32) as usize;
+    for k in 0..n {
+        let at = (first + k) & (entries - 1);
+        // SAFETY: as above; `at` < entries.
+        let e = unsafe { std::ptr::read_volatile(base.add(at)) };
+        slot.events[k].store(e, Ordering::Relaxed);
+    }
+    slot.events_head.store(head, Ordering::Relaxed);
+    slot.events_n.store(n as u32, Ordering::Relaxed);
 }
 
 /// Samples one thread's native stack on request.
@@ -195,6 +236,12 @@ impl NativeSampler {
             n: AtomicU32::new(0),
             pcs: std::array::from_fn(|_| AtomicU64::new(0)),
             fps: std::array::from_fn(|_| AtomicU64::new(0)),
+            log_head: AtomicU64::new(0),
+            log_base: AtomicU64::new(0),
+            log_entries: AtomicU32::new(0),
+            events_head: AtomicU32::new(0),
+            events_n: AtomicU32::new(0),
+            events: std::array::from_fn(|_| AtomicU32::new(0)),
         });
         // One sampled thread per process at a time: the signal handler has one slot.
         SLOT.compare_exchange(
@@ -209,9 +256,32 @@ impl NativeSampler {
         Some(NativeSampler { slot, thread })
     }
 
+    /// Lets every sample also copy the guest's call log: `memory` is pepper's memory's
+    /// host address, `(head, base, entries)` the log's layout in it. Call before the first
+    /// sample.
+    ///
+    /// # Safety
+    /// `memory` must be the start of pepper's memory, mapped for as long as this sampler
+    /// samples, and the layout must lie inside it.
+    pub(crate) unsafe fn set_log(&self, memory: u64, (head, base, entries): (u32, u32, u32)) {
+        self.slot
+            .log_base
+            .store(memory + base as u64, Ordering::Relaxed);
+        self.slot.log_entries.store(entries, Ordering::Relaxed);
+        self.slot
+            .log_head
+            .store(memory + head as u64, Ordering::Release);
+    }
+
     /// Interrupts the guest thread and copies its frame chain into `out` as
-    /// (pc, frame pointer) pairs, leaf first. False if the thread did not answer in time.
-    pub(crate) fn sample(&self, out: &mut Vec<(u64, u64)>) -> bool {
+    /// (pc, frame pointer) pairs, leaf first, and the newest call-log events into `events`
+    /// (oldest first, with the log's head then). False if the thread did not answer in time.
+    pub(crate) fn sample(
+        &self,
+        out: &mut Vec<(u64, u64)>,
+        events: &mut Vec<u32>,
+        events_head: &mut u32,
+    ) -> bool {
         out.clear();
         self.slot.state.store(REQUESTED, Ordering::Release);
         // SAFETY: the thread is alive: the runtime stops the sampler before `_start`
@@ -238,6 +308,14 @@ impl NativeSampler {
                 self.slot.fps[k].load(Ordering::Relaxed),
             ));
         }
+        events.clear();
+        let m = self.slot.events_n.load(Ordering::Relaxed) as usize;
+        events.extend(
+            self.slot.events[..m]
+                .iter()
+                .map(|e| e.load(Ordering::Relaxed)),
+        );
+        *events_head = self.slot.events_head.load(Ordering::Relaxed);
         self.slot.state.store(IDLE, Ordering::Release);
         true
     }

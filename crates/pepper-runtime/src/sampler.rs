@@ -60,6 +60,11 @@ pub struct StackConfig {
     /// Sample the guest thread's native stack instead of a shadow stack; the map names
     /// call sites by their offset in the running module.
     pub native: Option<Arc<std::collections::HashMap<u64, u32>>>,
+    /// The guest's call log (head, ring, entries), copied with every native sample and
+    /// replayed into call windows (`pepper_cct::window`).
+    pub call_log: Option<(u32, u32, u32)>,
+    /// Caller and direct callee of every call site, for the replay.
+    pub sites: Arc<[pepper_cct::SiteInfo]>,
 }
 
 impl StackConfig {
@@ -93,6 +98,15 @@ impl StackConfig {
             edge_mode: EdgeMode::StrictNewEdges,
             num_funcs: plan.imports.len() + plan.functions.len(),
             callees: plan.call_sites.iter().map(|s| s.callee).collect(),
+            call_log: native.as_ref().and(l.call_log()),
+            sites: plan
+                .call_sites
+                .iter()
+                .map(|s| pepper_cct::SiteInfo {
+                    caller: s.func,
+                    callee: s.callee,
+                })
+                .collect(),
             native,
         })
     }
@@ -120,6 +134,9 @@ impl StackConfig {
                 in_host: res.in_host,
                 empty: pcct.empty,
                 torn: pcct.torn,
+                window_calls: res.windows.calls,
+                window_weighted: res.windows.weighted,
+                window_cut: res.windows.cut,
             },
             pcct,
         })
@@ -189,6 +206,8 @@ pub struct SamplerResult {
     pub pcct: Option<Pcct>,
     /// Samples taken while the guest was in a host call.
     pub in_host: u64,
+    /// Call windows replayed into the tree.
+    pub windows: pepper_cct::Replay,
 }
 
 /// A raw view of the profiler memory that may be read from another thread.
@@ -255,6 +274,16 @@ impl Sampler {
             ptr: m.data_ptr(&store) as usize,
             len: m.data_size(&store),
         });
+        let log = cfg.stacks.as_ref().and_then(|s| s.call_log);
+        if let (Some((sampler, _)), Some(log), true) = (&native, log, mem.len > 0) {
+            let (head, base, entries) = log;
+            assert!(
+                base as usize + 4 * entries as usize <= mem.len && head as usize + 4 <= mem.len
+            );
+            // SAFETY: the layout lies inside pepper's memory (checked above), which the
+            // caller keeps alive and unmoved until the sampler is finished.
+            unsafe { sampler.set_log(mem.ptr as u64, log) };
+        }
         Sampler(Worker::spawn("pepper-sampler", move |stop| {
             sample_loop(mem, &cfg, stop, &in_host, native)
         }))
@@ -283,6 +312,9 @@ fn sample_loop(
             Vec::with_capacity(sc.bufsize + 4),
         )
     });
+    let mut events: Vec<u32> = Vec::with_capacity(crate::native::MAX_EVENTS);
+    let (mut events_head, mut last_events_head) = (0u32, 0u32);
+    let mut replay = pepper_cct::Replay::default();
     let mut last_sample = Instant::now();
     let mut in_host_samples = 0;
     let mut ag = ArnoldGrove::new(cfg.params);
@@ -313,11 +345,16 @@ fn sample_loop(
             let host = in_host.load(Ordering::Acquire);
             in_host_samples += host as u64;
             if let Some((sampler, map)) = &native {
-                if sampler.sample(&mut raw) {
+                if sampler.sample(&mut raw, &mut events, &mut events_head) {
+                    // Events since the last window: the newest of them are replayed.
+                    let since = events_head.wrapping_sub(last_events_head) as usize;
+                    last_events_head = events_head;
                     if crate::native::wasm_frames(&raw, map, &mut frames) {
                         let mut stack =
                             crate::native::NativeStack::new(&frames, &previous, raw.len());
                         pcct.sample(&mut stack, weight);
+                        let fresh = &events[events.len() - since.min(events.len())..];
+                        pcct.replay_calls(fresh, &sc.sites, since as u64, &mut replay);
                         std::mem::swap(&mut frames, &mut previous);
                     } else {
                         // In the host: its code has no frame pointers to follow back into
@@ -404,6 +441,7 @@ fn sample_loop(
     res.path_ends = head + h.wrapping_sub(head32) as u64;
     res.words = table.estimates();
     res.pcct = stacks.map(|s| s.1);
+    res.windows = replay;
     res.in_host = in_host_samples;
     res
 }

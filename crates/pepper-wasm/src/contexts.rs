@@ -69,6 +69,9 @@ pub struct ContextEmit<'p> {
     pub counters: bool,
     /// This function's entry counter (functions indirect calls may reach).
     pub entry_counter: Option<u32>,
+    /// Functions below this index are imports (their calls log no return: no entry of
+    /// theirs is logged either).
+    pub imported_funcs: u32,
 }
 
 impl ContextEmit<'_> {
@@ -79,6 +82,7 @@ impl ContextEmit<'_> {
     /// Function entry: write the frame, then publish the new stack pointer (in this order,
     /// so the sampler never reads a frame that is not written yet).
     pub fn push(&self, out: &mut Vec<I<'_>>, l: &Locals) {
+        self.log(out, l, self.func);
         if let Some(at) = self.entry_counter {
             out.extend([
                 I::I32Const(0),
@@ -141,6 +145,47 @@ impl ContextEmit<'_> {
             I::LocalGet(l.s),
             I::I32Store(memarg(self.mem, self.layout.stack_pointer, 2)),
         ]);
+    }
+
+    /// Call log: `log[head % N] = word; head += 1` (two stores and a load; the scratch
+    /// local `a` holds the head only within these instructions).
+    fn log(&self, out: &mut Vec<I<'_>>, l: &Locals, word: u32) {
+        let lay = self.layout;
+        if lay.call_log_entries == 0 {
+            return;
+        }
+        let m = self.mem;
+        out.extend([
+            I::I32Const(0),
+            I::I32Load(memarg(m, lay.call_log_head, 2)),
+            I::LocalTee(l.a),
+            I::I32Const(lay.call_log_entries as i32 - 1),
+            I::I32And,
+            I::I32Const(2),
+            I::I32Shl,
+            I::I32Const(word as i32),
+            I::I32Store(memarg(m, lay.call_log_base, 2)),
+            I::I32Const(0),
+            I::LocalGet(l.a),
+            I::I32Const(1),
+            I::I32Add,
+            I::I32Store(memarg(m, lay.call_log_head, 2)),
+        ]);
+    }
+
+    /// After a call returns to `site`: log the return, unless the callee is an import
+    /// (which logs no entry).
+    pub fn log_return(&self, out: &mut Vec<I<'_>>, l: &Locals, site: u32, callee: Option<u32>) {
+        if callee.is_some_and(|g| g < self.imported_funcs) {
+            return;
+        }
+        self.log(out, l, site | pepper_cct::window::RET);
+    }
+
+    /// Before a tail call or a throw: frames change in a way the log does not describe, so
+    /// a replay must stop here.
+    pub fn log_stop(&self, out: &mut Vec<I<'_>>, l: &Locals) {
+        self.log(out, l, pepper_cct::window::STOP);
     }
 
     /// Before a call: record the call site in this frame and count the call.
@@ -273,6 +318,7 @@ impl crate::plan::Plan {
                     .collect();
                 let opts = pepper_cct::CompleteOptions {
                     unit: sampling.interval_us.max(1),
+                    call_unit: sampling.window_weighted / sampling.window_calls.max(1),
                     ..Default::default()
                 };
                 let sampled_len = pcct.tree.len();

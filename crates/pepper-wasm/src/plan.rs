@@ -271,6 +271,10 @@ pub struct InstrumentOptions {
     /// Contexts: count calls per call site (one increment per call; the sampled tree's
     /// call estimates come from these).
     pub site_counters: bool,
+    /// Native contexts: log every function entry and every return to a call site in a
+    /// ring of 2^n words, so each stack sample carries a window of the calls just before
+    /// it, each in its exact context (`pepper_cct::window`). `None`: no log.
+    pub call_log_log2: Option<u32>,
 }
 
 impl Default for InstrumentOptions {
@@ -289,6 +293,7 @@ impl Default for InstrumentOptions {
             stack_log2: 14,
             cct_capacity_log2: 18,
             site_counters: true,
+            call_log_log2: None,
         }
     }
 }
@@ -358,6 +363,12 @@ pub struct MemoryLayout {
     pub stack_entries: u32,
     /// Contexts: u64 call counter per call site.
     pub site_counters: u32,
+    /// Call log: u32 count of events written (the next slot is `head % entries`).
+    pub call_log_head: u32,
+    /// Call log: u32 events, `func` at entries and `site | RET` at returns.
+    pub call_log_base: u32,
+    /// Events in the call log ring (a power of two; 0 without a log).
+    pub call_log_entries: u32,
     /// Exact contexts: the context table (same entry layout as the path hash table).
     pub cct: HashTable,
     pub size: u64,
@@ -377,6 +388,15 @@ impl MemoryLayout {
     /// PEP ring: (head address, ring address, entries), as the host sampler needs them.
     pub fn ring(&self) -> (u32, u32, u32) {
         (self.ring_head, self.ring_base, self.ring_entries)
+    }
+
+    /// Call log: (head address, ring address, entries); `None` without one.
+    pub fn call_log(&self) -> Option<(u32, u32, u32)> {
+        (self.call_log_entries > 0).then_some((
+            self.call_log_head,
+            self.call_log_base,
+            self.call_log_entries,
+        ))
     }
 }
 
@@ -483,8 +503,8 @@ fn build(
     let mut warnings = Vec::new();
     let mut functions = Vec::with_capacity(facts.bodies.len());
     // 0: hash entries used, 8: hash overflow, 16: discard slot for uncounted br_table
-    // arms, 24: PEP ring head, 32: PEP every-K counter, 40: shadow stack pointer, 48:
-    // context table entries used, 56: context table overflow.
+    // arms, 24: PEP ring head, 32: PEP every-K counter, 40: shadow stack pointer, 44: call
+    // log head, 48: context table entries used, 56: context table overflow.
     let mut bump = Bump(64);
     let mut layout = MemoryLayout {
         hash_used: 0,
@@ -492,6 +512,7 @@ fn build(
         ring_head: 24,
         every_counter: 32,
         stack_pointer: 40,
+        call_log_head: 44,
         cct: HashTable {
             used: 48,
             overflow: 56,
@@ -723,6 +744,10 @@ fn build(
             }
         }
     }
+    if let (true, Some(log2)) = (contexts != ContextMode::Off, opts.call_log_log2) {
+        layout.call_log_entries = 1 << log2.clamp(8, 20);
+        layout.call_log_base = bump.alloc(4 * layout.call_log_entries as u64);
+    }
     if contexts == ContextMode::Exact {
         layout.cct.capacity = 1 << opts.cct_capacity_log2.clamp(4, 24);
         layout.cct.base = bump.alloc(24 * layout.cct.capacity as u64);
@@ -814,15 +839,18 @@ fn build(
                 tables: &tables[k],
             },
         };
-        let ctx = (contexts.shadow() || counters).then_some(ContextEmit {
-            mode: contexts,
-            layout: &plan.layout,
-            mem,
-            func: fp.index.0,
-            enter_fn,
-            counters,
-            entry_counter: entry_counter.get(&fp.index.0).copied(),
-        });
+        let ctx = (contexts.shadow() || counters || plan.layout.call_log_entries > 0).then_some(
+            ContextEmit {
+                mode: contexts,
+                layout: &plan.layout,
+                mem,
+                func: fp.index.0,
+                enter_fn,
+                counters,
+                entry_counter: entry_counter.get(&fp.index.0).copied(),
+                imported_funcs: facts.num_imported_funcs,
+            },
+        );
         bodies.push(Some(emit_body(
             facts,
             k,
@@ -969,18 +997,24 @@ fn emit_body<'f>(
             if is_call || leaves {
                 em.before_call(&mut out);
             }
+            let mut returns_to = None;
             if let Some((c, _)) = &ctx {
-                if crate::contexts::call_target(&op).is_some() {
+                if let Some((callee, _)) = crate::contexts::call_target(&op) {
                     c.call_site(&mut out, &em.locals, next_site);
+                    returns_to = is_call.then_some((next_site, callee));
                     next_site += 1;
                 }
                 if leaves {
                     c.pop(&mut out, &em.locals);
+                    c.log_stop(&mut out, &em.locals);
                 }
             }
             out.push(reenc.instruction(op).map_err(|e| enc(&e))?);
             if is_call {
                 em.after_call(&mut out);
+            }
+            if let (Some((c, _)), Some((site, callee))) = (&ctx, returns_to) {
+                c.log_return(&mut out, &em.locals, site, callee);
             }
         }
         while let Some((at, Slot::After, act)) = a.actions.get(next) {

@@ -173,7 +173,7 @@ fn compare_scores_pep_every_path_as_perfect() {
     let (_, _, _, _) = run("pep", &fixture("nested.wat"), &["--every", "1"], &[]);
     let dir = tempdir();
     let exact = dir.join("nested.exact-paths.json");
-    let pep = dir.join("nested.pep.json");
+    let pep = dir.join("nested.pep.every1.json");
     let o = pepper(&[
         "compare",
         "--format",

@@ -33,9 +33,17 @@ pub fn run(
     guest: &[&str],
 ) -> (i32, Vec<u8>, String, Profile) {
     let dir = tempdir();
+    // Runs of one program in one mode with other flags (tests run in parallel) write
+    // different files.
+    let flags: String = extra
+        .concat()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
     let out = dir.join(format!(
-        "{}.{mode}.json",
-        program.file_stem().unwrap().to_string_lossy()
+        "{}.{mode}{}{flags}.json",
+        program.file_stem().unwrap().to_string_lossy(),
+        if flags.is_empty() { "" } else { "." }
     ));
     let mut args = vec!["run", "--mode", mode, "-o", out.to_str().unwrap()];
     args.extend_from_slice(extra);

@@ -80,6 +80,20 @@ fn pep_collects_native_contexts_by_default() {
 }
 
 #[test]
+fn call_windows_place_calls_in_their_contexts_on_a_real_workload() {
+    let p = sampled_contexts_on_lua("calls", &["--call-windows"]);
+    if !pepper_runtime::NATIVE_STACKS {
+        return;
+    }
+    // Windows replayed thousands of calls, and most of them ran to their start (cut
+    // short only at events the stack did not explain).
+    let s = p.contexts.as_ref().unwrap().sampling.as_ref().unwrap();
+    assert!(s.window_calls > 1000, "{s:?}");
+    assert!(s.window_weighted >= s.window_calls, "{s:?}");
+    assert!(s.window_cut * 2 < s.samples, "{s:?}");
+}
+
+#[test]
 fn shadow_stack_contexts_on_a_real_workload() {
     // (Another mode than the test above: each mode writes its own profile file.)
     sampled_contexts_on_lua("calls", &["--stacks", "shadow"]);
@@ -88,7 +102,7 @@ fn shadow_stack_contexts_on_a_real_workload() {
 /// Runs the Lua workload in `mode` with contexts (`extra` picks the stack source): same
 /// output as uninstrumented, a sampled tree rooted at `_start`, the interpreter loop among
 /// the hottest functions, and call estimates consistent with the exact site counts.
-fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) {
+fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) -> Profile {
     let wasm = root().join("bench/workloads/build/lua.wasm");
     if !wasm.exists() {
         panic!("{} missing: run bench/workloads/build.sh", wasm.display());
@@ -149,6 +163,7 @@ fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) {
         exact += n;
     }
     assert!(est * 100 >= exact * 85, "estimated {est} of {exact} calls");
+    p
 }
 
 fn go() -> Option<std::path::PathBuf> {

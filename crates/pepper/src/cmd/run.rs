@@ -54,6 +54,12 @@ pub struct Args {
     /// Do not count calls per call site (sampled contexts then carry no call estimates).
     #[arg(long)]
     no_call_counts: bool,
+    /// Native stacks: the guest also logs every function entry and every return (two
+    /// stores each) so that each stack sample carries a window of the last 4096 call
+    /// events, replayed into their exact contexts. Call estimates then split each call
+    /// site's count among its contexts by calls seen rather than by sampled time.
+    #[arg(long)]
+    call_windows: bool,
     /// Sampler timer period (PEP bursts and stack samples), e.g. `1ms`, `500us`, `10ms`.
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     interval: std::time::Duration,
@@ -199,6 +205,8 @@ pub fn run(a: Args) -> Result<i32> {
         mode,
         contexts,
         site_counters: !a.no_call_counts,
+        call_log_log2: (a.call_windows && contexts == pepper_wasm::ContextMode::Native)
+            .then_some(14),
         array_max_paths: a.array_max_paths,
         pep_every: a.every,
         guide: guide.clone(),
