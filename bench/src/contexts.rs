@@ -1,6 +1,6 @@
 //! `pepper-bench --contexts`: calling-context profiling side by side, per workload:
 //! uninstrumented; native stack samples (a signal per tick, frame-pointer walk) with and
-//! without call-site counters at 1, 10 and 0.1 ms; the shadow stack alone (never sampled)
+//! without call-site counters at 1, 10 and 0.1 ms, and with call windows; the shadow stack alone (never sampled)
 //! and sampled at 1 and 10 ms; PEP alone and with either kind of contexts; exact calling
 //! contexts; and wasmtime's guest profiler at 1 and 10 ms (epoch-driven stack walks).
 //! Accuracy per round: against the exact-calls tree of the same round (call overlap,
@@ -25,6 +25,8 @@ struct Spec {
     contexts: ContextMode,
     /// Count calls per call site.
     counters: bool,
+    /// Call windows: the guest logs entries and returns for the native sampler.
+    windows: bool,
     /// Sampler period (PEP ring and/or shadow stack).
     interval: Option<Duration>,
     /// wasmtime's guest profiler at this period.
@@ -39,6 +41,7 @@ fn specs() -> Vec<Spec> {
         mode: Mode::None,
         contexts: ContextMode::Off,
         counters: true,
+        windows: false,
         interval: None,
         guest_profiler: None,
         what: "uninstrumented",
@@ -64,6 +67,13 @@ fn specs() -> Vec<Spec> {
             label: "native-1ms",
             interval: Some(ms(1)),
             what: "native stack samples every 1 ms + exact call-site counters",
+            ..native.clone()
+        },
+        Spec {
+            label: "native-1ms-windows",
+            interval: Some(ms(1)),
+            windows: true,
+            what: "native stack samples every 1 ms + call-site counters + call windows (entry/return log replayed at each sample)",
             ..native.clone()
         },
         Spec {
@@ -108,6 +118,14 @@ fn specs() -> Vec<Spec> {
             mode: Mode::Pep,
             interval: Some(ms(1)),
             what: "pepper's default: PEP(64,17) + native stack samples + call-site counters, one sampler thread at 1 ms",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+native+windows",
+            mode: Mode::Pep,
+            interval: Some(ms(1)),
+            windows: true,
+            what: "pepper's default plus call windows (`--call-windows`)",
             ..native.clone()
         },
         Spec {
@@ -215,6 +233,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                     mode: spec.mode,
                     contexts: spec.contexts,
                     site_counters: spec.counters,
+                    call_log_log2: spec.windows.then_some(14),
                     ..Default::default()
                 },
             )?;
@@ -355,9 +374,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          against the exact-calls tree of the same round; hot-function precision (functions with \
          ≥ 1% of sampled self time that have ≥ 0.5% in the reference) against native stack \
          samples every 0.1 ms in the same round.\n\n\
-         Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench -- --contexts`\n\n\
+         Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench -- {}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
+        reproduce(args, rounds),
     );
     let out = args.output.clone().unwrap_or_else(|| {
         if args.quick {
@@ -370,4 +390,19 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     println!("{doc}");
     eprintln!("bench: wrote {}", out.display());
     Ok(())
+}
+
+/// The command line that reproduces this table.
+fn reproduce(args: &Args, rounds: usize) -> String {
+    let mut cmd = format!("--contexts --rounds {rounds}");
+    for o in &args.only {
+        write!(cmd, " --only {o}").expect("writing to a String");
+    }
+    for v in &args.variants {
+        write!(cmd, " --variants {v}").expect("writing to a String");
+    }
+    if let Some(out) = &args.output {
+        write!(cmd, " --output {}", out.display()).expect("writing to a String");
+    }
+    cmd
 }

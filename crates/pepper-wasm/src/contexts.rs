@@ -323,11 +323,16 @@ impl crate::plan::Plan {
                 };
                 let sampled_len = pcct.tree.len();
                 let (t, est) = if self.layout.site_counters == 0 {
-                    // No call counts: the sampled tree as is.
-                    let n = pcct.tree.len();
+                    // No call counts: the sampled tree as is, with the calls call windows
+                    // saw (weighted) as the only estimates.
+                    let est = pcct
+                        .tree
+                        .nodes()
+                        .map(|(_, n)| n.window_calls as f64)
+                        .collect();
                     (
                         std::mem::replace(&mut pcct.tree, pepper_cct::ContextTree::new(1)),
-                        vec![0.0; n],
+                        est,
                     )
                 } else {
                     pepper_cct::complete(&pcct.tree, &counts, &entries, &opts)

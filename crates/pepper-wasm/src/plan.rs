@@ -769,7 +769,8 @@ fn build(
         entry_counters,
         warnings,
     };
-    if (mode == Mode::None && !contexts.shadow() && !counters) || facts.bodies.is_empty() {
+    let context_code = contexts.shadow() || counters || plan.layout.call_log_entries > 0;
+    if (mode == Mode::None && !context_code) || facts.bodies.is_empty() {
         return Ok((wasm.to_vec(), plan));
     }
     let mut plan = plan;
@@ -839,18 +840,16 @@ fn build(
                 tables: &tables[k],
             },
         };
-        let ctx = (contexts.shadow() || counters || plan.layout.call_log_entries > 0).then_some(
-            ContextEmit {
-                mode: contexts,
-                layout: &plan.layout,
-                mem,
-                func: fp.index.0,
-                enter_fn,
-                counters,
-                entry_counter: entry_counter.get(&fp.index.0).copied(),
-                imported_funcs: facts.num_imported_funcs,
-            },
-        );
+        let ctx = context_code.then_some(ContextEmit {
+            mode: contexts,
+            layout: &plan.layout,
+            mem,
+            func: fp.index.0,
+            enter_fn,
+            counters,
+            entry_counter: entry_counter.get(&fp.index.0).copied(),
+            imported_funcs: facts.num_imported_funcs,
+        });
         bodies.push(Some(emit_body(
             facts,
             k,
