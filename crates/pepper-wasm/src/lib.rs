@@ -20,6 +20,7 @@ pub use contexts::{CallSiteInfo, ContextMode, SampledContexts};
 pub use module::FuncIndex;
 pub use plan::{
     instrument, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan, COUNTERS_EXPORT,
+    DEFAULT_ARRAY_MAX_PATHS,
 };
 
 /// Reads a module file's bytes, translating WebAssembly text (`.wat`) when needed.

@@ -277,11 +277,18 @@ pub struct InstrumentOptions {
     pub call_log_log2: Option<u32>,
 }
 
+/// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
+/// An array slot is a load-add-store; a hashed path end is a call, a hash and a probe
+/// (about 11 cycles): on bzip2, whose sorting function has 8,235 paths, raising the limit
+/// from 4,096 took exact-paths from +57% to +10% over uninstrumented. Only the pages of an
+/// array that its paths touch are ever faulted in, so large sparse arrays cost little.
+pub const DEFAULT_ARRAY_MAX_PATHS: u64 = 1 << 16;
+
 impl Default for InstrumentOptions {
     fn default() -> Self {
         InstrumentOptions {
             mode: Mode::ExactPaths,
-            array_max_paths: 4096,
+            array_max_paths: DEFAULT_ARRAY_MAX_PATHS,
             array_budget: 256 << 20,
             hash_capacity_log2: 20,
             pep_every: None,

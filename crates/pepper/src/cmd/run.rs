@@ -84,8 +84,9 @@ pub struct Args {
     /// Do not use wasmtime's compilation cache.
     #[arg(long)]
     no_cache: bool,
-    /// Paths per function above which counting switches from an array to a hash table.
-    #[arg(long, default_value_t = 4096)]
+    /// Paths per function above which counting switches from an array (one increment per
+    /// path end) to the in-module hash table (a call per path end).
+    #[arg(long, default_value_t = pepper_wasm::DEFAULT_ARRAY_MAX_PATHS)]
     array_max_paths: u64,
     /// The module to run (`.wasm` or `.wat`), a WASI command.
     program: PathBuf,
