@@ -490,7 +490,7 @@ fn main() -> Result<()> {
                 .sum();
             let hashed = fns
                 .iter()
-                .filter(|f| f.counting == pepper_wasm::Counting::Hash)
+                .filter(|f| matches!(f.counting, pepper_wasm::Counting::Hash { .. }))
                 .count();
             let prepared =
                 pepper_runtime::Prepared::new(&inst.wasm, cache.as_ref(), spec.epoch.is_some())?;

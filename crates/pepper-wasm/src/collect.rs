@@ -108,8 +108,18 @@ impl Plan {
                             .filter(|&(_, c)| c > 0)
                             .collect()
                     }
-                    Counting::Hash | Counting::Ring | Counting::Every { .. } => {
+                    Counting::Hash { .. } | Counting::Ring | Counting::Every { .. } => {
                         let mut v = hashed.remove(&fp.index.0).unwrap_or_default();
+                        if let Counting::Hash { cache } = fp.counting {
+                            // Counts still in the function's cache.
+                            for e in 0..l.hash_cache_entries as u64 {
+                                let at = cache as u64 + 16 * e;
+                                let key = read_u64(mem, at);
+                                if key != 0 {
+                                    v.push((key - 1, read_u64(mem, at + 8)));
+                                }
+                            }
+                        }
                         if let Counting::Every { k } = fp.counting {
                             // Each sample stands for k path ends.
                             for w in &mut v {
@@ -159,7 +169,7 @@ impl Plan {
                 num_paths: fp.numbered.as_ref().map(|nd| nd.numbering.total()),
                 counting: match fp.counting {
                     Counting::Array { .. } => Some("array".into()),
-                    Counting::Hash => Some("hash".into()),
+                    Counting::Hash { .. } => Some("hash".into()),
                     Counting::Ring => Some("ring".into()),
                     Counting::Every { .. } => Some("every".into()),
                     Counting::None => None,

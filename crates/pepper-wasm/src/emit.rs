@@ -69,6 +69,8 @@ pub enum EmitKind<'p> {
         /// Targeted mode: counters of obvious paths, on their defining edges.
         obvious: &'p [ObviousCounter],
         hash_fn: u32,
+        /// `(func, r, slot)`: a hashed function's cache miss (see `Counting::Hash`).
+        miss_fn: u32,
         /// Address of the i64 increment table of each `br_table` action (by action position).
         tables: &'p [(usize, u32)],
     },
@@ -273,6 +275,7 @@ impl Emitter<'_> {
             counting,
             func,
             hash_fn,
+            miss_fn,
             layout,
             cold_counter,
             ..
@@ -321,6 +324,7 @@ impl Emitter<'_> {
                     I::LocalSet(n),
                     I::I32Const(*func as i32),
                     I::LocalGet(r),
+                    I::I64Const(1),
                     I::Call(*hash_fn),
                     I::End,
                 ]);
@@ -332,7 +336,7 @@ impl Emitter<'_> {
                 out.extend([I::LocalGet(r), I::I32WrapI64, I::I32Const(3), I::I32Shl]);
                 self.add_to_counter(out, base, true, &[I::I64Const(1)]);
             }
-            Counting::Hash => {
+            Counting::Hash { cache } => {
                 if let Some(cold) = cold_counter {
                     out.extend([
                         I::LocalGet(r),
@@ -343,7 +347,43 @@ impl Emitter<'_> {
                     self.add_to_counter(out, *cold, false, &[I::I64Const(1)]);
                     out.push(I::Else);
                 }
-                out.extend([I::I32Const(*func as i32), I::LocalGet(r), I::Call(*hash_fn)]);
+                // slot = hash(r) of the function's direct-mapped cache; a hit (the slot
+                // holds r + 1) is one compare and one increment, a miss calls `miss_fn`.
+                let (a, shift) = (
+                    self.locals.a,
+                    64 - layout.hash_cache_entries.trailing_zeros(),
+                );
+                out.extend([
+                    I::LocalGet(r),
+                    I::I64Const(0x9E37_79B9_7F4A_7C15u64 as i64),
+                    I::I64Mul,
+                    I::I64Const(shift as i64),
+                    I::I64ShrU,
+                    I::I32WrapI64,
+                    I::I32Const(4),
+                    I::I32Shl,
+                    I::LocalTee(a),
+                    I::I64Load(mem64(m, cache)),
+                    I::LocalGet(r),
+                    I::I64Const(1),
+                    I::I64Add,
+                    I::I64Eq,
+                    I::If(wasm_encoder::BlockType::Empty),
+                    I::LocalGet(a),
+                    I::LocalGet(a),
+                    I::I64Load(mem64(m, cache + 8)),
+                    I::I64Const(1),
+                    I::I64Add,
+                    I::I64Store(mem64(m, cache + 8)),
+                    I::Else,
+                    I::I32Const(*func as i32),
+                    I::LocalGet(r),
+                    I::LocalGet(a),
+                    I::I32Const(cache as i32),
+                    I::I32Add,
+                    I::Call(*miss_fn),
+                    I::End,
+                ]);
                 if cold_counter.is_some() {
                     out.push(I::End);
                 }

@@ -20,7 +20,7 @@ pub use contexts::{CallSiteInfo, ContextMode, SampledContexts};
 pub use module::FuncIndex;
 pub use plan::{
     instrument, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan, COUNTERS_EXPORT,
-    DEFAULT_ARRAY_MAX_PATHS,
+    DEFAULT_ARRAY_MAX_PATHS, HASH_CACHE_ENTRIES,
 };
 
 /// Reads a module file's bytes, translating WebAssembly text (`.wat`) when needed.

@@ -127,14 +127,21 @@ pub enum Counting {
     None,
     /// `count[r]++` on an array of `num_paths` u64 slots at byte address `base`.
     Array { base: u32 },
-    /// A call to the in-module hash table (functions with many paths).
-    Hash,
+    /// The in-module hash table (functions with many paths), behind a direct-mapped cache
+    /// of `MemoryLayout::hash_cache_entries` `[r + 1: u64][count: u64]` entries at byte address
+    /// `cache`: a path end that hits its slot is one compare and one increment; a miss
+    /// calls pepper's miss function, which moves the slot's count to the table and claims
+    /// the slot.
+    Hash { cache: u32 },
     /// PEP: append the tagged path word to the ring buffer the host sampler reads.
     Ring,
     /// PEP, deterministic: every `k`-th path end (over the whole module) goes to the hash
     /// table.
     Every { k: u32 },
 }
+
+/// Default entries in each hashed function's path cache (4 KB per function).
+pub const HASH_CACHE_ENTRIES: u32 = 256;
 
 /// PEP: paths per function must stay below this so that the function's tag fits above the
 /// path number in one 64-bit word (`(func + 1) << PEP_TAG_SHIFT | number`).
@@ -246,6 +253,8 @@ pub struct InstrumentOptions {
     pub array_budget: u64,
     /// log2 of the hash table's capacity in entries (24 bytes each).
     pub hash_capacity_log2: u32,
+    /// log2 of the entries in each hashed function's direct-mapped path cache.
+    pub hash_cache_log2: u32,
     /// PEP: record every `k`-th path end in the guest (deterministic) instead of appending
     /// every path end to the ring for the host sampler.
     pub pep_every: Option<u32>,
@@ -291,6 +300,7 @@ impl Default for InstrumentOptions {
             array_max_paths: DEFAULT_ARRAY_MAX_PATHS,
             array_budget: 256 << 20,
             hash_capacity_log2: 20,
+            hash_cache_log2: HASH_CACHE_ENTRIES.trailing_zeros(),
             pep_every: None,
             ring_log2: 12,
             guide: None,
@@ -357,6 +367,8 @@ pub struct MemoryLayout {
     pub hash_overflow: u32,
     pub hash_base: u32,
     pub hash_capacity: u32,
+    /// Entries in each hashed function's path cache (a power of two).
+    pub hash_cache_entries: u32,
     /// PEP ring: u32 count of path ends written (the next slot is `head % entries`).
     pub ring_head: u32,
     pub ring_base: u32,
@@ -527,6 +539,7 @@ fn build(
         },
         ..Default::default()
     };
+    layout.hash_cache_entries = 1 << opts.hash_cache_log2.clamp(1, 16);
     let contexts = opts.contexts;
     let mut call_sites: Vec<CallSiteInfo> = Vec::new();
     let mut array_bytes = 0u64;
@@ -617,7 +630,9 @@ fn build(
                                 }
                             } else {
                                 any_hash = true;
-                                Counting::Hash
+                                Counting::Hash {
+                                    cache: bump.alloc(16 * layout.hash_cache_entries as u64),
+                                }
                             };
                             if mode == Mode::Targeted {
                                 fp.cold_counter = Some(bump.alloc(8));
@@ -787,12 +802,14 @@ fn build(
     // multi-result functions.
     let hash_type = facts.num_types;
     let mut extra_types: Vec<(Vec<ValType>, Vec<ValType>)> = vec![
-        (vec![ValType::I32, ValType::I64], vec![]),
+        (vec![ValType::I32, ValType::I64, ValType::I64], vec![]),
         (vec![ValType::I32, ValType::I64], vec![ValType::I32]),
+        (vec![ValType::I32, ValType::I64, ValType::I32], vec![]),
     ];
     let mem = facts.num_memories;
     let hash_fn = facts.num_imported_funcs + facts.bodies.len() as u32;
     let enter_fn = hash_fn + 1;
+    let miss_fn = hash_fn + 2;
     let mut bodies: Vec<Option<Function>> = Vec::with_capacity(plan.functions.len());
     let entry_counter: std::collections::HashMap<u32, u32> =
         plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
@@ -840,6 +857,7 @@ fn build(
                 poison: fp.poison,
                 obvious: &fp.obvious,
                 hash_fn,
+                miss_fn,
                 tables: &tables[k],
             },
             _ => EmitKind::Edges {
@@ -884,6 +902,7 @@ fn build(
         functions: vec![
             (hash_type, hash_function(mem, &path_table, false)),
             (hash_type + 1, hash_function(mem, &cct, true)),
+            (hash_type + 2, cache_miss_function(mem, hash_fn)),
         ],
         memory_pages: plan.layout.size.div_ceil(65536).max(1),
         memory_index: mem,
@@ -1039,6 +1058,42 @@ fn emit_body<'f>(
     Ok(f)
 }
 
+/// A hashed function's cache miss, `(func, r, slot)`: the entry at `slot` (absolute
+/// address) moves its count to the hash table, and path `r` claims it with a count of 1.
+fn cache_miss_function(mem: u32, hash_fn: u32) -> Function {
+    let m64 = |o: u32| memarg(mem, o, 3);
+    let (f, r, slot, old) = (0u32, 1u32, 2u32, 3u32);
+    let mut func = Function::new([(1, ValType::I64)]);
+    for i in [
+        I::LocalGet(slot),
+        I::I64Load(m64(0)),
+        I::LocalTee(old),
+        I::I64Eqz,
+        I::I32Eqz,
+        I::If(BlockType::Empty),
+        I::LocalGet(f),
+        I::LocalGet(old),
+        I::I64Const(1),
+        I::I64Sub,
+        I::LocalGet(slot),
+        I::I64Load(m64(8)),
+        I::Call(hash_fn),
+        I::End,
+        I::LocalGet(slot),
+        I::LocalGet(r),
+        I::I64Const(1),
+        I::I64Add,
+        I::I64Store(m64(0)),
+        I::LocalGet(slot),
+        I::I64Const(1),
+        I::I64Store(m64(8)),
+        I::End,
+    ] {
+        func.instruction(&i);
+    }
+    func
+}
+
 /// The in-module hash table for functions with too many paths to give each an array
 /// (TPP §2.2: PP's hashed routines). Open addressing, linear probing; entries are
 /// `[r: u64][count: u64][func + 1: u32][pad]`. When 3/4 full, further new paths are counted
@@ -1049,7 +1104,13 @@ fn emit_body<'f>(
 fn hash_function(mem: u32, l: &HashTable, node: bool) -> Function {
     let m64 = |o: u32| memarg(mem, o, 3);
     let m32 = |o: u32| memarg(mem, o, 2);
-    let (f, r, h, p, key) = (0u32, 1u32, 2u32, 3u32, 4u32);
+    // The path table adds its third parameter; the context table counts one call.
+    let (f, r) = (0u32, 1u32);
+    let (amount, h, p, key) = if node {
+        (I::I64Const(1), 2u32, 3u32, 4u32)
+    } else {
+        (I::LocalGet(2), 3u32, 4u32, 5u32)
+    };
     let mask = (l.capacity - 1) as i32;
     let limit = (l.capacity / 4 * 3) as i32;
     let tb = l.base;
@@ -1090,7 +1151,7 @@ fn hash_function(mem: u32, l: &HashTable, node: bool) -> Function {
         I::LocalGet(p),
         I::LocalGet(p),
         I::I64Load(m64(tb + 8)),
-        I::I64Const(1),
+        amount.clone(),
         I::I64Add,
         I::I64Store(m64(tb + 8)),
         I::Return,
@@ -1107,7 +1168,7 @@ fn hash_function(mem: u32, l: &HashTable, node: bool) -> Function {
         I::I32Const(0),
         I::I32Const(0),
         I::I64Load(m64(l.overflow)),
-        I::I64Const(1),
+        amount.clone(),
         I::I64Add,
         I::I64Store(m64(l.overflow)),
         I::Return,
@@ -1127,7 +1188,7 @@ fn hash_function(mem: u32, l: &HashTable, node: bool) -> Function {
         I::LocalGet(r),
         I::I64Store(m64(tb)),
         I::LocalGet(p),
-        I::I64Const(1),
+        amount.clone(),
         I::I64Store(m64(tb + 8)),
         I::Return,
         I::End,

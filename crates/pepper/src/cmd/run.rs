@@ -88,6 +88,10 @@ pub struct Args {
     /// path end) to the in-module hash table (a call per path end).
     #[arg(long, default_value_t = pepper_wasm::DEFAULT_ARRAY_MAX_PATHS)]
     array_max_paths: u64,
+    /// log2 of the entries of each hashed function's path cache (tests use 1 to force
+    /// evictions).
+    #[arg(long, hide = true, default_value_t = pepper_wasm::HASH_CACHE_ENTRIES.trailing_zeros())]
+    hash_cache_log2: u32,
     /// The module to run (`.wasm` or `.wat`), a WASI command.
     program: PathBuf,
     /// Arguments for the guest.
@@ -209,6 +213,7 @@ pub fn run(a: Args) -> Result<i32> {
         call_log_log2: (a.call_windows && contexts == pepper_wasm::ContextMode::Native)
             .then_some(14),
         array_max_paths: a.array_max_paths,
+        hash_cache_log2: a.hash_cache_log2,
         pep_every: a.every,
         guide: guide.clone(),
         cold_threshold: a.guided.cold_threshold,
