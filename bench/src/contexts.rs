@@ -374,10 +374,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          against the exact-calls tree of the same round; hot-function precision (functions with \
          ≥ 1% of sampled self time that have ≥ 0.5% in the reference) against native stack \
          samples every 0.1 ms in the same round.\n\n\
-         Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench -- {}`\n\n\
+         Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
-        reproduce(args, rounds),
+        crate::reproduce(args, " --contexts"),
     );
     let out = args.output.clone().unwrap_or_else(|| {
         if args.quick {
@@ -390,19 +390,4 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     println!("{doc}");
     eprintln!("bench: wrote {}", out.display());
     Ok(())
-}
-
-/// The command line that reproduces this table.
-fn reproduce(args: &Args, rounds: usize) -> String {
-    let mut cmd = format!("--contexts --rounds {rounds}");
-    for o in &args.only {
-        write!(cmd, " --only {o}").expect("writing to a String");
-    }
-    for v in &args.variants {
-        write!(cmd, " --variants {v}").expect("writing to a String");
-    }
-    if let Some(out) = &args.output {
-        write!(cmd, " --output {}", out.display()).expect("writing to a String");
-    }
-    cmd
 }

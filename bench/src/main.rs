@@ -711,11 +711,12 @@ fn main() -> Result<()> {
          TPP's AoDF (`pepper compare`). Timer period: {} ms. Targeted guides: exact-paths \
          profiles of the measured input, or of the other input (bzip2 `-1` on the 300 KB \
          input; lua 1 iteration; sqlite 2; zstd 1).\n\n\
-         Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench`\n\n\
+         Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
         "48.0.8",
         INTERVAL.as_millis(),
+        reproduce(&args, ""),
     );
     let out = args.output.unwrap_or_else(|| {
         if args.quick {
@@ -728,4 +729,23 @@ fn main() -> Result<()> {
     println!("{doc}");
     eprintln!("bench: wrote {}", out.display());
     Ok(())
+}
+
+/// The options that reproduce a table (after `cargo run --release -p pepper-bench --`).
+fn reproduce(args: &Args, first: &str) -> String {
+    use std::fmt::Write as _;
+    let mut cmd = format!("{first} --rounds {}", args.rounds);
+    for o in &args.only {
+        write!(cmd, " --only {o}").expect("writing to a String");
+    }
+    for v in &args.variants {
+        write!(cmd, " --variants {v}").expect("writing to a String");
+    }
+    if args.yosys {
+        cmd.push_str(" --yosys");
+    }
+    if let Some(out) = &args.output {
+        write!(cmd, " --output {}", out.display()).expect("writing to a String");
+    }
+    cmd
 }
