@@ -103,6 +103,12 @@ fn shadow_stack_contexts_on_a_real_workload() {
 /// output as uninstrumented, a sampled tree rooted at `_start`, the interpreter loop among
 /// the hottest functions, and call estimates consistent with the exact site counts.
 fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) -> Profile {
+    // One sampled Lua run at a time: on a 2-core machine, parallel runs (each a guest and a
+    // sampler thread) starve each other's samplers.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let wasm = root().join("bench/workloads/build/lua.wasm");
     if !wasm.exists() {
         panic!("{} missing: run bench/workloads/build.sh", wasm.display());
