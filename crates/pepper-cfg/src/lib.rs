@@ -8,7 +8,9 @@
 //!   with greedy regeneration of full and partial paths (digest §1.5, §1.6);
 //! - [`truncate`]: choosing extra split nodes so a function's path count fits a register;
 //! - [`eliminate_obvious`]: TPP's obvious paths, counted on a defining edge instead of by
-//!   the path register.
+//!   the path register;
+//! - [`estimate_edge_frequencies`]: a static guess at edge frequencies (Wu-Larus), for
+//!   counter placement and numbering when there is no profile.
 //!
 //! Numbering and decoding live apart from instrumentation placement (the LLVM PathProfiling
 //! split), so a profile can be decoded offline from the same graph that numbered it.
@@ -16,6 +18,7 @@
 mod cfg;
 mod dag;
 mod edge_count;
+mod freq;
 mod ids;
 mod numbering;
 mod obvious;
@@ -26,6 +29,7 @@ pub use cfg::Cfg;
 pub use dag::CycleError;
 pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
 pub use edge_count::EdgeCounting;
+pub use freq::estimate_edge_frequencies;
 pub use ids::{DagEdgeId, EdgeId, NodeId};
 pub use numbering::{NumberingError, PathNumbering, RegenError};
 pub use obvious::{eliminate_obvious, ObviousPath, ObviousPaths};

@@ -94,6 +94,9 @@ pub struct FunctionAnalysis {
     pub node_offset: Vec<u64>,
     /// Loop nesting depth of each node (a static frequency estimate).
     pub node_depth: Vec<u32>,
+    /// Whether each node's straight-line code calls a function (Ball & Larus' call
+    /// heuristic: a successor that calls is the less likely one).
+    pub node_calls: Vec<bool>,
     /// Loop headers that have a back edge: always split (PEP §3.2).
     pub headers: Vec<NodeId>,
     /// The return funnel `X`.
@@ -142,6 +145,7 @@ struct Frame {
 struct Builder {
     depth: u32,
     node_depth: Vec<u32>,
+    node_calls: Vec<bool>,
     cfg: Cfg,
     edges: Vec<EdgeInfo>,
     node_kind: Vec<NodeKind>,
@@ -155,6 +159,7 @@ impl Builder {
     fn node(&mut self, kind: NodeKind, offset: u64) -> NodeId {
         let n = self.cfg.add_node();
         self.node_depth.push(self.depth);
+        self.node_calls.push(false);
         self.node_kind.push(kind);
         self.node_offset.push(offset);
         n
@@ -191,6 +196,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
     let mut b = Builder {
         depth: 0,
         node_depth: vec![0, 0],
+        node_calls: vec![false, false],
         cfg: Cfg::new(),
         edges: Vec::new(),
         node_kind: vec![NodeKind::Entry, NodeKind::Exit],
@@ -529,6 +535,11 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 // A dead end (a trap): the P-DAG gives it a never-executed edge to EXIT (P7).
                 cur = None;
             }
+            Operator::Call { .. } | Operator::CallIndirect { .. } | Operator::CallRef { .. } => {
+                if let Some(c) = cur {
+                    b.node_calls[c.index()] = true;
+                }
+            }
             _ => {}
         }
         i += 1;
@@ -548,6 +559,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         node_kind: b.node_kind,
         node_offset: b.node_offset,
         node_depth: b.node_depth,
+        node_calls: b.node_calls,
         headers: b.headers,
         funnel,
         sites: b.sites,
