@@ -90,6 +90,16 @@ impl Cfg {
     /// Targets of DFS back edges from the entry: the nodes that must be split so that the
     /// path graph is acyclic. In wasm these are exactly the `loop` headers that are branched to.
     pub fn dfs_back_edge_targets(&self) -> Vec<NodeId> {
+        let dfs = self.dfs();
+        let mut targets = vec![false; self.num_nodes()];
+        for e in (0..self.num_edges()).filter(|&e| dfs.back[e]) {
+            targets[self.edge(EdgeId::new(e)).1.index()] = true;
+        }
+        self.nodes().filter(|n| targets[n.index()]).collect()
+    }
+
+    /// An iterative depth-first search from the entry.
+    pub fn dfs(&self) -> Dfs {
         #[derive(Clone, Copy, PartialEq)]
         enum State {
             New,
@@ -97,8 +107,9 @@ impl Cfg {
             Done,
         }
         let mut state = vec![State::New; self.num_nodes()];
-        let mut targets = vec![false; self.num_nodes()];
-        // Iterative DFS: (node, next successor position).
+        let mut back = vec![false; self.num_edges()];
+        let mut postorder = Vec::with_capacity(self.num_nodes());
+        // (node, next successor position)
         let mut stack = vec![(self.entry, 0usize)];
         state[self.entry.index()] = State::OnStack;
         while let Some(&mut (n, ref mut pos)) = stack.last_mut() {
@@ -110,16 +121,26 @@ impl Cfg {
                         state[d.index()] = State::OnStack;
                         stack.push((d, 0));
                     }
-                    State::OnStack => targets[d.index()] = true,
+                    State::OnStack => back[e.index()] = true,
                     State::Done => {}
                 }
             } else {
                 state[n.index()] = State::Done;
+                postorder.push(n);
                 stack.pop();
             }
         }
-        self.nodes().filter(|n| targets[n.index()]).collect()
+        Dfs { back, postorder }
     }
+}
+
+/// The result of [`Cfg::dfs`].
+pub struct Dfs {
+    /// Per edge: whether it goes back to a node on the DFS stack (a loop's back edge).
+    pub back: Vec<bool>,
+    /// The nodes reachable from the entry, each after all its DFS descendants. Reversed, a
+    /// topological order of the graph without its back edges.
+    pub postorder: Vec<NodeId>,
 }
 
 impl Default for Cfg {

@@ -119,18 +119,12 @@ impl EdgeCounting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testgen::random_cfg;
+    use crate::testgen::{lcg, random_cfg};
 
     /// Counts from a random walk satisfy conservation; deriving from chords recovers all.
     #[test]
     fn derive_recovers_random_walk_counts() {
-        let mut seed = 1u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
+        let mut rnd = lcg(1);
         for case in 0..300 {
             let n = 3 + rnd() % 10;
             let edges: Vec<(usize, usize)> = (0..1 + rnd() % 25)

@@ -137,44 +137,15 @@ struct DfsOrder {
 
 impl DfsOrder {
     fn new(cfg: &Cfg) -> DfsOrder {
-        #[derive(Clone, Copy, PartialEq)]
-        enum State {
-            New,
-            OnStack,
-            Done,
-        }
-        let n = cfg.num_nodes();
-        let mut state = vec![State::New; n];
-        let mut back = vec![false; cfg.num_edges()];
-        let mut post = Vec::with_capacity(n);
-        let mut stack = vec![(cfg.entry(), 0usize)];
-        state[cfg.entry().index()] = State::OnStack;
-        while let Some(&mut (v, ref mut at)) = stack.last_mut() {
-            if let Some(&e) = cfg.succs(v).get(*at) {
-                *at += 1;
-                let d = cfg.edge(e).1;
-                match state[d.index()] {
-                    State::New => {
-                        state[d.index()] = State::OnStack;
-                        stack.push((d, 0));
-                    }
-                    State::OnStack => back[e.index()] = true,
-                    State::Done => {}
-                }
-            } else {
-                state[v.index()] = State::Done;
-                post.push(v.index());
-                stack.pop();
-            }
-        }
-        post.reverse();
-        let mut pos = vec![usize::MAX; n];
-        for (k, &v) in post.iter().enumerate() {
+        let dfs = cfg.dfs();
+        let topo: Vec<usize> = dfs.postorder.iter().rev().map(|v| v.index()).collect();
+        let mut pos = vec![usize::MAX; cfg.num_nodes()];
+        for (k, &v) in topo.iter().enumerate() {
             pos[v] = k;
         }
         DfsOrder {
-            back,
-            topo: post,
+            back: dfs.back,
+            topo,
             pos,
         }
     }
@@ -311,7 +282,7 @@ impl Loops {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testgen::random_cfg;
+    use crate::testgen::{lcg, random_cfg};
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-9 * b.abs().max(1.0)
@@ -373,19 +344,15 @@ mod tests {
     /// loops were not capped, and entry flow 1.
     #[test]
     fn random_cfgs_conserve_flow() {
-        let mut seed = 7u64;
-        let mut rnd = || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as usize
-        };
+        let mut rnd = lcg(7);
         for case in 0..500 {
             let n = 2 + rnd() % 12;
             let edges: Vec<(usize, usize)> = (0..1 + rnd() % 30)
                 .map(|_| (rnd() % n, rnd() % n))
                 .collect();
-            let cfg = random_cfg(n, &edges, &[]);
+            let dead_ends: Vec<usize> =
+                (0..rnd() % 3).map(|_| 2 + rnd() % (n - 2).max(1)).collect();
+            let cfg = random_cfg(n, &edges, &dead_ends);
             let bias: Vec<f64> = (0..cfg.num_edges())
                 .map(|_| (1 + rnd() % 4) as f64)
                 .collect();

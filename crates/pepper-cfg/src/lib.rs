@@ -25,7 +25,7 @@ mod obvious;
 pub mod testgen;
 mod truncate;
 
-pub use cfg::Cfg;
+pub use cfg::{Cfg, Dfs};
 pub use dag::CycleError;
 pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
 pub use edge_count::EdgeCounting;

@@ -5,6 +5,17 @@ use crate::cfg::Cfg;
 use crate::dag::PathDag;
 use crate::ids::{DagEdgeId, NodeId};
 
+/// A small deterministic generator (Knuth's MMIX LCG) for tests that need reproducible
+/// random choices without a proptest strategy.
+pub fn lcg(mut seed: u64) -> impl FnMut() -> usize {
+    move || {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize
+    }
+}
+
 /// A random graph from a list of `(src, dst)` choices: node 0 is the entry, node 1 the exit,
 /// nodes `2..n` interior. Every interior node gets at least one out-edge (taken from
 /// `choices`, falling back to the exit), so the shape covers diamonds, ladders, parallel
