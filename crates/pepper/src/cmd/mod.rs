@@ -36,7 +36,8 @@ pub enum ModeArg {
     Pep,
     /// Count every Ball-Larus path (PEP's header-split variant); edges derived from paths.
     ExactPaths,
-    /// Count every branch outcome directly.
+    /// Count every branch outcome: counters on the edges outside a spanning tree (placed by a
+    /// static frequency estimate, so hot edges carry none), the rest derived by flow.
     ExactEdges,
     /// Targeted path profiling (TPP): exact counts of the hot paths; paths through edges
     /// the --guide profile calls cold are counted together per function. Cheaper than

@@ -15,9 +15,10 @@ use std::time::Instant;
 /// The default mode, `pep`, is meant to stay on: every completed path goes to a small ring
 /// buffer and a host thread samples bursts of consecutive paths from it each `--interval`
 /// (PEP(SAMPLES, STRIDE)). `exact-paths` counts every path, `exact-edges` every branch.
-/// Alongside PEP, the same thread samples the guest's shadow stack into a partial calling
-/// context tree (Whaley), and every call site counts its calls; `pepper export` turns the
-/// tree into pprof, folded stacks, a flame graph or a Firefox profile.
+/// Alongside PEP, the same thread samples the guest's call stack (its machine stack on
+/// x86-64 Linux, else a shadow stack; `--stacks`) into a partial calling context tree
+/// (Whaley), and every call site counts its calls; `pepper export` turns the tree into
+/// pprof, folded stacks, a flame graph or a Firefox profile.
 ///
 /// Examples:
 ///   pepper run prog.wasm -- input.txt              PEP(64,17) every 1 ms
