@@ -53,6 +53,16 @@ impl EdgeCounting {
         EdgeCounting { chord }
     }
 
+    /// How many counter increments a run with these edge counts makes (the chords' sum).
+    pub fn increments(&self, counts: &[u64]) -> u64 {
+        counts
+            .iter()
+            .zip(&self.chord)
+            .filter(|(_, &c)| c)
+            .map(|(&n, _)| n)
+            .sum()
+    }
+
     /// All edge counts from the chord counts (`chord_counts[e]` is read only for chords),
     /// by flow conservation at each node, leaves of the tree first. Nodes that do not
     /// conserve flow (a trap or `proc_exit` stopped the function midway) can make a derived
@@ -159,6 +169,13 @@ mod tests {
                 .map(|(&c, &k)| if k { c } else { u64::MAX })
                 .collect();
             let derived = ec.derive(&cfg, &chords);
+            // A tree of the true counts is the cheapest placement: no other makes fewer
+            // increments (a maximum spanning tree leaves the lightest chords).
+            let ideal = EdgeCounting::new(&cfg, &counts);
+            assert!(
+                ideal.increments(&counts) <= ec.increments(&counts),
+                "case {case}"
+            );
             // Edges unreachable from the entry may not be determined; compare reachable ones.
             let reach = cfg.reachable();
             for e in 0..cfg.num_edges() {

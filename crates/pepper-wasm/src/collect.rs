@@ -29,7 +29,50 @@ pub struct RunOutcome {
 
 use crate::contexts::{read_u32, read_u64, SampledContexts};
 
+/// Exact-edges counter increments of a run: how many were made, and how many the best
+/// placement for this run's counts (a spanning tree of its true edge counts) would make.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Increments {
+    pub made: u64,
+    pub ideal: u64,
+}
+
 impl Plan {
+    /// Counter increments of an exact-edges run (`None` in other modes): a deterministic
+    /// measure of counter placement, free of timing noise.
+    pub fn edge_increments(&self, mem: &[u8]) -> Option<Increments> {
+        if self.mode != Mode::ExactEdges {
+            return None;
+        }
+        let mut total = Increments::default();
+        for fp in &self.functions {
+            let (Some(a), Some(ec)) = (&fp.analysis, &fp.edge_counting) else {
+                continue;
+            };
+            let chords: Vec<u64> = fp
+                .edge_counter
+                .iter()
+                .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
+                .collect();
+            let counts = ec.derive(&a.cfg, &chords);
+            // The funnel's edge to EXIT can carry no counter, whatever its count.
+            let weights: Vec<u64> = (0..a.cfg.num_edges())
+                .map(|e| {
+                    let src = a.cfg.edge(pepper_cfg::EdgeId::new(e)).0;
+                    if src == a.funnel {
+                        u64::MAX
+                    } else {
+                        counts[e]
+                    }
+                })
+                .collect();
+            let ideal = pepper_cfg::EdgeCounting::new(&a.cfg, &weights);
+            total.made += ec.increments(&counts);
+            total.ideal += ideal.increments(&counts);
+        }
+        Some(total)
+    }
+
     /// Builds the profile from the counters memory (`None` when the run has no
     /// instrumentation or the memory could not be read). `location` maps an original
     /// code offset to `file:line`, when the module has DWARF.

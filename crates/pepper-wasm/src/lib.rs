@@ -15,7 +15,7 @@ pub mod module;
 pub mod plan;
 mod rewrite;
 
-pub use collect::RunOutcome;
+pub use collect::{Increments, RunOutcome};
 pub use contexts::{CallSiteInfo, ContextMode, SampledContexts};
 pub use module::FuncIndex;
 pub use plan::{
