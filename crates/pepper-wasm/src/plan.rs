@@ -692,7 +692,15 @@ fn build(
                         Err(e) => fp.skipped = Some(e.to_string()),
                     }
                 } else if mode == Mode::ExactEdges {
-                    let ec = EdgeCounting::new(&a.cfg, &edge_weights(&a));
+                    let ec = if a.sites.is_empty() {
+                        // No branch, nothing to report: the one count such a function has
+                        // (its entries) would cost an increment per call for no output.
+                        EdgeCounting {
+                            chord: vec![false; a.cfg.num_edges()],
+                        }
+                    } else {
+                        EdgeCounting::new(&a.cfg, &edge_weights(&a))
+                    };
                     fp.edge_counter = ec.chord.iter().map(|&c| c.then(|| bump.alloc(8))).collect();
                     fp.edge_counting = Some(ec);
                 } else {
@@ -1274,6 +1282,28 @@ mod tests {
             })
             .nth(n)
             .unwrap()
+    }
+
+    /// A function without branches gets no counter in exact-edges mode (it has nothing to
+    /// report); one with a branch gets some.
+    #[test]
+    fn exact_edges_leaves_branch_free_functions_alone() {
+        let wasm = wat::parse_str(
+            r#"(module
+              (func (export "leaf") (param i32) (result i32)
+                (i32.add (local.get 0) (i32.const 1)))
+              (func (export "branchy") (param i32) (result i32)
+                (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2)))))"#,
+        )
+        .unwrap();
+        let opts = InstrumentOptions {
+            mode: Mode::ExactEdges,
+            ..Default::default()
+        };
+        let plan = instrument(&wasm, &opts).unwrap().plan;
+        let counters = |k: usize| plan.functions[k].edge_counter.iter().flatten().count();
+        assert_eq!(counters(0), 0);
+        assert!(counters(1) > 0);
     }
 
     /// Counter placement weighs edges by the static frequency estimate, not just loop
