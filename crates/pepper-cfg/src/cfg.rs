@@ -72,15 +72,32 @@ impl Cfg {
 
     /// Nodes reachable from the entry, as a bitmap indexed by node.
     pub fn reachable(&self) -> Vec<bool> {
+        self.flood(self.entry, true)
+    }
+
+    /// Nodes from which the exit can be reached (the others end in a trap or loop forever),
+    /// as a bitmap indexed by node.
+    pub fn reaches_exit(&self) -> Vec<bool> {
+        self.flood(self.exit, false)
+    }
+
+    /// Nodes reachable from `start` along edges (`forward`) or against them.
+    fn flood(&self, start: NodeId, forward: bool) -> Vec<bool> {
         let mut seen = vec![false; self.num_nodes()];
-        let mut stack = vec![self.entry];
-        seen[self.entry.index()] = true;
+        let mut stack = vec![start];
+        seen[start.index()] = true;
         while let Some(n) = stack.pop() {
-            for &e in self.succs(n) {
-                let d = self.edge(e).1;
-                if !seen[d.index()] {
-                    seen[d.index()] = true;
-                    stack.push(d);
+            let edges = if forward {
+                self.succs(n)
+            } else {
+                self.preds(n)
+            };
+            for &e in edges {
+                let (s, d) = self.edge(e);
+                let next = if forward { d } else { s };
+                if !seen[next.index()] {
+                    seen[next.index()] = true;
+                    stack.push(next);
                 }
             }
         }

@@ -37,18 +37,7 @@ pub fn estimate_edge_frequencies(cfg: &Cfg, bias: &[f64]) -> Vec<f64> {
     let order = DfsOrder::new(cfg);
 
     // Nodes from which EXIT can be reached.
-    let mut live = vec![false; n];
-    let mut stack = vec![cfg.exit()];
-    live[cfg.exit().index()] = true;
-    while let Some(v) = stack.pop() {
-        for &e in cfg.preds(v) {
-            let s = cfg.edge(e).0;
-            if !live[s.index()] {
-                live[s.index()] = true;
-                stack.push(s);
-            }
-        }
-    }
+    let live = cfg.reaches_exit();
 
     let loops = Loops::new(cfg, &order);
 

@@ -29,6 +29,21 @@ pub struct RunOutcome {
 
 use crate::contexts::{read_u32, read_u64, SampledContexts};
 
+/// Every CFG edge's count in an exact-edges run: the chords' counters, the rest derived.
+fn edge_counts(
+    fp: &FunctionPlan,
+    a: &crate::analysis::FunctionAnalysis,
+    ec: &pepper_cfg::EdgeCounting,
+    mem: &[u8],
+) -> Vec<u64> {
+    let chords: Vec<u64> = fp
+        .edge_counter
+        .iter()
+        .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
+        .collect();
+    ec.derive(&a.cfg, &chords)
+}
+
 /// Exact-edges counter increments of a run: how many were made, and how many the best
 /// placement for this run's counts (a spanning tree of its true edge counts) would make.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -49,12 +64,7 @@ impl Plan {
             let (Some(a), Some(ec)) = (&fp.analysis, &fp.edge_counting) else {
                 continue;
             };
-            let chords: Vec<u64> = fp
-                .edge_counter
-                .iter()
-                .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
-                .collect();
-            let counts = ec.derive(&a.cfg, &chords);
+            let counts = edge_counts(fp, a, ec, mem);
             // The funnel's edge to EXIT can carry no counter, whatever its count.
             let weights: Vec<u64> = (0..a.cfg.num_edges())
                 .map(|e| {
@@ -92,12 +102,7 @@ impl Plan {
             let mut site_counts: Vec<Vec<u64>> =
                 a.sites.iter().map(|s| vec![0; s.outcomes.len()]).collect();
             if let (Mode::ExactEdges, Some(ec)) = (self.mode, &fp.edge_counting) {
-                let chords: Vec<u64> = fp
-                    .edge_counter
-                    .iter()
-                    .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
-                    .collect();
-                for (e, count) in ec.derive(&a.cfg, &chords).into_iter().enumerate() {
+                for (e, count) in edge_counts(fp, a, ec, mem).into_iter().enumerate() {
                     if let Some((site, outcome)) = a.edges[e].branch {
                         site_counts[site.0 as usize][outcome as usize] += count;
                     }

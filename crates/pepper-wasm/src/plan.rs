@@ -44,6 +44,7 @@ fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
         })
         .collect()
 }
+
 /// Static frequency estimates of every CFG edge as integer weights (1024 per function
 /// entry, saturating far below `u64::MAX` so that costs can multiply them).
 fn static_frequencies(a: &FunctionAnalysis) -> Vec<u64> {
