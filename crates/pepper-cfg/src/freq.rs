@@ -165,8 +165,6 @@ struct Loops {
     by_size: Vec<usize>,
     /// Innermost loop of each node.
     innermost: Vec<Option<usize>>,
-    /// Per loop, a sorted copy of the body for membership tests.
-    sorted: Vec<Vec<usize>>,
 }
 
 impl Loops {
@@ -225,46 +223,33 @@ impl Loops {
                 innermost[v] = Some(l);
             }
         }
-        let sorted = list
-            .iter()
-            .map(|l| {
-                let mut b = l.body.clone();
-                b.sort_unstable();
-                b
-            })
-            .collect();
         Loops {
             list,
             by_size,
             innermost,
-            sorted,
         }
     }
 
+    /// Whether node `v` lies in loop `l`: `l` is `v`'s innermost loop or one around it.
+    /// (Loops nest, as wasm's structured loops always do; in an irreducible graph a body
+    /// shared by two unnested loops counts for the smaller one, which only blurs the
+    /// estimate.)
     fn in_body(&self, l: usize, v: usize) -> bool {
-        self.sorted[l].binary_search(&v).is_ok()
+        let mut at = self.innermost[v];
+        while let Some(x) = at {
+            if x == l {
+                return true;
+            }
+            // Parents were assigned before their children, so the chain ends.
+            at = self.list[x].parent;
+        }
+        false
     }
 
     /// Whether edge `s → d` leaves a loop that contains `s`: `d` is outside `s`'s innermost
-    /// loop (loops containing `s` are nested, so that is the one to check).
+    /// loop (the loops containing `s` are nested, so that is the one to check).
     fn exits(&self, s: NodeId, d: NodeId) -> bool {
-        let Some(l) = self.innermost[s.index()] else {
-            return false;
-        };
-        // d is inside l iff l is d's innermost loop or one of its ancestors.
-        let mut at = self.innermost[d.index()];
-        let mut steps = 0;
-        while let Some(x) = at {
-            if x == l {
-                return false;
-            }
-            at = self.list[x].parent;
-            steps += 1;
-            if steps > self.list.len() {
-                break;
-            }
-        }
-        true
+        self.innermost[s.index()].is_some_and(|l| !self.in_body(l, d.index()))
     }
 }
 

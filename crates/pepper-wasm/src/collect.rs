@@ -65,17 +65,7 @@ impl Plan {
                 continue;
             };
             let counts = edge_counts(fp, a, ec, mem);
-            // The funnel's edge to EXIT can carry no counter, whatever its count.
-            let weights: Vec<u64> = (0..a.cfg.num_edges())
-                .map(|e| {
-                    let src = a.cfg.edge(pepper_cfg::EdgeId::new(e)).0;
-                    if src == a.funnel {
-                        u64::MAX
-                    } else {
-                        counts[e]
-                    }
-                })
-                .collect();
+            let weights = crate::plan::counting_tree_weights(a, |e| counts[e]);
             let ideal = pepper_cfg::EdgeCounting::new(&a.cfg, &weights);
             total.made += ec.increments(&counts);
             total.ideal += ideal.increments(&counts);

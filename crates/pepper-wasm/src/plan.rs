@@ -19,28 +19,38 @@ const DISCARD: u32 = 16;
 /// its own). Heavy edges go in the tree and carry no counter.
 fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
     let freqs = static_frequencies(a);
+    counting_tree_weights(a, |e| {
+        let cost = match a.edges[e].branch {
+            Some((site, 0))
+                if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf =>
+            {
+                3
+            }
+            Some((site, _))
+                if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable =>
+            {
+                3
+            }
+            _ => 2,
+        };
+        freqs[e] * cost
+    })
+}
+
+/// Spanning-tree weights for edge counting: `weight(e)` for every edge but the funnel's
+/// edge to EXIT, which has no instruction to carry a counter and so always stays in the
+/// tree.
+pub(crate) fn counting_tree_weights(
+    a: &FunctionAnalysis,
+    weight: impl Fn(usize) -> u64,
+) -> Vec<u64> {
     (0..a.cfg.num_edges())
         .map(|e| {
-            let (src, _) = a.cfg.edge(pepper_cfg::EdgeId::new(e));
-            if src == a.funnel {
-                // The funnel's edge to EXIT has no instruction to carry a counter.
-                return u64::MAX;
+            if a.cfg.edge(pepper_cfg::EdgeId::new(e)).0 == a.funnel {
+                u64::MAX
+            } else {
+                weight(e)
             }
-            let freq = freqs[e];
-            let cost = match a.edges[e].branch {
-                Some((site, 0))
-                    if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf =>
-                {
-                    3
-                }
-                Some((site, _))
-                    if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable =>
-                {
-                    3
-                }
-                _ => 2,
-            };
-            freq * cost
         })
         .collect()
 }
@@ -1263,14 +1273,18 @@ fn hash_function(mem: u32, l: &HashTable, node: bool) -> Function {
 mod tests {
     use super::*;
 
-    fn analysis_of(wat: &str, func: usize) -> FunctionAnalysis {
+    /// The exact-edges plan of a module in text form.
+    fn edges_plan(wat: &str) -> Plan {
         let wasm = wat::parse_str(wat).unwrap();
         let opts = InstrumentOptions {
             mode: Mode::ExactEdges,
             ..Default::default()
         };
-        let inst = instrument(&wasm, &opts).unwrap();
-        inst.plan.functions[func].analysis.clone().unwrap()
+        instrument(&wasm, &opts).unwrap().plan
+    }
+
+    fn analysis_of(wat: &str, func: usize) -> FunctionAnalysis {
+        edges_plan(wat).functions[func].analysis.clone().unwrap()
     }
 
     /// The CFG edge of outcome `o` of the function's `n`-th `if`.
@@ -1289,19 +1303,13 @@ mod tests {
     /// report); one with a branch gets some.
     #[test]
     fn exact_edges_leaves_branch_free_functions_alone() {
-        let wasm = wat::parse_str(
+        let plan = edges_plan(
             r#"(module
               (func (export "leaf") (param i32) (result i32)
                 (i32.add (local.get 0) (i32.const 1)))
               (func (export "branchy") (param i32) (result i32)
                 (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2)))))"#,
-        )
-        .unwrap();
-        let opts = InstrumentOptions {
-            mode: Mode::ExactEdges,
-            ..Default::default()
-        };
-        let plan = instrument(&wasm, &opts).unwrap().plan;
+        );
         let counters = |k: usize| plan.functions[k].edge_counter.iter().flatten().count();
         assert_eq!(counters(0), 0);
         assert!(counters(1) > 0);
