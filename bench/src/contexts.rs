@@ -57,6 +57,11 @@ fn specs() -> Vec<Spec> {
     vec![
         base.clone(),
         Spec {
+            label: "none-again",
+            what: "uninstrumented again (the A/A control: a second copy of the baseline, so its overhead is the harness's noise floor)",
+            ..base.clone()
+        },
+        Spec {
             label: "native-1ms-nocount",
             counters: false,
             interval: Some(ms(1)),
@@ -163,6 +168,8 @@ struct Variant {
     /// Built once: for native stacks it maps the module's call sites.
     sampler: Option<pepper_runtime::SamplerConfig>,
     times: Vec<f64>,
+    /// Per round: starting and stopping the sampler (ms), outside `times`.
+    start_stop: Vec<f64>,
     /// Per round: call overlap, hot-context coverage, hot-function precision, samples, call
     /// overlap with recursion folded.
     accuracy: Vec<[f64; 5]>,
@@ -220,8 +227,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let find = |l: &str| specs.iter().position(|s| s.label == l).unwrap();
     let (exact_k, time_k) = (find("exact-calls"), find("native-0.1ms"));
     let mut table = String::new();
-    writeln!(table, "| workload | variant | median run ms | overhead | call overlap | call overlap, recursion folded | hot-context coverage | hot-function precision | samples | contexts |")?;
-    writeln!(table, "|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(table, "| workload | variant | median run ms | overhead | sampler start + stop ms | call overlap | call overlap, recursion folded | hot-context coverage | hot-function precision | samples | contexts |")?;
+    writeln!(table, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
     for (w, wasm, cache) in selected(args, &build)? {
@@ -256,13 +263,13 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 }),
                 plan: inst.plan,
                 times: Vec::new(),
+                start_stop: Vec::new(),
                 accuracy: Vec::new(),
             });
         }
         let mut contexts = vec![0usize; variants.len()];
         for round in 0..=rounds {
-            let mut results = Vec::with_capacity(variants.len());
-            for v in &mut variants {
+            let results = crate::shuffled(&mut variants, round, |v| {
                 let r = v.prepared.run(&config(&w, v))?;
                 anyhow::ensure!(
                     r.exit_code == 0,
@@ -273,9 +280,11 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 );
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
+                    v.start_stop
+                        .push((r.profiler_setup + r.profiler_finish).as_secs_f64() * 1e3);
                 }
-                results.push(r);
-            }
+                Ok(r)
+            })?;
             if round == 0 {
                 continue;
             }
@@ -316,11 +325,12 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             }
             writeln!(
                 table,
-                "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {} | {} | {} | {} | {} | {} |",
                 w.name,
                 v.spec.label,
                 median(&v.times),
                 (ratio - 1.0) * 100.0,
+                median(&v.start_stop),
                 pct(acc[0]),
                 pct(acc[4]),
                 pct(acc[1]),
@@ -367,8 +377,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     }
     let doc = format!(
         "# pepper benchmark: calling contexts\n\n\
-         Machine: {}. Rounds: {rounds} interleaved (plus one warm-up), median of guest run time \
-         (compilation excluded; wasmtime 48.0.8). Overhead: median over rounds of the per-round \
+         Machine: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
+         warm-up), median of guest run time (compilation excluded, and starting and stopping \
+         pepper's sampler thread too: that is its own column; wasmtime 48.0.8). Overhead: median over rounds of the per-round \
          ratio to the uninstrumented run. Accuracy (median over rounds, `pepper compare`'s \
          measures): call overlap and hot-context coverage (contexts with ≥ 0.1% of calls) \
          against the exact-calls tree of the same round; hot-function precision (functions with \

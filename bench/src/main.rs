@@ -164,6 +164,11 @@ fn specs() -> Vec<Spec> {
     vec![
         base.clone(),
         Spec {
+            label: "none-again",
+            what: "uninstrumented again (the A/A control: a second copy of the baseline, so its overhead is the harness's noise floor)",
+            ..base.clone()
+        },
+        Spec {
             label: "epoch",
             epoch: Some(false),
             what: "uninstrumented, wasmtime epoch interruption ticking every 1 ms",
@@ -256,9 +261,37 @@ struct Variant {
     static_paths: u64,
     hashed: usize,
     times: Vec<f64>,
+    /// Per round: starting and stopping the sampler (ms), outside `times`.
+    start_stop: Vec<f64>,
     /// Per round: path accuracy, edge relative overlap, edge absolute overlap, samples
     /// (PEP) or cold executions (targeted), AoDF.
     accuracy: Vec<[f64; 6]>,
+}
+
+/// Runs `run` once on every variant, in an order shuffled afresh each round (the same
+/// shuffles every time the harness runs), so that no variant always runs first or right
+/// after the same neighbour: with a fixed order, and with a rotating one (which keeps the
+/// neighbours), two identical copies of the baseline differed by 1-2%. Results come back in
+/// variant order.
+pub fn shuffled<T, R>(
+    variants: &mut [T],
+    round: usize,
+    mut run: impl FnMut(&mut T) -> Result<R>,
+) -> Result<Vec<R>> {
+    let n = variants.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x = (round as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for i in (1..n).rev() {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        order.swap(i, ((x >> 33) % (i as u64 + 1)) as usize);
+    }
+    let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
+    for k in order {
+        out[k] = Some(run(&mut variants[k])?);
+    }
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// Median over rounds of each round's time divided by the baseline's time in the same
@@ -451,11 +484,11 @@ fn main() -> Result<()> {
     let mut increments: Vec<(String, pepper_wasm::Increments)> = Vec::new();
     writeln!(
         table,
-        "| workload | variant | median run ms | overhead | min run ms | overhead of min | vs epoch | path acc | edge rel | edge abs | samples | rewrite ms | code size |"
+        "| workload | variant | median run ms | overhead | min run ms | overhead of min | vs epoch | sampler start + stop ms | path acc | edge rel | edge abs | AoDF | samples (PEP) / cold executions (targeted) | static paths | functions hashed | rewrite ms | compile ms | code size |"
     )?;
     writeln!(
         table,
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )?;
     // Per spec: ratios to plain, ratios to epoch, accuracies.
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
@@ -520,13 +553,13 @@ fn main() -> Result<()> {
                 static_paths,
                 hashed,
                 times: Vec::new(),
+                start_stop: Vec::new(),
                 accuracy: Vec::new(),
             });
         }
         // One untimed warm-up of each variant, then interleaved timed rounds.
         for round in 0..=rounds {
-            let mut results = Vec::with_capacity(variants.len());
-            for v in &mut variants {
+            let results = shuffled(&mut variants, round, |v| {
                 let r = v.prepared.run(&run_config(&w, &v.spec, &v.plan))?;
                 anyhow::ensure!(
                     r.exit_code == 0,
@@ -538,6 +571,8 @@ fn main() -> Result<()> {
                 );
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
+                    v.start_stop
+                        .push((r.profiler_setup + r.profiler_finish).as_secs_f64() * 1e3);
                 }
                 // Nearly the same every round (Lua's vary by ~0.01%): read at the warm-up.
                 if round == 0 {
@@ -549,8 +584,8 @@ fn main() -> Result<()> {
                         increments.push((w.name.to_string(), inc));
                     }
                 }
-                results.push(r);
-            }
+                Ok(r)
+            })?;
             if round > 0 {
                 let reference = profile_of(&variants[exact_k].plan, &results[exact_k]);
                 for (v, r) in variants.iter_mut().zip(&results) {
@@ -634,7 +669,7 @@ fn main() -> Result<()> {
             }
             writeln!(
                 table,
-                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} ({:+.1}%) |",
+                "| {} | {} | {:.1} | {:+.1}% | {:.1} | {:+.1}% | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {:.0} | {:.0} | {} ({:+.1}%) |",
                 w.name,
                 v.spec.label,
                 m,
@@ -642,6 +677,7 @@ fn main() -> Result<()> {
                 min,
                 (min / base_min - 1.0) * 100.0,
                 vs_epoch.map_or(String::new(), |r| format!("{:+.1}%", (r - 1.0) * 100.0)),
+                median(&v.start_stop),
                 pct(acc[0]),
                 pct(acc[1]),
                 pct(acc[2]),
@@ -742,8 +778,9 @@ fn main() -> Result<()> {
     };
     let doc = format!(
         "# pepper benchmark: overhead and accuracy\n\n\
-         Machine: {}. Rounds: {rounds} interleaved (plus one warm-up), median of guest run time \
-         (compilation excluded; wasmtime {}, Cranelift). Overhead is relative to the \
+         Machine: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
+         warm-up), median of guest run time (compilation excluded, and starting and stopping \
+         pepper's sampler thread too: that is its own column; wasmtime {}, Cranelift). Overhead is relative to the \
          uninstrumented module in the same run (median over rounds of the per-round ratio, so \
          that slow drifts in machine noise cancel); \"vs epoch\" relative to the uninstrumented \
          module with epoch interruption ticking every 1 ms (for variants without epochs of \

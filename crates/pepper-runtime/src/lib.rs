@@ -66,7 +66,15 @@ pub struct RunResult {
     pub exit_code: i32,
     pub trap: Option<String>,
     pub compile: Duration,
+    /// Instantiation and the guest's `_start`: what the guest experienced, profiler
+    /// overhead included, but not `profiler_setup`/`profiler_finish`.
     pub run: Duration,
+    /// Starting the sampler before the guest runs (its thread, its buffers, the code map
+    /// on a module's first run). Per run, not per sample: reported apart so that overheads
+    /// are those of profiling the guest, and so that they are not hidden either.
+    pub profiler_setup: Duration,
+    /// Stopping the sampler after the guest returned (its final pass, joining the thread).
+    pub profiler_finish: Duration,
     /// The counters memory, if it was requested and exists.
     pub counters: Option<Vec<u8>>,
     /// PEP: what the sampler thread collected.
@@ -121,6 +129,9 @@ pub struct Prepared {
     module: Module,
     /// How long compilation (or the cache lookup) took.
     pub compile: Duration,
+    /// Where compiled functions and call sites are: built on the first run that samples
+    /// native stacks.
+    code_map: std::sync::OnceLock<native::CodeMap>,
 }
 
 impl Prepared {
@@ -138,12 +149,14 @@ impl Prepared {
             engine,
             module,
             compile: t0.elapsed(),
+            code_map: Default::default(),
         })
     }
 
     /// Instantiates in a fresh store and runs `_start`.
     pub fn run(&self, cfg: &RunConfig) -> Result<RunResult> {
         let (engine, module, compile) = (&self.engine, &self.module, self.compile);
+        let (mut profiler_setup, mut profiler_finish) = (Duration::ZERO, Duration::ZERO);
 
         let mut builder = WasiCtxBuilder::new();
         builder.args(&cfg.args);
@@ -210,6 +223,7 @@ impl Prepared {
                     .get_typed_func::<(), ()>(&mut store, "_start")
                     .map_err(anyhow::Error::from)
                     .context("the module has no `_start` export: pepper runs WASI commands")?;
+                let setup = Instant::now();
                 let sampler = match &cfg.sampler {
                     Some(sc) => {
                         let mem = cfg
@@ -223,9 +237,12 @@ impl Prepared {
                             "sampling: the module has no counters memory"
                         );
                         let in_host = Arc::new(AtomicBool::new(false));
-                        if sc.stacks.is_some() {
+                        let shadow = sc.stacks.as_ref().is_some_and(|s| s.native.is_none());
+                        if shadow {
                             // Host time is attributed to the import being called, not lost
-                            // and not charged to the guest frame that called it.
+                            // and not charged to the guest frame that called it. Native
+                            // samples need no hook (a leaf outside wasm code is the host),
+                            // and a hook at every host call measured +2-5% on its own.
                             let flag = in_host.clone();
                             store.call_hook(move |_, hook| {
                                 flag.store(hook.entering_host(), Ordering::Release);
@@ -234,7 +251,10 @@ impl Prepared {
                         }
                         let native = match sc.stacks.as_ref().and_then(|s| s.native.clone()) {
                             Some(sites) => {
-                                let mut map = native::CodeMap::from_module(module);
+                                let mut map = self
+                                    .code_map
+                                    .get_or_init(|| native::CodeMap::from_module(module))
+                                    .clone();
                                 map.sites = sites;
                                 native::NativeSampler::for_current_thread()
                                     .map(|n| (Arc::new(n), Arc::new(map)))
@@ -251,18 +271,21 @@ impl Prepared {
                     }
                     _ => None,
                 };
+                profiler_setup = setup.elapsed();
                 let ticker = cfg
                     .epoch
                     .as_ref()
                     .map(|e| Ticker::start(engine, e.interval));
                 let outcome = start.call(&mut store, ());
                 drop(ticker);
+                let finish = Instant::now();
                 samples = sampler.map(sampler::Sampler::finish);
+                profiler_finish = finish.elapsed();
                 (outcome, Some(instance))
             }
             Err(e) => (Err(e), None),
         };
-        let run = t1.elapsed();
+        let run = t1.elapsed() - profiler_setup - profiler_finish;
         let (exit_code, trap) = match outcome {
             Ok(()) => (0, None),
             Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
@@ -287,6 +310,8 @@ impl Prepared {
             trap,
             compile,
             run,
+            profiler_setup,
+            profiler_finish,
             counters,
             samples,
         })

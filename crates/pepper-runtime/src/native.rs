@@ -56,6 +56,8 @@ pub(crate) struct Slot {
 }
 
 static SLOT: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
+/// Handlers running right now: a slot is freed only once none can still be reading it.
+static ACTIVE: AtomicU32 = AtomicU32::new(0);
 
 /// How compiled code maps back to the module.
 #[derive(Clone, Debug, Default)]
@@ -64,9 +66,11 @@ pub struct CodeMap {
     pub text: u64,
     pub text_len: u64,
     /// (text offset, length, function index), sorted by offset.
-    pub functions: Vec<(u64, u64, u32)>,
-    /// (text offset, wasm module offset), sorted: wasmtime's address map.
-    pub address_map: Vec<(u64, u64)>,
+    pub functions: std::sync::Arc<[(u64, u64, u32)]>,
+    /// (text offset, wasm module offset), sorted: wasmtime's address map. Building it
+    /// takes milliseconds on a large module, so a compiled module builds it once and every
+    /// run shares it.
+    pub address_map: std::sync::Arc<[(u64, u64)]>,
     /// Module offset of a call instruction → pepper call-site id (shared with the run's
     /// `StackConfig`).
     pub sites: std::sync::Arc<std::collections::HashMap<u64, u32>>,
@@ -80,15 +84,15 @@ impl CodeMap {
             .map(|f| (f.offset as u64, f.len as u64, f.index.as_u32()))
             .collect();
         functions.sort_unstable();
-        let address_map = module
+        let address_map: Vec<(u64, u64)> = module
             .address_map()
             .map(|m| m.filter_map(|(t, w)| Some((t as u64, w? as u64))).collect())
             .unwrap_or_default();
         CodeMap {
             text: text.as_ptr() as u64,
             text_len: text.len() as u64,
-            functions,
-            address_map,
+            functions: functions.into(),
+            address_map: address_map.into(),
             sites: Default::default(),
         }
     }
@@ -133,13 +137,19 @@ fn install() {
     });
 }
 
-extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-    let slot = SLOT.load(Ordering::Acquire);
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    ACTIVE.fetch_add(1, Ordering::SeqCst);
+    take_sample(sig, info, ctx);
+    ACTIVE.fetch_sub(1, Ordering::SeqCst);
+}
+
+fn take_sample(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let slot = SLOT.load(Ordering::SeqCst);
     if slot.is_null() || ctx.is_null() {
         return;
     }
-    // SAFETY: the slot outlives every signal sent for it (the sampler clears SLOT and
-    // waits for DONE or gives up before dropping it); `ctx` is the kernel's ucontext.
+    // SAFETY: the slot outlives every handler that loaded it (the sampler clears SLOT and
+    // waits for ACTIVE to drain before dropping it); `ctx` is the kernel's ucontext.
     unsafe {
         let slot = &*slot;
         if slot.state.load(Ordering::Acquire) != REQUESTED {
@@ -323,9 +333,12 @@ impl NativeSampler {
 
 impl Drop for NativeSampler {
     fn drop(&mut self) {
-        SLOT.store(std::ptr::null_mut(), Ordering::Release);
-        // A handler that already loaded the pointer finishes within microseconds.
-        std::thread::sleep(Duration::from_millis(1));
+        SLOT.store(std::ptr::null_mut(), Ordering::SeqCst);
+        // A handler that loaded the pointer before it was cleared finishes within
+        // microseconds; one that starts now sees no slot.
+        while ACTIVE.load(Ordering::SeqCst) != 0 {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -425,8 +438,8 @@ mod tests {
         CodeMap {
             text: 1000,
             text_len: 300,
-            functions: vec![(0, 100, 5), (100, 200, 6)],
-            address_map: vec![(0, 10), (150, 20), (170, 30)],
+            functions: vec![(0, 100, 5), (100, 200, 6)].into(),
+            address_map: vec![(0, 10), (150, 20), (170, 30)].into(),
             sites: std::sync::Arc::new([(20, 3)].into_iter().collect()),
         }
     }

@@ -47,8 +47,8 @@ pub enum ModeArg {
     /// discarded) and use that edge profile as the guide of a targeted run. The program
     /// runs twice: only for programs without side effects you mind repeating.
     Staged,
-    /// Calling contexts only: Whaley's sampled partial calling context tree (a shadow
-    /// stack read by a host thread every --interval) and exact per-call-site counts.
+    /// Calling contexts only: Whaley's sampled partial calling context tree (the guest's
+    /// stack sampled every --interval, see --stacks) and exact per-call-site counts.
     Calls,
     /// Every call counted in its full calling context: the complete calling context tree
     /// (ground truth for `calls`; much slower on call-heavy programs).

@@ -56,7 +56,7 @@ pub struct Args {
     #[arg(long)]
     no_call_counts: bool,
     /// Native stacks: the guest also logs every function entry and every return (two
-    /// stores each) so that each stack sample carries a window of the last 4096 call
+    /// stores each) so that each stack sample carries a window of the last 16,384 call
     /// events, replayed into their exact contexts. Call estimates then split each call
     /// site's count among its contexts by calls seen rather than by sampled time.
     #[arg(long)]
