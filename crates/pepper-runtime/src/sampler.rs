@@ -7,7 +7,8 @@
 //! and replays the Arnold-Grove state machine over the newest path ends it has not seen,
 //! copying the sampled words; words the guest may have overwritten meanwhile (the head
 //! moved by more than the ring length) are dropped and counted as lost. The hot path is
-//! allocation-free: a preallocated copy buffer and a fixed-capacity table.
+//! allocation-free: a preallocated copy buffer, and a table that allocates only when it
+//! doubles (a handful of times in a run).
 //!
 //! The same thread takes the calling-context samples, at the same ticks: from the guest's
 //! shadow stack in pepper's memory (`MemStack`, below) or from the guest thread's machine

@@ -1,4 +1,5 @@
-//! A fixed-capacity weight table for sampled paths: the sampler's hot path never allocates.
+//! A weight table for sampled paths: it allocates only when it doubles (a handful of times
+//! per run, up to a fixed capacity), so the sampler's hot path otherwise never allocates.
 
 /// Open addressing with linear probing over `u64` keys (pepper's tagged path words, never
 /// `u64::MAX`), each with a sample count and an accumulated weight (the executions the
