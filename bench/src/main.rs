@@ -193,6 +193,13 @@ fn specs() -> Vec<Spec> {
             ..base.clone()
         },
         Spec {
+            label: "exact-edges+guide",
+            mode: Mode::ExactEdges,
+            guide: Guide::SameInput,
+            what: "every branch outcome counted, counters placed by the exact profile of the same input (`--guide`)",
+            ..base.clone()
+        },
+        Spec {
             label: "pep-instrumentation",
             mode: Mode::Pep,
             what: "PEP ring writes, sampler never runs",
@@ -480,8 +487,8 @@ fn main() -> Result<()> {
         .position(|s| s.label == "exact-paths")
         .expect("exact-paths is always measured");
     let mut table = String::new();
-    // Exact-edges counter increments per workload (made, ideal placement).
-    let mut increments: Vec<(String, pepper_wasm::Increments)> = Vec::new();
+    // Exact-edges counter increments per workload and variant (made, ideal placement).
+    let mut increments: Vec<(String, &str, pepper_wasm::Increments)> = Vec::new();
     writeln!(
         table,
         "| workload | variant | median run ms | overhead | min run ms | overhead of min | vs epoch | sampler start + stop ms | path acc | edge rel | edge abs | AoDF | samples (PEP) / cold executions (targeted) | static paths | functions hashed | rewrite ms | compile ms | code size |"
@@ -581,7 +588,7 @@ fn main() -> Result<()> {
                         .as_deref()
                         .and_then(|m| v.plan.edge_increments(m))
                     {
-                        increments.push((w.name.to_string(), inc));
+                        increments.push((w.name.to_string(), v.spec.label, inc));
                     }
                 }
                 Ok(r)
@@ -763,12 +770,12 @@ fn main() -> Result<()> {
             "\n## exact-edges counter increments\n\nCounter increments of one exact-edges run \
              (deterministic, unlike time), and how many a spanning tree built from that run's \
              true edge counts would make: the best any counter placement can do.\n\n\
-             | workload | increments | ideal placement | ratio |\n|---|---|---|---|\n",
+             | workload | variant | increments | ideal placement | ratio |\n|---|---|---|---|---|\n",
         );
-        for (name, inc) in &increments {
+        for (name, label, inc) in &increments {
             writeln!(
                 t,
-                "| {name} | {} | {} | {:.2} |",
+                "| {name} | {label} | {} | {} | {:.2} |",
                 inc.made,
                 inc.ideal,
                 inc.made as f64 / inc.ideal.max(1) as f64

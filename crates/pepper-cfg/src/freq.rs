@@ -32,6 +32,24 @@ pub const MAX_LOOP_MULTIPLIER: f64 = 100.0;
 /// Estimated execution frequency of every edge, relative to one function entry.
 /// `bias[e]` (if not empty) multiplies edge `e`'s relative weight among its siblings.
 pub fn estimate_edge_frequencies(cfg: &Cfg, bias: &[f64]) -> Vec<f64> {
+    edge_frequencies(cfg, bias, &[])
+}
+
+/// Like [`estimate_edge_frequencies`], but the branches a profile observed keep the
+/// probabilities it measured: `observed[e]` is edge `e`'s count for every out-edge of a node
+/// the profile saw branch (`None` elsewhere). Those nodes get no structural heuristic, and
+/// loops may run up to [`MAX_OBSERVED_MULTIPLIER`] times per entry instead of
+/// [`MAX_LOOP_MULTIPLIER`], so that the result is the profile's own edge frequencies (the
+/// flow equations with measured branch probabilities have exactly that solution) wherever
+/// it saw the code run, and the static estimate elsewhere.
+pub fn profile_edge_frequencies(cfg: &Cfg, bias: &[f64], observed: &[Option<u64>]) -> Vec<f64> {
+    edge_frequencies(cfg, bias, observed)
+}
+
+/// Most iterations per entry a loop gets when its branch probabilities are measured.
+pub const MAX_OBSERVED_MULTIPLIER: f64 = 1e6;
+
+fn edge_frequencies(cfg: &Cfg, bias: &[f64], observed: &[Option<u64>]) -> Vec<f64> {
     let n = cfg.num_nodes();
     let m = cfg.num_edges();
     let order = DfsOrder::new(cfg);
@@ -41,24 +59,36 @@ pub fn estimate_edge_frequencies(cfg: &Cfg, bias: &[f64]) -> Vec<f64> {
 
     let loops = Loops::new(cfg, &order);
 
-    // Branch probabilities.
+    // Branch probabilities: measured where every out-edge has a count and some count is
+    // non-zero, estimated elsewhere.
     let mut prob = vec![0.0; m];
+    let mut measured = vec![false; n];
     for v in cfg.nodes() {
         let succs = cfg.succs(v);
-        let weights: Vec<f64> = succs
+        let counts: Option<Vec<u64>> = succs
             .iter()
-            .map(|&e| {
-                let d = cfg.edge(e).1;
-                let mut w = bias.get(e.index()).copied().unwrap_or(1.0).max(0.0);
-                if live[v.index()] && !live[d.index()] {
-                    w *= DEAD_END_WEIGHT;
-                }
-                if loops.exits(v, d) {
-                    w *= LOOP_EXIT_WEIGHT;
-                }
-                w
-            })
+            .map(|&e| observed.get(e.index()).copied().flatten())
             .collect();
+        let weights: Vec<f64> = match counts {
+            Some(c) if succs.len() >= 2 && c.iter().any(|&x| x > 0) => {
+                measured[v.index()] = true;
+                c.iter().map(|&x| x as f64).collect()
+            }
+            _ => succs
+                .iter()
+                .map(|&e| {
+                    let d = cfg.edge(e).1;
+                    let mut w = bias.get(e.index()).copied().unwrap_or(1.0).max(0.0);
+                    if live[v.index()] && !live[d.index()] {
+                        w *= DEAD_END_WEIGHT;
+                    }
+                    if loops.exits(v, d) {
+                        w *= LOOP_EXIT_WEIGHT;
+                    }
+                    w
+                })
+                .collect(),
+        };
         let total: f64 = weights.iter().sum();
         for (&e, w) in succs.iter().zip(weights) {
             prob[e.index()] = if total > 0.0 {
@@ -94,7 +124,13 @@ pub fn estimate_edge_frequencies(cfg: &Cfg, bias: &[f64]) -> Vec<f64> {
             .filter(|&&e| order.is_back(e) && loops.in_body(*l, cfg.edge(e).0.index()))
             .map(|&e| local[cfg.edge(e).0.index()] * prob[e.index()])
             .sum();
-        let cp = cp.clamp(0.0, 1.0 - 1.0 / MAX_LOOP_MULTIPLIER);
+        // A loop the profile saw branch in may run as long as the profile says.
+        let max = if lp.body.iter().any(|&v| measured[v]) {
+            MAX_OBSERVED_MULTIPLIER
+        } else {
+            MAX_LOOP_MULTIPLIER
+        };
+        let cp = cp.clamp(0.0, 1.0 - 1.0 / max);
         scale[lp.header] = 1.0 / (1.0 - cp);
     }
 
@@ -316,6 +352,66 @@ mod tests {
 
     /// On random CFGs: finite, non-negative, flow conserved at every reachable node whose
     /// loops were not capped, and entry flow 1.
+    /// With every branch's counts from a run, the frequencies are that run's edge counts,
+    /// loops of a thousand iterations included (the static cap is 100).
+    #[test]
+    fn observed_counts_are_reproduced() {
+        // entry → O → H → B → (T | F) → J → H (inner back) | L → O (outer back) | exit.
+        let mut cfg = Cfg::new();
+        let [o, h, b, t, f, j, l] = std::array::from_fn(|_| cfg.add_node());
+        let edges = [
+            (cfg.entry(), o),
+            (o, h),
+            (h, b),
+            (b, t),
+            (b, f),
+            (t, j),
+            (f, j),
+            (j, h),
+            (j, l),
+            (l, o),
+            (l, cfg.exit()),
+        ];
+        let ids: Vec<EdgeId> = edges.iter().map(|&(x, y)| cfg.add_edge(x, y)).collect();
+        // Simulate: 37 outer iterations, 1000 + k inner ones, T taken 3 times in 10.
+        let mut count = vec![0u64; ids.len()];
+        let mut step = |k: usize| count[k] += 1;
+        step(0);
+        let mut i = 0u64;
+        for k in 0..37u64 {
+            step(1);
+            for it in 0..1000 + k {
+                step(2);
+                i += 1;
+                if (i * 7) % 10 < 3 {
+                    step(3);
+                    step(5);
+                } else {
+                    step(4);
+                    step(6);
+                }
+                step(if it + 1 < 1000 + k { 7 } else { 8 });
+            }
+            step(if k + 1 < 37 { 9 } else { 10 });
+        }
+        let mut observed = vec![None; cfg.num_edges()];
+        for k in [3, 4, 7, 8, 9, 10] {
+            observed[ids[k].index()] = Some(count[k]);
+        }
+        let freq = profile_edge_frequencies(&cfg, &[], &observed);
+        for (k, e) in ids.iter().enumerate() {
+            let want = count[k] as f64;
+            assert!(
+                (freq[e.index()] - want).abs() <= 1e-6 * want.max(1.0),
+                "edge {k}: {} vs {want}",
+                freq[e.index()]
+            );
+        }
+        // The static estimate alone caps the inner loop at 100 iterations per entry.
+        let guess = estimate_edge_frequencies(&cfg, &[]);
+        assert!(guess[ids[2].index()] < 0.1 * count[2] as f64);
+    }
+
     #[test]
     fn random_cfgs_conserve_flow() {
         let mut rnd = lcg(7);

@@ -14,11 +14,12 @@ use pepper_cfg::{
 const DISCARD: u32 = 16;
 
 /// Static cost of counting each edge, for the spanning tree: its estimated frequency
-/// (Wu-Larus, [`pepper_cfg::estimate_edge_frequencies`]) times the code a counter there
-/// needs (a `br_if`'s taken edge or a `br_table` arm costs more than an edge with a place of
-/// its own). Heavy edges go in the tree and carry no counter.
-fn edge_weights(a: &FunctionAnalysis) -> Vec<u64> {
-    let freqs = static_frequencies(a);
+/// (Wu-Larus, [`pepper_cfg::estimate_edge_frequencies`]; with a guide, the guide's counts
+/// wherever it saw the function branch) times the code a counter there needs (a `br_if`'s
+/// taken edge or a `br_table` arm costs more than an edge with a place of its own). Heavy
+/// edges go in the tree and carry no counter.
+fn edge_weights(a: &FunctionAnalysis, observed: Option<&[Option<u64>]>) -> Vec<u64> {
+    let freqs = frequencies(a, observed);
     counting_tree_weights(a, |e| {
         let cost = match a.edges[e].branch {
             Some((site, 0))
@@ -55,13 +56,18 @@ pub(crate) fn counting_tree_weights(
         .collect()
 }
 
-/// Static frequency estimates of every CFG edge as integer weights (1024 per function
-/// entry, saturating far below `u64::MAX` so that costs can multiply them).
-fn static_frequencies(a: &FunctionAnalysis) -> Vec<u64> {
-    pepper_cfg::estimate_edge_frequencies(&a.cfg, &branch_biases(a))
-        .into_iter()
-        .map(|f| (f * 1024.0).clamp(0.0, 1e15) as u64)
-        .collect()
+/// Frequencies of every CFG edge as integer weights (1024 per function entry, saturating
+/// far below `u64::MAX` so that costs can multiply them): the static estimate, or with
+/// `observed` branch counts, those counts propagated (estimates where they say nothing).
+fn frequencies(a: &FunctionAnalysis, observed: Option<&[Option<u64>]>) -> Vec<u64> {
+    let bias = branch_biases(a);
+    match observed {
+        Some(o) => pepper_cfg::profile_edge_frequencies(&a.cfg, &bias, o),
+        None => pepper_cfg::estimate_edge_frequencies(&a.cfg, &bias),
+    }
+    .into_iter()
+    .map(|f| (f * 1024.0).clamp(0.0, 1e15) as u64)
+    .collect()
 }
 
 /// Ball & Larus' call heuristic as relative weights of each edge among its siblings: a
@@ -229,6 +235,22 @@ impl Guide {
             .flatten()
             .any(|c| c.iter().any(|&x| x > 0))
             .then_some(counts)
+    }
+
+    /// Per-CFG-edge branch outcome counts of one function from the guide (`None` for edges
+    /// that are not outcomes of a branch the guide has), or `None` if the guide saw none of
+    /// its branches run.
+    fn observed(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<Option<u64>>> {
+        let counts = self.site_counts(func, a)?;
+        Some(
+            a.edges
+                .iter()
+                .map(|info| {
+                    let (site, outcome) = info.branch?;
+                    counts[site.0 as usize].map(|c| c.get(outcome as usize).copied().unwrap_or(0))
+                })
+                .collect(),
+        )
     }
 
     /// Per-CFG-edge weights of one function from the guide (branch outcome counts; 0 for
@@ -710,7 +732,8 @@ fn build(
                             chord: vec![false; a.cfg.num_edges()],
                         }
                     } else {
-                        EdgeCounting::new(&a.cfg, &edge_weights(&a))
+                        let observed = opts.guide.as_ref().and_then(|g| g.observed(index.0, &a));
+                        EdgeCounting::new(&a.cfg, &edge_weights(&a, observed.as_deref()))
                     };
                     fp.edge_counter = ec.chord.iter().map(|&c| c.then(|| bump.alloc(8))).collect();
                     fp.edge_counting = Some(ec);
@@ -1275,9 +1298,14 @@ mod tests {
 
     /// The exact-edges plan of a module in text form.
     fn edges_plan(wat: &str) -> Plan {
+        guided_edges_plan(wat, None)
+    }
+
+    fn guided_edges_plan(wat: &str, guide: Option<Guide>) -> Plan {
         let wasm = wat::parse_str(wat).unwrap();
         let opts = InstrumentOptions {
             mode: Mode::ExactEdges,
+            guide: guide.map(std::sync::Arc::new),
             ..Default::default()
         };
         instrument(&wasm, &opts).unwrap().plan
@@ -1337,7 +1365,7 @@ mod tests {
                 (local.get 1)))"#,
             1,
         );
-        let w = edge_weights(&a);
+        let w = edge_weights(&a, None);
         let (outside, calls, plain) = (
             if_outcome(&a, 0, 0),
             if_outcome(&a, 1, 0),
@@ -1361,6 +1389,70 @@ mod tests {
             "outside the loop {} vs {}",
             w[outside],
             w[plain]
+        );
+    }
+
+    /// With a guide, exact-edges places its counters by the guide's counts: an arm the
+    /// static estimate calls rare (it calls) but the guide saw taken 99 times in 100 weighs
+    /// more than its sibling, and the counter moves to the sibling. (The first `if` is
+    /// there because a function's first branch counts its entries on every arm.)
+    #[test]
+    fn a_guide_moves_the_counter_to_the_arm_it_saw_rare() {
+        const WAT: &str = r#"(module
+              (func $g)
+              (func (export "f") (param i32) (result i32)
+                (if (i32.and (local.get 0) (i32.const 1))
+                  (then (local.set 0 (i32.add (local.get 0) (i32.const 3)))))
+                (if (i32.and (local.get 0) (i32.const 127))
+                  (then (call $g))
+                  (else (local.set 0 (i32.add (local.get 0) (i32.const 1)))))
+                (local.get 0)))"#;
+        // Whether a counter sits on an edge into or out of each arm's block.
+        let counted = |plan: &Plan| {
+            let f = &plan.functions[1];
+            let a = f.analysis.as_ref().unwrap();
+            let arm = |o| {
+                let node = a.cfg.edge(pepper_cfg::EdgeId::new(if_outcome(a, 1, o))).1;
+                (0..a.cfg.num_edges()).any(|e| {
+                    let (x, y) = a.cfg.edge(pepper_cfg::EdgeId::new(e));
+                    (x == node || y == node) && f.edge_counter[e].is_some()
+                })
+            };
+            (arm(0), arm(1))
+        };
+        let plan = edges_plan(WAT);
+        let a = plan.functions[1].analysis.clone().unwrap();
+        let (calls, plain) = (if_outcome(&a, 1, 0), if_outcome(&a, 1, 1));
+        let w = edge_weights(&a, None);
+        assert!(w[calls] < w[plain], "static: {} vs {}", w[calls], w[plain]);
+        assert_eq!(
+            counted(&plan),
+            (true, false),
+            "static: the calling arm is counted"
+        );
+
+        let site = a
+            .sites
+            .iter()
+            .filter(|s| s.kind == pepper_profile::BranchKind::If)
+            .nth(1);
+        let mut guide = Guide::default();
+        guide
+            .counts
+            .insert((1, site.unwrap().offset), vec![990, 10]);
+        let observed = guide.observed(1, &a).unwrap();
+        let w = edge_weights(&a, Some(&observed));
+        assert!(
+            w[calls] > 50 * w[plain],
+            "guided: {} vs {}",
+            w[calls],
+            w[plain]
+        );
+        let plan = guided_edges_plan(WAT, Some(guide));
+        assert_eq!(
+            counted(&plan),
+            (false, true),
+            "guided: the rare arm is counted"
         );
     }
 }

@@ -150,7 +150,8 @@ fn a_guide_from_another_module_is_reported_and_ignored() {
     );
     assert_eq!(c, 0);
     assert!(
-        err.contains("ignored, using static numbering") && err.contains("recorded for module"),
+        err.contains("ignored, using the static estimate instead")
+            && err.contains("recorded for module"),
         "{err}"
     );
     assert_eq!(p.sampling.unwrap().guide, None);

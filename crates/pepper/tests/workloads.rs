@@ -1,6 +1,7 @@
 //! Differential tests on the real workloads (bench/workloads/build.sh builds them; CI does
 //! that first): instrumented and original programs print the same output and exit code, and
-//! the edge profile derived from exact paths equals the directly counted one, and PEP with
+//! the edge profile derived from exact paths equals the directly counted one (counters
+//! placed statically and by a guide), and PEP with
 //! every path end recorded (plain and smart numbering) equals exact paths.
 //!
 //! Missing workloads fail the test with instructions, unless PEPPER_SKIP_WORKLOADS=1.
@@ -36,6 +37,18 @@ fn differential(name: &str, extra: &[&str], guest: &[&str]) {
     assert_eq!((c0, &out0), (c2, &out2), "exact-edges changed {name}: {e2}");
     assert!(paths.paths.len() > 100, "{name}: real paths recorded");
     assert_same_edges(&paths, &edges);
+    // Counters placed by a guide (the exact-paths profile) count the same outcomes.
+    let guide = tempdir().join(format!("{name}.guide.json"));
+    paths.write(std::fs::File::create(&guide).unwrap()).unwrap();
+    let mut guided = extra.to_vec();
+    guided.extend(["--guide", guide.to_str().unwrap()]);
+    let (c3, out3, e3, guided_edges) = run("exact-edges", &wasm, &guided, guest);
+    assert_eq!(
+        (c0, &out0),
+        (c3, &out3),
+        "guided exact-edges changed {name}: {e3}"
+    );
+    assert_same_edges(&paths, &guided_edges);
     assert_pep_matches_exact(&wasm, extra, guest, &paths);
 }
 

@@ -12,7 +12,9 @@ use std::path::Path;
 pub struct GuideArgs {
     /// An earlier profile of the same module (any mode with branch counts). Paths and PEP
     /// modes use it for smart numbering (PEP §3.4: the hottest branch outcomes get path
-    /// value 0 and carry no code); targeted mode also prunes the outcomes it calls cold.
+    /// value 0 and carry no code); targeted mode also prunes the outcomes it calls cold;
+    /// exact-edges places its counters by its counts (the fewest increments for a run like
+    /// the guide's), where the static estimate has to guess.
     /// A guide recorded from a different module is reported and ignored.
     #[arg(long, value_name = "PROFILE")]
     pub guide: Option<std::path::PathBuf>,
@@ -37,7 +39,8 @@ pub enum ModeArg {
     /// Count every Ball-Larus path (PEP's header-split variant); edges derived from paths.
     ExactPaths,
     /// Count every branch outcome: counters on the edges outside a spanning tree (placed by a
-    /// static frequency estimate, so hot edges carry none), the rest derived by flow.
+    /// static frequency estimate, or by --guide's counts, so hot edges carry none), the rest
+    /// derived by flow.
     ExactEdges,
     /// Targeted path profiling (TPP): exact counts of the hot paths; paths through edges
     /// the --guide profile calls cold are counted together per function. Cheaper than

@@ -365,12 +365,13 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
-/// Loads a guide profile for smart numbering. A guide is advice: anything wrong with it is
-/// reported and the run goes on with pepper's static numbering instead.
+/// Loads a guide profile (smart numbering, TPP's pruning, exact-edges' counter placement).
+/// A guide is advice: anything wrong with it is reported and the run goes on with pepper's
+/// static estimate instead.
 pub(super) fn load_guide(path: &std::path::Path, wasm: &[u8]) -> Option<pepper_wasm::plan::Guide> {
     let ignore = |why: String| {
         eprintln!(
-            "pepper: warning: guide {}: {why}; ignored, using static numbering",
+            "pepper: warning: guide {}: {why}; ignored, using the static estimate instead",
             path.display()
         );
         None
