@@ -277,9 +277,9 @@ struct Variant {
 
 /// Runs `run` once on every variant, in an order shuffled afresh each round (the same
 /// shuffles every time the harness runs), so that no variant always runs first or right
-/// after the same neighbour: with a fixed order, and with a rotating one (which keeps the
-/// neighbours), two identical copies of the baseline differed by 1-2%. Results come back in
-/// variant order.
+/// after the same neighbour, which would bias it the same way every round. (It does not
+/// remove the noise: two identical copies of the baseline still differ by 1-3% over a run,
+/// in any order.) Results come back in variant order.
 pub fn shuffled<T, R>(
     variants: &mut [T],
     round: usize,

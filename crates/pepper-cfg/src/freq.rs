@@ -350,8 +350,6 @@ mod tests {
         assert!(close(f[hb.index()], 81.0), "{}", f[hb.index()]);
     }
 
-    /// On random CFGs: finite, non-negative, flow conserved at every reachable node whose
-    /// loops were not capped, and entry flow 1.
     /// With every branch's counts from a run, the frequencies are that run's edge counts,
     /// loops of a thousand iterations included (the static cap is 100).
     #[test]
@@ -412,6 +410,8 @@ mod tests {
         assert!(guess[ids[2].index()] < 0.1 * count[2] as f64);
     }
 
+    /// On random CFGs: finite, non-negative, flow conserved at every reachable node whose
+    /// loops were not capped, and entry flow 1.
     #[test]
     fn random_cfgs_conserve_flow() {
         let mut rnd = lcg(7);
