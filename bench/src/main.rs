@@ -836,3 +836,35 @@ fn reproduce(args: &Args, first: &str) -> String {
     }
     cmd
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant runs once per round, results come back in variant order whatever the
+    /// run order was, and the run order changes from round to round.
+    #[test]
+    fn shuffled_runs_each_variant_once_and_returns_in_variant_order() {
+        let mut orders = Vec::new();
+        for round in 0..8 {
+            let mut variants: Vec<(usize, u32)> = (0..6).map(|k| (k, 0)).collect();
+            let mut ran = Vec::new();
+            let out = shuffled(&mut variants, round, |v| {
+                v.1 += 1;
+                ran.push(v.0);
+                Ok(v.0 * 10)
+            })
+            .unwrap();
+            assert_eq!(out, vec![0, 10, 20, 30, 40, 50]);
+            assert!(variants.iter().all(|v| v.1 == 1));
+            orders.push(ran);
+        }
+        orders.sort();
+        orders.dedup();
+        assert!(orders.len() >= 6, "orders barely change: {orders:?}");
+        assert!(
+            orders.iter().any(|o| o[0] != 0),
+            "the baseline is not always first"
+        );
+    }
+}
