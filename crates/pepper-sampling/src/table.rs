@@ -9,7 +9,7 @@
 /// The table may hold a million distinct paths, but a run usually samples a few thousand,
 /// so it starts small and doubles when 3/4 full, up to its capacity: a handful of
 /// reallocations in a whole run, on the sampler thread, never in the guest. Allocating the
-/// full size up front cost every run tens of milliseconds once the allocator had recycled
+/// full size up front cost every run about 20 milliseconds once the allocator had recycled
 /// the previous run's table (zeroing 48 MB of reused heap), on a core the guest shares.
 #[derive(Clone, Debug)]
 pub struct SampleTable {
