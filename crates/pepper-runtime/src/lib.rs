@@ -249,6 +249,7 @@ impl Prepared {
                                 Ok(())
                             });
                         }
+                        let mut sc = sc.clone();
                         let native = match sc.stacks.as_ref().and_then(|s| s.native.clone()) {
                             Some(sites) => {
                                 let mut map = self
@@ -256,15 +257,27 @@ impl Prepared {
                                     .get_or_init(|| native::CodeMap::from_module(module))
                                     .clone();
                                 map.sites = sites;
-                                native::NativeSampler::for_current_thread()
-                                    .map(|n| (Arc::new(n), Arc::new(map)))
+                                let n = native::NativeSampler::for_current_thread();
+                                if n.is_none() {
+                                    // The signal handler serves one guest thread per
+                                    // process; a run on a second thread meanwhile goes
+                                    // without stacks rather than read a shadow stack its
+                                    // module does not keep.
+                                    eprintln!(
+                                        "pepper: warning: native stack sampling is busy \
+                                         (another run in this process) or unavailable: this \
+                                         run records no calling contexts"
+                                    );
+                                    sc.stacks = None;
+                                }
+                                n.map(|n| (Arc::new(n), Arc::new(map)))
                             }
                             None => None,
                         };
                         Some(sampler::Sampler::start(
                             mem.as_ref(),
                             &store,
-                            sc.clone(),
+                            sc,
                             in_host,
                             native,
                         ))

@@ -1,0 +1,73 @@
+//! Two runs of one module on two threads at once, as a multi-threaded embedder would: each
+//! has its own store, pepper memory and sampler, so PEP's samples are per run; native
+//! stack sampling serves one thread per process, so the run that finds it busy records no
+//! calling contexts (and says so) instead of reading a shadow stack its module lacks.
+
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+const WAT: &str = r#"(module
+  (import "wasi_snapshot_preview1" "proc_exit" (func $exit (param i32)))
+  (memory (export "memory") 1)
+  (func $step (param i32) (result i32)
+    (if (result i32) (i32.and (local.get 0) (i32.const 3))
+      (then (i32.add (local.get 0) (i32.const 1)))
+      (else (i32.add (local.get 0) (i32.const 3)))))
+  (func (export "_start") (local i32 i32)
+    (loop $l
+      (local.set 0 (call $step (local.get 0)))
+      (local.set 1 (i32.add (local.get 1) (i32.const 1)))
+      (br_if $l (i32.lt_u (local.get 1) (i32.const 60000000))))))"#;
+
+#[test]
+fn concurrent_runs_each_sample_their_own_paths_and_one_gets_native_stacks() {
+    let wasm = wat::parse_str(WAT).unwrap();
+    let inst = pepper_wasm::instrument(
+        &wasm,
+        &pepper_wasm::InstrumentOptions {
+            mode: pepper_profile::Mode::Pep,
+            contexts: pepper_wasm::ContextMode::Native,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let prepared = Arc::new(pepper_runtime::Prepared::new(&inst.wasm, None, false).unwrap());
+    let sampler = pepper_runtime::SamplerConfig::for_plan(
+        &inst.plan,
+        &inst.wasm,
+        true,
+        Default::default(),
+        Duration::from_millis(1),
+    )
+    .expect("PEP with native contexts has a sampler");
+    let config = pepper_runtime::RunConfig {
+        args: vec!["t".into()],
+        counters_export: Some(pepper_wasm::COUNTERS_EXPORT.into()),
+        sampler: Some(sampler),
+        ..Default::default()
+    };
+    let start = Arc::new(Barrier::new(2));
+    let runs: Vec<_> = (0..2)
+        .map(|_| {
+            let (p, c, b) = (prepared.clone(), config.clone(), start.clone());
+            std::thread::spawn(move || {
+                b.wait();
+                p.run(&c).unwrap()
+            })
+        })
+        .collect();
+    let results: Vec<_> = runs.into_iter().map(|t| t.join().unwrap()).collect();
+    let mut with_stacks = 0;
+    for r in &results {
+        assert_eq!(r.exit_code, 0, "{:?}", r.trap);
+        let s = r.samples.as_ref().expect("every run has its own sampler");
+        assert!(s.taken > 0, "every run samples its own paths");
+        if let Some(pcct) = &s.pcct {
+            assert!(pcct.samples > 0);
+            with_stacks += 1;
+        }
+    }
+    // Both runs take over 100 ms and start together, so they overlap: one holds the signal
+    // handler's slot for its whole run, the other finds it busy.
+    assert_eq!(with_stacks, 1, "exactly one run sampled native stacks");
+}
