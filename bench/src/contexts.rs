@@ -281,7 +281,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
                     v.start_stop
-                        .push((r.profiler_setup + r.profiler_finish).as_secs_f64() * 1e3);
+                        .push(r.sampler_start_stop().as_secs_f64() * 1e3);
                 }
                 Ok(r)
             })?;

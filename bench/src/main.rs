@@ -579,7 +579,7 @@ fn main() -> Result<()> {
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
                     v.start_stop
-                        .push((r.profiler_setup + r.profiler_finish).as_secs_f64() * 1e3);
+                        .push(r.sampler_start_stop().as_secs_f64() * 1e3);
                 }
                 // Nearly the same every round (Lua's vary by ~0.01%): read at the warm-up.
                 if round == 0 {

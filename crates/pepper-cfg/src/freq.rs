@@ -28,11 +28,13 @@ pub const LOOP_EXIT_WEIGHT: f64 = 1.0 / 8.0;
 pub const DEAD_END_WEIGHT: f64 = 1.0 / 1024.0;
 /// A loop's iterations per entry are capped at this (cyclic probability `1 - 1/MAX`).
 pub const MAX_LOOP_MULTIPLIER: f64 = 100.0;
+/// Most iterations per entry a loop gets when its branch probabilities are measured.
+pub const MAX_OBSERVED_MULTIPLIER: f64 = 1e6;
 
 /// Estimated execution frequency of every edge, relative to one function entry.
 /// `bias[e]` (if not empty) multiplies edge `e`'s relative weight among its siblings.
 pub fn estimate_edge_frequencies(cfg: &Cfg, bias: &[f64]) -> Vec<f64> {
-    edge_frequencies(cfg, bias, &[])
+    profile_edge_frequencies(cfg, bias, &[])
 }
 
 /// Like [`estimate_edge_frequencies`], but the branches a profile observed keep the
@@ -41,15 +43,8 @@ pub fn estimate_edge_frequencies(cfg: &Cfg, bias: &[f64]) -> Vec<f64> {
 /// loops may run up to [`MAX_OBSERVED_MULTIPLIER`] times per entry instead of
 /// [`MAX_LOOP_MULTIPLIER`], so that the result is the profile's own edge frequencies (the
 /// flow equations with measured branch probabilities have exactly that solution) wherever
-/// it saw the code run, and the static estimate elsewhere.
+/// it saw the code run, and the static estimate elsewhere (`observed` empty: everywhere).
 pub fn profile_edge_frequencies(cfg: &Cfg, bias: &[f64], observed: &[Option<u64>]) -> Vec<f64> {
-    edge_frequencies(cfg, bias, observed)
-}
-
-/// Most iterations per entry a loop gets when its branch probabilities are measured.
-pub const MAX_OBSERVED_MULTIPLIER: f64 = 1e6;
-
-fn edge_frequencies(cfg: &Cfg, bias: &[f64], observed: &[Option<u64>]) -> Vec<f64> {
     let n = cfg.num_nodes();
     let m = cfg.num_edges();
     let order = DfsOrder::new(cfg);

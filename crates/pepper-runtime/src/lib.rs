@@ -81,6 +81,13 @@ pub struct RunResult {
     pub samples: Option<SamplerResult>,
 }
 
+impl RunResult {
+    /// Starting plus stopping the sampler: the profiler's cost per run, outside `run`.
+    pub fn sampler_start_stop(&self) -> Duration {
+        self.profiler_setup + self.profiler_finish
+    }
+}
+
 /// What a store carries: WASI, and wasmtime's guest profiler when it is the reference.
 struct Host {
     wasi: WasiP1Ctx,

@@ -137,13 +137,13 @@ fn install() {
     });
 }
 
-extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     ACTIVE.fetch_add(1, Ordering::SeqCst);
-    take_sample(sig, info, ctx);
+    take_sample(ctx);
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
 }
 
-fn take_sample(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+fn take_sample(ctx: *mut libc::c_void) {
     let slot = SLOT.load(Ordering::SeqCst);
     if slot.is_null() || ctx.is_null() {
         return;

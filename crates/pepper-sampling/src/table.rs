@@ -43,9 +43,16 @@ impl SampleTable {
         }
     }
 
-    fn slot(&self, key: u64) -> usize {
+    /// The slot holding `stored` (a key plus one), or the empty slot where it would go.
+    fn probe(&self, stored: u64) -> usize {
+        let key = stored.wrapping_sub(1);
         let h = key.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (key >> 29);
-        (h as usize) & (self.keys.len() - 1)
+        let mask = self.keys.len() - 1;
+        let mut i = (h as usize) & mask;
+        while self.keys[i] != stored && self.keys[i] != EMPTY {
+            i = (i + 1) & mask;
+        }
+        i
     }
 
     /// Adds one sample of `key` standing for `weight` executions. Returns false if the
@@ -53,31 +60,22 @@ impl SampleTable {
     pub fn add(&mut self, key: u64, weight: f64) -> bool {
         debug_assert_ne!(key, u64::MAX);
         let stored = key.wrapping_add(1);
-        let mask = self.keys.len() - 1;
-        let mut i = self.slot(key);
-        loop {
-            if self.keys[i] == stored {
-                self.counts[i] += 1;
-                self.weights[i] += weight;
-                return true;
-            }
-            if self.keys[i] == EMPTY {
-                if (self.used + 1) * 4 > self.keys.len() * 3 {
-                    if self.keys.len() >= self.max_slots {
-                        self.dropped += 1;
-                        return false;
-                    }
-                    self.grow();
-                    return self.add(key, weight);
+        let mut i = self.probe(stored);
+        if self.keys[i] == EMPTY {
+            if (self.used + 1) * 4 > self.keys.len() * 3 {
+                if self.keys.len() >= self.max_slots {
+                    self.dropped += 1;
+                    return false;
                 }
-                self.keys[i] = stored;
-                self.counts[i] = 1;
-                self.weights[i] = weight;
-                self.used += 1;
-                return true;
+                self.grow();
+                i = self.probe(stored);
             }
-            i = (i + 1) & mask;
+            self.keys[i] = stored;
+            self.used += 1;
         }
+        self.counts[i] += 1;
+        self.weights[i] += weight;
+        true
     }
 
     /// Doubles the slots and re-inserts every key.
@@ -86,18 +84,13 @@ impl SampleTable {
         let keys = std::mem::replace(&mut self.keys, vec![EMPTY; slots].into_boxed_slice());
         let counts = std::mem::replace(&mut self.counts, vec![0; slots].into_boxed_slice());
         let weights = std::mem::replace(&mut self.weights, vec![0.0; slots].into_boxed_slice());
-        let mask = slots - 1;
         for (k, &stored) in keys.iter().enumerate() {
-            if stored == EMPTY {
-                continue;
+            if stored != EMPTY {
+                let i = self.probe(stored);
+                self.keys[i] = stored;
+                self.counts[i] = counts[k];
+                self.weights[i] = weights[k];
             }
-            let mut i = self.slot(stored - 1);
-            while self.keys[i] != EMPTY {
-                i = (i + 1) & mask;
-            }
-            self.keys[i] = stored;
-            self.counts[i] = counts[k];
-            self.weights[i] = weights[k];
         }
     }
 

@@ -61,13 +61,10 @@ pub(crate) fn counting_tree_weights(
 /// `observed` branch counts, those counts propagated (estimates where they say nothing).
 fn frequencies(a: &FunctionAnalysis, observed: Option<&[Option<u64>]>) -> Vec<u64> {
     let bias = branch_biases(a);
-    match observed {
-        Some(o) => pepper_cfg::profile_edge_frequencies(&a.cfg, &bias, o),
-        None => pepper_cfg::estimate_edge_frequencies(&a.cfg, &bias),
-    }
-    .into_iter()
-    .map(|f| (f * 1024.0).clamp(0.0, 1e15) as u64)
-    .collect()
+    pepper_cfg::profile_edge_frequencies(&a.cfg, &bias, observed.unwrap_or_default())
+        .into_iter()
+        .map(|f| (f * 1024.0).clamp(0.0, 1e15) as u64)
+        .collect()
 }
 
 /// Ball & Larus' call heuristic as relative weights of each edge among its siblings: a
@@ -257,19 +254,8 @@ impl Guide {
     /// edges that are not branch outcomes), or `None` if the guide saw none of its
     /// branches run.
     fn weights(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<u64>> {
-        let counts = self.site_counts(func, a)?;
-        let count = |site: usize, outcome: u32| {
-            counts[site]
-                .and_then(|c| c.get(outcome as usize))
-                .copied()
-                .unwrap_or(0)
-        };
-        Some(
-            a.edges
-                .iter()
-                .map(|info| info.branch.map_or(0, |(s, o)| count(s.0 as usize, o)))
-                .collect(),
-        )
+        let observed = self.observed(func, a)?;
+        Some(observed.into_iter().map(|c| c.unwrap_or(0)).collect())
     }
 
     /// TPP's local cold criterion (§4.1.1) for one function: a branch outcome is cold when
