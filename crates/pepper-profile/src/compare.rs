@@ -267,55 +267,7 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::*;
-
-    fn branch(id: u32, counts: &[u64]) -> Branch {
-        Branch {
-            id,
-            func: 0,
-            offset: 100 + id as u64,
-            kind: BranchKind::BrIf,
-            outcomes: vec!["taken".into(), "not-taken".into()],
-            counts: counts.to_vec(),
-            location: None,
-        }
-    }
-
-    fn path(number: u64, count: u64, steps: &[(u32, u32)]) -> Path {
-        Path {
-            func: 0,
-            number,
-            count,
-            start: PathPoint::FunctionEntry,
-            end: PathPoint::FunctionExit,
-            steps: steps
-                .iter()
-                .map(|&(branch, outcome)| Step { branch, outcome })
-                .collect(),
-            blocks: vec![],
-        }
-    }
-
-    fn profile(branches: Vec<Branch>, paths: Vec<Path>) -> Profile {
-        Profile {
-            format: crate::FORMAT.into(),
-            version: crate::VERSION,
-            mode: Mode::ExactPaths,
-            module: ModuleInfo {
-                path: "m.wasm".into(),
-                sha256: "00".into(),
-                size: 0,
-            },
-            run: RunInfo::default(),
-            functions: vec![],
-            branches,
-            paths,
-            lost: Lost::default(),
-            sampling: None,
-            contexts: None,
-            warnings: vec![],
-        }
-    }
+    use crate::testing::{branch, path, profile};
 
     /// Reference: A (1000 × 2 branches = flow 2000), B (500 × 1 = 500), C (1 × 1 = 1).
     /// Hot threshold 0.125% of 2501 ≈ 3.1, so H_actual = {A, B}. The estimate ranks B, C, A:

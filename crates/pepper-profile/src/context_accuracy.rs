@@ -210,51 +210,7 @@ pub fn compare_contexts(reference: &Contexts, estimate: &Contexts) -> ContextAcc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contexts::{CallSite, ContextNode, HotFunction};
-
-    fn node(
-        parent: Option<u32>,
-        func: u32,
-        site: Option<u32>,
-        calls: u64,
-        self_us: u64,
-    ) -> ContextNode {
-        ContextNode {
-            parent,
-            func,
-            site,
-            detached: false,
-            inferred: false,
-            calls,
-            self_us,
-            edge_us: 0,
-        }
-    }
-
-    fn tree(kind: ContextKind, nodes: Vec<ContextNode>, hot: &[(u32, u64)]) -> Contexts {
-        Contexts {
-            kind,
-            call_sites: (0..4)
-                .map(|id| CallSite {
-                    id,
-                    func: 0,
-                    offset: 100 + id as u64,
-                    callee: None,
-                    sig: None,
-                    calls: 0,
-                    location: None,
-                })
-                .collect(),
-            nodes,
-            hot_functions: hot
-                .iter()
-                .map(|&(func, self_us)| HotFunction { func, self_us })
-                .collect(),
-            imports: Vec::new(),
-            sampling: None,
-            overflow: 0,
-        }
-    }
+    use crate::testing::{node, tree};
 
     /// main → a (site 0, 60 calls), main → a (site 1, 30 calls), main → b (site 2, 10).
     fn reference() -> Contexts {

@@ -9,9 +9,13 @@ pub mod compare;
 pub mod context_accuracy;
 mod contexts;
 mod file;
+mod merge;
 mod model;
 pub mod report;
+#[cfg(test)]
+mod testing;
 
 pub use contexts::*;
 pub use file::{module_hash, ProfileError, FORMAT, VERSION};
+pub use merge::MergeError;
 pub use model::*;

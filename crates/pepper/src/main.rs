@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 ///   pepper report prog.pepper.json     hottest functions, paths and branch biases
 ///   pepper compare exact.json pep.json accuracy of one profile against another
 ///   pepper export prog.pepper.json     calling contexts as pprof (also folded, flamegraph, firefox)
+///   pepper merge a.json b.json -o all.json  sum profiles of several runs or stores
 #[derive(Parser, Debug)]
 #[command(name = "pepper", version, about, long_about, verbatim_doc_comment)]
 struct Cli {
@@ -26,6 +27,7 @@ enum Command {
     Instrument(cmd::instrument::Args),
     Compare(cmd::compare::Args),
     Export(cmd::export::Args),
+    Merge(cmd::merge::Args),
 }
 
 fn main() {
@@ -36,6 +38,7 @@ fn main() {
         Command::Instrument(a) => cmd::instrument::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Export(a) => cmd::export::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -204,3 +204,75 @@ fn compare_scores_pep_every_path_as_perfect() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("different modules"));
 }
+
+/// `pepper merge` of real profiles: three copies of one deterministic run triple every
+/// count (branches, paths, call sites, contexts) and leave the shape alone; profiles of
+/// different modules are refused with both file names.
+#[test]
+fn merge_sums_real_profiles_and_refuses_other_modules() {
+    let dir = tempdir();
+    for (mode, extra) in [("exact-paths", &[][..]), ("exact-calls", &[][..])] {
+        let (code, _, stderr, single) = run(mode, &fixture("calls.wat"), extra, &[]);
+        assert_eq!(code, 0, "{stderr}");
+        let one = dir.join(format!("calls.{mode}.json"));
+        let merged = dir.join(format!("calls.{mode}.merged.json"));
+        let one = one.to_str().unwrap();
+        let o = pepper(&["merge", one, one, one, "-o", merged.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let m = pepper_profile::Profile::read(std::fs::File::open(&merged).unwrap()).unwrap();
+        let triple = |v: &[u64]| v.iter().map(|c| c * 3).collect::<Vec<_>>();
+        assert_eq!(m.branches.len(), single.branches.len());
+        for (a, b) in m.branches.iter().zip(&single.branches) {
+            assert_eq!(a.counts, triple(&b.counts));
+        }
+        let counts = |p: &pepper_profile::Profile| {
+            let mut v: Vec<_> = p
+                .paths
+                .iter()
+                .map(|p| (p.func, p.number, p.count))
+                .collect();
+            v.sort();
+            v
+        };
+        let expected: Vec<_> = counts(&single)
+            .into_iter()
+            .map(|(f, n, c)| (f, n, 3 * c))
+            .collect();
+        assert_eq!(counts(&m), expected);
+        if let Some(c) = &single.contexts {
+            let mc = m.contexts.as_ref().expect("contexts survive the merge");
+            assert_eq!(mc.nodes.len(), c.nodes.len());
+            let calls = |c: &pepper_profile::Contexts| {
+                (1..c.nodes.len())
+                    .map(|n| c.nodes[n].calls)
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(calls(mc), triple(&calls(c)));
+            assert!(calls(c).iter().any(|&n| n > 0), "the fixture makes calls");
+        } else {
+            assert!(!single.paths.is_empty(), "the fixture has paths");
+        }
+        // The merged file is a profile like any other.
+        let r = pepper(&["report", merged.to_str().unwrap()]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    }
+    let (_, _, _, _) = run("exact-paths", &fixture("nested.wat"), &[], &[]);
+    let a = dir.join("calls.exact-paths.json");
+    let b = dir.join("nested.exact-paths.json");
+    let o = pepper(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        dir.join("never.json").to_str().unwrap(),
+    ]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("cannot merge")
+            && err.contains("nested.exact-paths.json")
+            && err.contains("of module"),
+        "{err}"
+    );
+    assert!(!dir.join("never.json").exists());
+}

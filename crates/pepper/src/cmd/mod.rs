@@ -1,6 +1,7 @@
 pub mod compare;
 pub mod export;
 pub mod instrument;
+pub mod merge;
 pub mod report;
 pub mod run;
 

@@ -1,0 +1,415 @@
+//! Merging profiles of the same module: several runs (inputs), or the stores of a
+//! multi-threaded embedder, each of which profiles on its own (pepper's profiling state is
+//! per store) and is summed at the end.
+//!
+//! Counts add: branch outcomes, paths (matched by what they are, as in `compare`, and
+//! required to carry the same number), call sites, calling contexts (matched by their chain
+//! of call sites), hot-function times and sampling statistics. What cannot be summed
+//! meaningfully is refused with an error that names the profile: another module, another
+//! mode, or paths numbered differently (PEP or targeted runs with different guides).
+
+use crate::compare::PathKey;
+use crate::contexts::{ContextNode, Contexts, HotFunction};
+use crate::model::{Path, Profile};
+use std::collections::HashMap;
+
+/// Why two profiles cannot be merged. `index` is the position of the offending profile in
+/// the input (0 is the first, which the others are checked against).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MergeError {
+    #[error("nothing to merge")]
+    Empty,
+    #[error("profile {index} is of module {found}, the first of {expected}")]
+    Module {
+        index: usize,
+        expected: String,
+        found: String,
+    },
+    #[error("profile {index} was recorded in mode {found}, the first in {expected}")]
+    Mode {
+        index: usize,
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("profile {index} {what} differs from the first profile's: {detail}")]
+    Shape {
+        index: usize,
+        what: &'static str,
+        detail: String,
+    },
+}
+
+impl Profile {
+    /// Sums `profiles` (at least one) into one profile. The first profile gives everything
+    /// that is not a count (run arguments, sampling parameters); `run_ms` and the other
+    /// times add up, and a warning records how many profiles went in.
+    pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
+        let (first, rest) = profiles.split_first().ok_or(MergeError::Empty)?;
+        let mut out = first.clone();
+        for (i, p) in rest.iter().enumerate() {
+            out.add(i + 1, p)?;
+        }
+        if !rest.is_empty() {
+            out.warnings.push(format!(
+                "merged from {} profiles: counts are sums over their runs",
+                profiles.len()
+            ));
+        }
+        Ok(out)
+    }
+
+    fn add(&mut self, index: usize, p: &Profile) -> Result<(), MergeError> {
+        let shape = |what, detail: String| MergeError::Shape {
+            index,
+            what,
+            detail,
+        };
+        if p.module.sha256 != self.module.sha256 {
+            return Err(MergeError::Module {
+                index,
+                expected: self.module.sha256.clone(),
+                found: p.module.sha256.clone(),
+            });
+        }
+        if p.mode != self.mode {
+            return Err(MergeError::Mode {
+                index,
+                expected: self.mode.name(),
+                found: p.mode.name(),
+            });
+        }
+        if p.branches.len() != self.branches.len() {
+            return Err(shape(
+                "branch list",
+                format!("{} branches, not {}", p.branches.len(), self.branches.len()),
+            ));
+        }
+        for (a, b) in self.branches.iter_mut().zip(&p.branches) {
+            if (a.func, a.offset, a.kind, &a.outcomes) != (b.func, b.offset, b.kind, &b.outcomes) {
+                return Err(shape(
+                    "branch list",
+                    format!(
+                        "branch {} is at offset {:#x}, not {:#x}",
+                        b.id, b.offset, a.offset
+                    ),
+                ));
+            }
+            for (x, y) in a.counts.iter_mut().zip(&b.counts) {
+                *x += y;
+            }
+        }
+        self.merge_functions(p)
+            .map_err(|d| shape("function list", d))?;
+        self.merge_paths(&p.paths)
+            .map_err(|d| shape("path numbering", d))?;
+        self.lost.hash_overflow += p.lost.hash_overflow;
+        match (&mut self.sampling, &p.sampling) {
+            (Some(a), Some(b)) => {
+                if a.guide != b.guide
+                    || (a.design.as_str(), a.every) != (b.design.as_str(), b.every)
+                {
+                    return Err(shape(
+                        "sampling",
+                        "different sampling design or guide; paths would not be comparable".into(),
+                    ));
+                }
+                a.ticks += b.ticks;
+                a.taken += b.taken;
+                a.path_ends += b.path_ends;
+                a.lost += b.lost;
+            }
+            (None, None) => {}
+            _ => return Err(shape("sampling", "one is sampled, the other not".into())),
+        }
+        match (&mut self.contexts, &p.contexts) {
+            (Some(a), Some(b)) => a.merge(b).map_err(|d| shape("calling contexts", d))?,
+            (None, None) => {}
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(shape(
+                    "calling contexts",
+                    "one has calling contexts, the other not".into(),
+                ))
+            }
+        }
+        self.run.instrument_ms += p.run.instrument_ms;
+        self.run.compile_ms += p.run.compile_ms;
+        self.run.run_ms += p.run.run_ms;
+        if self.run.trap.is_none() {
+            self.run.trap.clone_from(&p.run.trap);
+        }
+        for w in &p.warnings {
+            if !self.warnings.contains(w) {
+                self.warnings.push(w.clone());
+            }
+        }
+        Ok(())
+    }
+
+    fn merge_functions(&mut self, p: &Profile) -> Result<(), String> {
+        if p.functions.len() != self.functions.len() {
+            return Err(format!(
+                "{} functions, not {}",
+                p.functions.len(),
+                self.functions.len()
+            ));
+        }
+        for (a, b) in self.functions.iter_mut().zip(&p.functions) {
+            if (a.index, a.num_paths, a.cold_edges) != (b.index, b.num_paths, b.cold_edges) {
+                return Err(format!(
+                    "function {} has {:?} paths and {:?} cold edges, not {:?} and {:?}",
+                    b.index, b.num_paths, b.cold_edges, a.num_paths, a.cold_edges
+                ));
+            }
+            if let (Some(x), Some(y)) = (&mut a.cold_executions, b.cold_executions) {
+                *x += y;
+            }
+        }
+        Ok(())
+    }
+
+    /// Paths are matched by function, ends and branch decisions; a match must carry the
+    /// same number (same numbering), and one number must not name two different paths.
+    fn merge_paths(&mut self, paths: &[Path]) -> Result<(), String> {
+        let mut by_key: HashMap<PathKey, usize> = HashMap::new();
+        let mut by_number: HashMap<(u32, u64), usize> = HashMap::new();
+        for (i, q) in self.paths.iter().enumerate() {
+            by_key.insert(PathKey::of(q), i);
+            by_number.insert((q.func, q.number), i);
+        }
+        for q in paths {
+            match (by_key.get(&PathKey::of(q)), by_number.get(&(q.func, q.number))) {
+                (Some(&i), Some(&j)) if i == j => self.paths[i].count += q.count,
+                (None, None) => {
+                    by_key.insert(PathKey::of(q), self.paths.len());
+                    by_number.insert((q.func, q.number), self.paths.len());
+                    self.paths.push(q.clone());
+                }
+                _ => {
+                    return Err(format!(
+                        "path {} of function {} is numbered differently (were they run with different guides?)",
+                        q.number, q.func
+                    ))
+                }
+            }
+        }
+        self.paths.sort_by(|a, b| {
+            (a.func, std::cmp::Reverse(a.count), a.number).cmp(&(
+                b.func,
+                std::cmp::Reverse(b.count),
+                b.number,
+            ))
+        });
+        Ok(())
+    }
+}
+
+impl Contexts {
+    /// Adds `b`'s counts to `self`: call sites by position, tree nodes by their chain of
+    /// (call site, function) from the root, hot functions by function.
+    fn merge(&mut self, b: &Contexts) -> Result<(), String> {
+        if self.kind != b.kind {
+            return Err("one tree is sampled, the other exact".into());
+        }
+        if self.call_sites.len() != b.call_sites.len() {
+            return Err(format!(
+                "{} call sites, not {}",
+                b.call_sites.len(),
+                self.call_sites.len()
+            ));
+        }
+        for (x, y) in self.call_sites.iter_mut().zip(&b.call_sites) {
+            if (x.func, x.offset) != (y.func, y.offset) {
+                return Err(format!(
+                    "call site {} is at offset {:#x}, not {:#x}",
+                    y.id, y.offset, x.offset
+                ));
+            }
+            x.calls += y.calls;
+        }
+        // A child is found by (parent, site, function, detached); b's parents come before
+        // their children, so each of b's nodes maps to one of ours in one pass.
+        let mut index: HashMap<(u32, Option<u32>, u32, bool), u32> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| Some(((n.parent?, n.site, n.func, n.detached), i as u32)))
+            .collect();
+        let mut map = vec![0u32; b.nodes.len()];
+        for (i, n) in b.nodes.iter().enumerate().skip(1) {
+            let parent = map[n.parent.ok_or("a node other than the root has no parent")? as usize];
+            let key = (parent, n.site, n.func, n.detached);
+            let at = *index.entry(key).or_insert_with(|| {
+                self.nodes.push(ContextNode {
+                    parent: Some(parent),
+                    calls: 0,
+                    self_us: 0,
+                    edge_us: 0,
+                    inferred: true,
+                    ..n.clone()
+                });
+                (self.nodes.len() - 1) as u32
+            });
+            let m = &mut self.nodes[at as usize];
+            m.calls += n.calls;
+            m.self_us += n.self_us;
+            m.edge_us += n.edge_us;
+            m.inferred &= n.inferred;
+            map[i] = at;
+        }
+        if let (Some(r), Some(s)) = (self.nodes.first_mut(), b.nodes.first()) {
+            r.calls += s.calls;
+            r.self_us += s.self_us;
+            r.edge_us += s.edge_us;
+        }
+        let mut hot: HashMap<u32, u64> = HashMap::new();
+        for h in self.hot_functions.iter().chain(&b.hot_functions) {
+            *hot.entry(h.func).or_default() += h.self_us;
+        }
+        self.hot_functions = hot
+            .into_iter()
+            .map(|(func, self_us)| HotFunction { func, self_us })
+            .collect();
+        self.hot_functions
+            .sort_by_key(|h| (std::cmp::Reverse(h.self_us), h.func));
+        for imp in &b.imports {
+            if !self.imports.contains(imp) {
+                self.imports.push(imp.clone());
+            }
+        }
+        self.imports.sort();
+        if let (Some(x), Some(y)) = (&mut self.sampling, &b.sampling) {
+            x.samples += y.samples;
+            x.detached += y.detached;
+            x.truncated += y.truncated;
+            x.in_host += y.in_host;
+            x.empty += y.empty;
+            x.torn += y.torn;
+            x.window_calls += y.window_calls;
+            x.window_weighted += y.window_weighted;
+            x.window_cut += y.window_cut;
+        }
+        self.overflow += b.overflow;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contexts::ContextKind;
+    use crate::model::Mode;
+    use crate::testing::{branch, node, path, profile, tree};
+
+    #[test]
+    fn counts_add_and_paths_only_one_run_took_join() {
+        let a = profile(vec![branch(0, &[3, 0])], vec![path(0, 3, &[(0, 0)])]);
+        let b = profile(
+            vec![branch(0, &[2, 4])],
+            vec![path(0, 2, &[(0, 0)]), path(1, 4, &[(0, 1)])],
+        );
+        let m = Profile::merge(&[a, b]).unwrap();
+        assert_eq!(m.branches[0].counts, vec![5, 4]);
+        let paths: Vec<_> = m.paths.iter().map(|p| (p.number, p.count)).collect();
+        assert_eq!(paths, vec![(0, 5), (1, 4)]);
+        // The merged paths still explain the merged branch counts.
+        assert_eq!(m.edges_from_paths(), vec![vec![5, 4]]);
+        assert!(m.warnings.iter().any(|w| w.contains("merged from 2")));
+    }
+
+    #[test]
+    fn what_cannot_be_summed_is_refused_naming_the_profile() {
+        let two = |n0, n1| {
+            profile(
+                vec![branch(0, &[1, 1])],
+                vec![path(n0, 1, &[(0, 0)]), path(n1, 1, &[(0, 1)])],
+            )
+        };
+        let a = two(0, 1);
+        // The same paths under other numbers: another numbering (another guide).
+        let e = Profile::merge(&[a.clone(), a.clone(), two(1, 0)]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                MergeError::Shape {
+                    index: 2,
+                    what: "path numbering",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let mut other_module = a.clone();
+        other_module.module.sha256 = "01".into();
+        assert!(matches!(
+            Profile::merge(&[a.clone(), other_module]),
+            Err(MergeError::Module { index: 1, .. })
+        ));
+        let mut other_mode = a.clone();
+        other_mode.mode = Mode::Targeted;
+        assert!(matches!(
+            Profile::merge(&[a.clone(), other_mode]),
+            Err(MergeError::Mode { index: 1, .. })
+        ));
+        let more_branches = profile(vec![branch(0, &[1, 1]), branch(1, &[0, 0])], vec![]);
+        assert!(matches!(
+            Profile::merge(&[a, more_branches]),
+            Err(MergeError::Shape {
+                what: "branch list",
+                ..
+            })
+        ));
+        assert_eq!(Profile::merge(&[]), Err(MergeError::Empty));
+    }
+
+    /// Trees join by call-site chain: a context both runs reached sums, one only the second
+    /// reached is added under the right parent (after the parent, as the format requires).
+    #[test]
+    fn context_trees_join_by_call_site_chain() {
+        let with_tree = |nodes, site_calls: [u64; 4]| {
+            let mut t = tree(ContextKind::Exact, nodes, &[(1, 5)]);
+            for (s, c) in t.call_sites.iter_mut().zip(site_calls) {
+                s.calls = c;
+            }
+            let mut p = profile(vec![], vec![]);
+            p.contexts = Some(t);
+            p
+        };
+        let a = with_tree(
+            vec![
+                node(None, u32::MAX, None, 0, 0),
+                node(Some(0), 1, None, 1, 10),
+                node(Some(1), 2, Some(0), 4, 40),
+            ],
+            [4, 0, 0, 0],
+        );
+        let b = with_tree(
+            vec![
+                node(None, u32::MAX, None, 0, 0),
+                node(Some(0), 1, None, 1, 10),
+                node(Some(1), 2, Some(1), 7, 70),
+                node(Some(1), 2, Some(0), 2, 20),
+            ],
+            [2, 7, 0, 0],
+        );
+        let c = Profile::merge(&[a, b]).unwrap().contexts.unwrap();
+        let by_path: HashMap<_, _> = (1..c.nodes.len())
+            .map(|n| (c.path(n), (c.nodes[n].calls, c.nodes[n].self_us)))
+            .collect();
+        let expected: HashMap<_, _> = [
+            (vec![(None, 1)], (2, 20)),
+            (vec![(None, 1), (Some(0), 2)], (6, 60)),
+            (vec![(None, 1), (Some(1), 2)], (7, 70)),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(by_path, expected);
+        assert!(c
+            .nodes
+            .iter()
+            .enumerate()
+            .all(|(i, n)| n.parent.is_none_or(|p| (p as usize) < i)));
+        let sites: Vec<u64> = c.call_sites.iter().map(|s| s.calls).collect();
+        assert_eq!(sites, vec![6, 7, 0, 0]);
+        assert_eq!(c.hot_functions[0].self_us, 10);
+    }
+}
