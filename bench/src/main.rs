@@ -140,6 +140,8 @@ struct Spec {
     epoch: Option<bool>,
     /// Targeted mode: obvious path elimination (TPP §4.2) on top of cold path elimination.
     obvious: bool,
+    /// PEP with the host sampler: what a burst's samples stand for.
+    weights: pepper_runtime::BurstWeights,
     what: &'static str,
 }
 
@@ -152,6 +154,7 @@ fn specs() -> Vec<Spec> {
         guide: Guide::None,
         epoch: None,
         obvious: false,
+        weights: pepper_runtime::BurstWeights::Rate,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
@@ -208,6 +211,15 @@ fn specs() -> Vec<Spec> {
         pep("pep(1,1)", 1, 1, "PEP, timer sampling (one path per tick)"),
         pep("pep(64,17)", 64, 17, "PEP default"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),
+        Spec {
+            weights: pepper_runtime::BurstWeights::Ticks,
+            ..pep(
+                "pep(64,17)+tick-weights",
+                64,
+                17,
+                "PEP default, but each burst weighted by the path ends since the previous tick instead of the path-end rate at the tick (`--burst-weights ticks`, the estimate before the eighth session)",
+            )
+        },
         Spec {
             epoch: Some(false),
             ..pep(
@@ -428,9 +440,10 @@ fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_run
         dirs: w.dirs.clone(),
         counters_export: (spec.mode != Mode::None)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        sampler: spec
-            .sampler
-            .map(|params| pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, INTERVAL)),
+        sampler: spec.sampler.map(|params| pepper_runtime::SamplerConfig {
+            weights: spec.weights,
+            ..pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, INTERVAL)
+        }),
         epoch: spec.epoch.map(|gp| pepper_runtime::EpochConfig {
             interval: INTERVAL,
             guest_profiler: gp,

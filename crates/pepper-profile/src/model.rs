@@ -214,6 +214,11 @@ pub struct Sampling {
     /// SHA-256 of the guide profile whose edge profile chose the numbering (smart
     /// numbering), if one was used.
     pub guide: Option<String>,
+    /// Ring design: what a burst's samples stand for, `rate` (the guest's path-end rate
+    /// at the tick times the time since the last burst) or `ticks` (the path ends since the
+    /// last tick); empty in profiles from before the choice existed (they used `ticks`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub weights: String,
 }
 
 /// A complete profile of one run.

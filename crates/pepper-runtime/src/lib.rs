@@ -14,7 +14,7 @@ mod sampler;
 mod worker;
 
 pub use native::AVAILABLE as NATIVE_STACKS;
-pub use sampler::{SamplerConfig, SamplerResult, StackConfig};
+pub use sampler::{BurstWeights, SamplerConfig, SamplerResult, StackConfig};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;

@@ -114,6 +114,13 @@ impl SampleTable {
 
     /// (key, estimated executions) pairs, sorted by key: the accumulated weight rounded,
     /// at least 1 for every sampled key.
+    /// Multiplies every weight by `factor`.
+    pub fn scale(&mut self, factor: f64) {
+        for w in &mut self.weights {
+            *w *= factor;
+        }
+    }
+
     pub fn estimates(&self) -> Vec<(u64, u64)> {
         self.collect(|i| (self.weights[i].round() as u64).max(1))
     }

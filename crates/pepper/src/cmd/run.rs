@@ -64,6 +64,13 @@ pub struct Args {
     /// Sampler timer period (PEP bursts and stack samples), e.g. `1ms`, `500us`, `10ms`.
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     interval: std::time::Duration,
+    /// PEP: what a burst's samples stand for. `rate` (default): the path ends the guest
+    /// completes per second at the tick (measured in the microseconds after it) times the
+    /// time since the last burst, so code is weighted by how many paths it completes, not by
+    /// how long they take. `ticks`: the path ends since the last tick, split among the
+    /// burst's samples (slow code in a tick stands for the fast code around it).
+    #[arg(long, value_enum, default_value = "rate")]
+    burst_weights: BurstWeightsArg,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
@@ -253,7 +260,11 @@ pub fn run(a: Args) -> Result<i32> {
                 stride: a.stride,
             },
             a.interval,
-        ),
+        )
+        .map(|mut s| {
+            s.weights = a.burst_weights.into();
+            s
+        }),
     };
     if wasm.len() > 8 << 20 {
         eprintln!("pepper: compiling (cached after the first run)...");
@@ -299,6 +310,13 @@ pub fn run(a: Args) -> Result<i32> {
                 path_ends: s.path_ends,
                 lost: s.lost,
                 guide: guide.as_ref().map(|g| g.id.clone()),
+                weights: if a.every.is_some() {
+                    String::new()
+                } else {
+                    pepper_runtime::BurstWeights::from(a.burst_weights)
+                        .name()
+                        .into()
+                },
             };
             (info, s.words)
         }),
@@ -397,4 +415,20 @@ pub(super) fn load_guide(path: &std::path::Path, wasm: &[u8]) -> Option<pepper_w
         &profile,
         module_hash(&bytes),
     ))
+}
+
+/// `--burst-weights`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum BurstWeightsArg {
+    Rate,
+    Ticks,
+}
+
+impl From<BurstWeightsArg> for pepper_runtime::BurstWeights {
+    fn from(w: BurstWeightsArg) -> Self {
+        match w {
+            BurstWeightsArg::Rate => pepper_runtime::BurstWeights::Rate,
+            BurstWeightsArg::Ticks => pepper_runtime::BurstWeights::Ticks,
+        }
+    }
 }
