@@ -839,7 +839,16 @@ fn reproduce(args: &Args, first: &str) -> String {
         write!(cmd, " --only {o}").expect("writing to a String");
     }
     for v in &args.variants {
-        write!(cmd, " --variants {v}").expect("writing to a String");
+        // Labels like `pep(64,17)` need quotes in a shell.
+        let quoted = if v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_+.,".contains(c))
+        {
+            v.clone()
+        } else {
+            format!("'{v}'")
+        };
+        write!(cmd, " --variants {quoted}").expect("writing to a String");
     }
     if args.yosys {
         cmd.push_str(" --yosys");
