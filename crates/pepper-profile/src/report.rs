@@ -267,8 +267,13 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
         let how = if s.design == "every" {
             format!("every {}th path end recorded in the guest", s.every)
         } else {
+            let weights = match s.weights.as_str() {
+                "rate" => ", bursts weighted by the path-end rate at each tick",
+                "" | "ticks" => ", bursts weighted by the path ends since the last tick",
+                _ => "",
+            };
             format!(
-                "PEP({},{}) every {} us: {} samples over {} ticks of {} path ends",
+                "PEP({},{}) every {} us{weights}: {} samples over {} ticks of {} path ends",
                 s.samples, s.stride, s.interval_us, s.taken, s.ticks, s.path_ends
             )
         };

@@ -25,7 +25,7 @@ pub struct Args {
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// The profiles to sum (two or more; the first gives run arguments and parameters).
-    #[arg(required = true, num_args = 2..)]
+    #[arg(required = true, num_args = 2.., value_name = "PROFILE")]
     profiles: Vec<PathBuf>,
 }
 
