@@ -39,6 +39,9 @@ pub enum MergeError {
     },
 }
 
+/// How a merged profile's warning starts; the number of runs follows.
+const MERGED: &str = "merged from ";
+
 impl Profile {
     /// Sums `profiles` (at least one) into one profile. The first profile gives everything
     /// that is not a count (run arguments, sampling parameters); `run_ms` and the other
@@ -50,12 +53,22 @@ impl Profile {
             out.add(i + 1, p)?;
         }
         if !rest.is_empty() {
+            // A profile that is itself a merge counts for the runs it sums.
+            let runs: u64 = profiles.iter().map(Profile::runs).sum();
+            out.warnings.retain(|w| !w.starts_with(MERGED));
             out.warnings.push(format!(
-                "merged from {} profiles: counts are sums over their runs",
-                profiles.len()
+                "{MERGED}{runs} profiles: counts are sums over their runs"
             ));
         }
         Ok(out)
+    }
+
+    /// How many runs this profile sums (1 unless `pepper merge` wrote it).
+    fn runs(&self) -> u64 {
+        self.warnings
+            .iter()
+            .find_map(|w| w.strip_prefix(MERGED)?.split(' ').next()?.parse().ok())
+            .unwrap_or(1)
     }
 
     fn add(&mut self, index: usize, p: &Profile) -> Result<(), MergeError> {
@@ -314,6 +327,19 @@ mod tests {
         // The merged paths still explain the merged branch counts.
         assert_eq!(m.edges_from_paths(), vec![vec![5, 4]]);
         assert!(m.warnings.iter().any(|w| w.contains("merged from 2")));
+        // A merge of a merge counts every run once, in one warning.
+        let again = Profile::merge(&[m.clone(), m]).unwrap();
+        let merged: Vec<_> = again
+            .warnings
+            .iter()
+            .filter(|w| w.starts_with(MERGED))
+            .collect();
+        assert_eq!(merged.len(), 1);
+        assert!(
+            merged[0].starts_with("merged from 4 profiles"),
+            "{merged:?}"
+        );
+        assert_eq!(again.branches[0].counts, vec![10, 8]);
     }
 
     #[test]

@@ -4,10 +4,11 @@
 //!
 //! The guest appends every completed path's tagged word to a ring in pepper's memory and
 //! bumps a u32 head counter (two plain stores). On each tick the sampler reads the head
-//! (twice, a few microseconds apart: the guest's path-end rate weighs the burst, see
-//! `watch_rate`) and replays the Arnold-Grove state machine over the newest path ends it
-//! has not seen, copying the sampled words; words the guest may have overwritten meanwhile (the head
-//! moved by more than the ring length) are dropped and counted as lost. The hot path is
+//! (and again every microsecond until a burst's worth of paths has completed: the guest's
+//! path-end rate then weighs the burst, see `watch_rate`) and replays the Arnold-Grove
+//! state machine over the newest path ends it has not seen, copying the sampled words;
+//! words the guest may have overwritten meanwhile (the head moved by more than the ring
+//! length) are dropped and counted as lost. The hot path is
 //! allocation-free: a preallocated copy buffer, and a table that allocates only when it
 //! doubles (a handful of times in a run).
 //!
@@ -517,7 +518,8 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 /// weighting). With weights from the path ends of the whole tick interval instead, code
 /// that completes paths slowly (long paths, or paths just before a host call) was
 /// overcounted: on bzip2, whose sorting mixes fast and slow loops within microseconds,
-/// edge absolute overlap went from 78% to 91% with rate weights (bench/results/analysis.md).
+/// edge absolute overlap went from 77% to 92% with rate weights (bench/results/bench.md,
+/// variant `pep(64,17)+tick-weights` for the old estimate).
 ///
 /// It needs the guest running while it watches. On a machine with more runnable threads
 /// than cores the guest is often descheduled then, sees no path end, and the burst falls
