@@ -276,3 +276,29 @@ fn merge_sums_real_profiles_and_refuses_other_modules() {
     );
     assert!(!dir.join("never.json").exists());
 }
+
+/// `--burst-weights` reaches the sampler and the profile says which estimate it holds.
+#[test]
+fn burst_weights_are_recorded() {
+    let program = fixture("nested.wat");
+    let (_, _, _, default) = run("pep", &program, &[], &[]);
+    let (_, _, _, ticks) = run("pep", &program, &["--burst-weights", "ticks"], &[]);
+    let (_, _, _, every) = run("pep", &program, &["--every", "7"], &[]);
+    let weights = |p: &pepper_profile::Profile| p.sampling.as_ref().unwrap().weights.clone();
+    assert_eq!(weights(&default), "rate");
+    assert_eq!(weights(&ticks), "ticks");
+    assert_eq!(weights(&every), "", "the in-guest design has no bursts");
+    let report = pepper(&[
+        "report",
+        tempdir()
+            .join("nested.pep.burstweightsticks.json")
+            .to_str()
+            .unwrap(),
+    ]);
+    assert!(
+        String::from_utf8_lossy(&report.stdout)
+            .contains("weighted by the path ends since the last tick"),
+        "{}",
+        String::from_utf8_lossy(&report.stdout)
+    );
+}
