@@ -49,10 +49,22 @@ impl Profile {
     pub fn merge(profiles: &[Profile]) -> Result<Profile, MergeError> {
         let (first, rest) = profiles.split_first().ok_or(MergeError::Empty)?;
         let mut out = first.clone();
+        let mut index = Index::of(&out);
         for (i, p) in rest.iter().enumerate() {
-            out.add(i + 1, p)?;
+            out.add(i + 1, p, &mut index)?;
         }
         if !rest.is_empty() {
+            out.paths.sort_by(|a, b| {
+                (a.func, std::cmp::Reverse(a.count), a.number).cmp(&(
+                    b.func,
+                    std::cmp::Reverse(b.count),
+                    b.number,
+                ))
+            });
+            if let Some(c) = &mut out.contexts {
+                // Every profile has contexts here (`add` refuses a mix).
+                c.sum_by_function(profiles.iter().filter_map(|p| p.contexts.as_ref()));
+            }
             // A profile that is itself a merge counts for the runs it sums.
             let runs: u64 = profiles.iter().map(Profile::runs).sum();
             out.warnings.retain(|w| !w.starts_with(MERGED));
@@ -71,7 +83,7 @@ impl Profile {
             .unwrap_or(1)
     }
 
-    fn add(&mut self, index: usize, p: &Profile) -> Result<(), MergeError> {
+    fn add(&mut self, index: usize, p: &Profile, ix: &mut Index) -> Result<(), MergeError> {
         let shape = |what, detail: String| MergeError::Shape {
             index,
             what,
@@ -91,12 +103,7 @@ impl Profile {
                 found: p.mode.name(),
             });
         }
-        if p.branches.len() != self.branches.len() {
-            return Err(shape(
-                "branch list",
-                format!("{} branches, not {}", p.branches.len(), self.branches.len()),
-            ));
-        }
+        same_len("branches", &p.branches, &self.branches).map_err(|d| shape("branch list", d))?;
         for (a, b) in self.branches.iter_mut().zip(&p.branches) {
             if (a.func, a.offset, a.kind, &a.outcomes) != (b.func, b.offset, b.kind, &b.outcomes) {
                 return Err(shape(
@@ -113,7 +120,7 @@ impl Profile {
         }
         self.merge_functions(p)
             .map_err(|d| shape("function list", d))?;
-        self.merge_paths(&p.paths)
+        self.merge_paths(&p.paths, ix)
             .map_err(|d| shape("path numbering", d))?;
         self.lost.hash_overflow += p.lost.hash_overflow;
         match (&mut self.sampling, &p.sampling) {
@@ -135,7 +142,9 @@ impl Profile {
             _ => return Err(shape("sampling", "one is sampled, the other not".into())),
         }
         match (&mut self.contexts, &p.contexts) {
-            (Some(a), Some(b)) => a.merge(b).map_err(|d| shape("calling contexts", d))?,
+            (Some(a), Some(b)) => a
+                .merge(b, &mut ix.nodes)
+                .map_err(|d| shape("calling contexts", d))?,
             (None, None) => {}
             (Some(_), None) | (None, Some(_)) => {
                 return Err(shape(
@@ -159,13 +168,7 @@ impl Profile {
     }
 
     fn merge_functions(&mut self, p: &Profile) -> Result<(), String> {
-        if p.functions.len() != self.functions.len() {
-            return Err(format!(
-                "{} functions, not {}",
-                p.functions.len(),
-                self.functions.len()
-            ));
-        }
+        same_len("functions", &p.functions, &self.functions)?;
         for (a, b) in self.functions.iter_mut().zip(&p.functions) {
             if (a.index, a.num_paths, a.cold_edges) != (b.index, b.num_paths, b.cold_edges) {
                 return Err(format!(
@@ -182,19 +185,14 @@ impl Profile {
 
     /// Paths are matched by function, ends and branch decisions; a match must carry the
     /// same number (same numbering), and one number must not name two different paths.
-    fn merge_paths(&mut self, paths: &[Path]) -> Result<(), String> {
-        let mut by_key: HashMap<PathKey, usize> = HashMap::new();
-        let mut by_number: HashMap<(u32, u64), usize> = HashMap::new();
-        for (i, q) in self.paths.iter().enumerate() {
-            by_key.insert(PathKey::of(q), i);
-            by_number.insert((q.func, q.number), i);
-        }
+    fn merge_paths(&mut self, paths: &[Path], ix: &mut Index) -> Result<(), String> {
         for q in paths {
-            match (by_key.get(&PathKey::of(q)), by_number.get(&(q.func, q.number))) {
+            let key = PathKey::of(q);
+            match (ix.paths.get(&key), ix.numbers.get(&(q.func, q.number))) {
                 (Some(&i), Some(&j)) if i == j => self.paths[i].count += q.count,
                 (None, None) => {
-                    by_key.insert(PathKey::of(q), self.paths.len());
-                    by_number.insert((q.func, q.number), self.paths.len());
+                    ix.paths.insert(key, self.paths.len());
+                    ix.numbers.insert((q.func, q.number), self.paths.len());
                     self.paths.push(q.clone());
                 }
                 _ => {
@@ -205,31 +203,75 @@ impl Profile {
                 }
             }
         }
-        self.paths.sort_by(|a, b| {
-            (a.func, std::cmp::Reverse(a.count), a.number).cmp(&(
-                b.func,
-                std::cmp::Reverse(b.count),
-                b.number,
-            ))
-        });
         Ok(())
     }
 }
 
+/// `a` and `b` list the same number of `what`.
+fn same_len<T>(what: &str, a: &[T], b: &[T]) -> Result<(), String> {
+    if a.len() == b.len() {
+        Ok(())
+    } else {
+        Err(format!("{} {what}, not {}", a.len(), b.len()))
+    }
+}
+
+/// A context node's identity among its parent's children: (parent, call site, function,
+/// detached).
+type NodeKey = (u32, Option<u32>, u32, bool);
+
+/// Where the merged profile keeps each path and context node, built once and kept up to
+/// date as profiles are added.
+struct Index {
+    paths: HashMap<PathKey, usize>,
+    numbers: HashMap<(u32, u64), usize>,
+    nodes: HashMap<NodeKey, u32>,
+}
+
+impl Index {
+    fn of(p: &Profile) -> Index {
+        Index {
+            paths: (p.paths.iter().enumerate())
+                .map(|(i, q)| (PathKey::of(q), i))
+                .collect(),
+            numbers: (p.paths.iter().enumerate())
+                .map(|(i, q)| ((q.func, q.number), i))
+                .collect(),
+            nodes: p.contexts.as_ref().map_or_else(HashMap::new, |c| {
+                (c.nodes.iter().enumerate())
+                    .filter_map(|(i, n)| Some(((n.parent?, n.site, n.func, n.detached), i as u32)))
+                    .collect()
+            }),
+        }
+    }
+}
+
 impl Contexts {
+    /// Hot functions summed per function over `all` (hottest first), imports united.
+    fn sum_by_function<'a>(&mut self, all: impl Iterator<Item = &'a Contexts> + Clone) {
+        let mut hot: HashMap<u32, u64> = HashMap::new();
+        for h in all.clone().flat_map(|c| &c.hot_functions) {
+            *hot.entry(h.func).or_default() += h.self_us;
+        }
+        self.hot_functions = hot
+            .into_iter()
+            .map(|(func, self_us)| HotFunction { func, self_us })
+            .collect();
+        self.hot_functions
+            .sort_by_key(|h| (std::cmp::Reverse(h.self_us), h.func));
+        self.imports = all.flat_map(|c| c.imports.iter().cloned()).collect();
+        self.imports.sort();
+        self.imports.dedup();
+    }
+
     /// Adds `b`'s counts to `self`: call sites by position, tree nodes by their chain of
-    /// (call site, function) from the root, hot functions by function.
-    fn merge(&mut self, b: &Contexts) -> Result<(), String> {
+    /// (call site, function) from the root (`index` locates `self`'s nodes). Hot functions
+    /// and imports are summed once, by `Profile::merge`.
+    fn merge(&mut self, b: &Contexts, index: &mut HashMap<NodeKey, u32>) -> Result<(), String> {
         if self.kind != b.kind {
             return Err("one tree is sampled, the other exact".into());
         }
-        if self.call_sites.len() != b.call_sites.len() {
-            return Err(format!(
-                "{} call sites, not {}",
-                b.call_sites.len(),
-                self.call_sites.len()
-            ));
-        }
+        same_len("call sites", &b.call_sites, &self.call_sites)?;
         for (x, y) in self.call_sites.iter_mut().zip(&b.call_sites) {
             if (x.func, x.offset) != (y.func, y.offset) {
                 return Err(format!(
@@ -239,14 +281,8 @@ impl Contexts {
             }
             x.calls += y.calls;
         }
-        // A child is found by (parent, site, function, detached); b's parents come before
-        // their children, so each of b's nodes maps to one of ours in one pass.
-        let mut index: HashMap<(u32, Option<u32>, u32, bool), u32> = self
-            .nodes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, n)| Some(((n.parent?, n.site, n.func, n.detached), i as u32)))
-            .collect();
+        // b's parents come before their children, so each of b's nodes maps to one of ours
+        // in one pass.
         let mut map = vec![0u32; b.nodes.len()];
         for (i, n) in b.nodes.iter().enumerate().skip(1) {
             let parent = map[n.parent.ok_or("a node other than the root has no parent")? as usize];
@@ -274,22 +310,6 @@ impl Contexts {
             r.self_us += s.self_us;
             r.edge_us += s.edge_us;
         }
-        let mut hot: HashMap<u32, u64> = HashMap::new();
-        for h in self.hot_functions.iter().chain(&b.hot_functions) {
-            *hot.entry(h.func).or_default() += h.self_us;
-        }
-        self.hot_functions = hot
-            .into_iter()
-            .map(|(func, self_us)| HotFunction { func, self_us })
-            .collect();
-        self.hot_functions
-            .sort_by_key(|h| (std::cmp::Reverse(h.self_us), h.func));
-        for imp in &b.imports {
-            if !self.imports.contains(imp) {
-                self.imports.push(imp.clone());
-            }
-        }
-        self.imports.sort();
         if let (Some(x), Some(y)) = (&mut self.sampling, &b.sampling) {
             x.samples += y.samples;
             x.detached += y.detached;

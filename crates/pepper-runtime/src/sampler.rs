@@ -469,7 +469,7 @@ fn sample_loop(
             };
             let weight = represented / valid as f64;
             last_burst = t0;
-            total_weight += weight * valid as f64;
+            total_weight += represented;
             unrepresented = 0;
             for &(s, word) in &buf {
                 if s + n > head_now && word != 0 {

@@ -112,8 +112,6 @@ impl SampleTable {
         self.collect(|i| self.counts[i])
     }
 
-    /// (key, estimated executions) pairs, sorted by key: the accumulated weight rounded,
-    /// at least 1 for every sampled key.
     /// Multiplies every weight by `factor`.
     pub fn scale(&mut self, factor: f64) {
         for w in &mut self.weights {
@@ -121,6 +119,8 @@ impl SampleTable {
         }
     }
 
+    /// (key, estimated executions) pairs, sorted by key: the accumulated weight rounded,
+    /// at least 1 for every sampled key.
     pub fn estimates(&self) -> Vec<(u64, u64)> {
         self.collect(|i| (self.weights[i].round() as u64).max(1))
     }
