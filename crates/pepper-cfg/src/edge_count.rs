@@ -13,6 +13,10 @@ use crate::ids::EdgeId;
 pub struct EdgeCounting {
     /// Per CFG edge: `true` if it must be counted (a chord).
     pub chord: Vec<bool>,
+    /// The virtual EXIT→ENTRY edge is a chord whose count (the function's entries) comes
+    /// from elsewhere, for free: from its callers' counts, when only counted direct calls
+    /// can enter it. `false`: it is a tree edge, derived like the others.
+    pub entries_given: bool,
 }
 
 struct UnionFind(Vec<usize>);
@@ -39,8 +43,30 @@ impl EdgeCounting {
     /// counting edge `e` (expected frequency times instrumentation cost); the virtual
     /// EXIT→ENTRY edge is always in the tree.
     pub fn new(cfg: &Cfg, weight: &[u64]) -> EdgeCounting {
+        Self::build(cfg, weight, false)
+    }
+
+    /// Like [`EdgeCounting::new`], for a function whose entry count will be given to
+    /// [`derive`](Self::derive): the virtual EXIT→ENTRY edge is then the cheapest chord
+    /// there is, so the tree keeps one more real edge and a run makes one increment fewer
+    /// per entry (unless EXIT is unreachable, where the virtual edge stays in the tree).
+    pub fn with_given_entries(cfg: &Cfg, weight: &[u64]) -> EdgeCounting {
+        Self::build(cfg, weight, true)
+    }
+
+    /// An empty placement: no edge counted, entries given (or unknown).
+    pub fn uncounted(cfg: &Cfg, entries_given: bool) -> EdgeCounting {
+        EdgeCounting {
+            chord: vec![false; cfg.num_edges()],
+            entries_given,
+        }
+    }
+
+    fn build(cfg: &Cfg, weight: &[u64], entries_given: bool) -> EdgeCounting {
         let mut uf = UnionFind((0..cfg.num_nodes()).collect());
-        uf.union(cfg.exit().index(), cfg.entry().index());
+        if !entries_given {
+            uf.union(cfg.exit().index(), cfg.entry().index());
+        }
         let mut order: Vec<usize> = (0..cfg.num_edges()).collect();
         order.sort_by_key(|&e| (std::cmp::Reverse(weight[e]), e));
         let mut chord = vec![true; cfg.num_edges()];
@@ -50,7 +76,12 @@ impl EdgeCounting {
                 chord[e] = false;
             }
         }
-        EdgeCounting { chord }
+        // The virtual edge is a chord only if the real edges already span EXIT.
+        let entries_given = entries_given && !uf.union(cfg.exit().index(), cfg.entry().index());
+        EdgeCounting {
+            chord,
+            entries_given,
+        }
     }
 
     /// How many counter increments a run with these edge counts makes (the chords' sum).
@@ -63,11 +94,12 @@ impl EdgeCounting {
             .sum()
     }
 
-    /// All edge counts from the chord counts (`chord_counts[e]` is read only for chords),
-    /// by flow conservation at each node, leaves of the tree first. Nodes that do not
-    /// conserve flow (a trap or `proc_exit` stopped the function midway) can make a derived
-    /// count slightly off; negative results are clamped to zero.
-    pub fn derive(&self, cfg: &Cfg, chord_counts: &[u64]) -> Vec<u64> {
+    /// All edge counts from the chord counts (`chord_counts[e]` is read only for chords)
+    /// and, when [`entries_given`](Self::entries_given), the function's `entries`, by flow
+    /// conservation at each node, leaves of the tree first. Nodes that do not conserve flow
+    /// (a trap or `proc_exit` stopped the function midway) can make a derived count
+    /// slightly off; negative results are clamped to zero.
+    pub fn derive(&self, cfg: &Cfg, chord_counts: &[u64], entries: u64) -> Vec<u64> {
         let n = cfg.num_nodes();
         let m = cfg.num_edges();
         // Edge m is the virtual EXIT→ENTRY edge (a tree edge, unknown).
@@ -79,7 +111,13 @@ impl EdgeCounting {
             }
         };
         let mut known: Vec<Option<i128>> = (0..=m)
-            .map(|e| (e < m && self.chord[e]).then(|| chord_counts[e] as i128))
+            .map(|e| {
+                if e == m {
+                    self.entries_given.then_some(entries as i128)
+                } else {
+                    self.chord[e].then(|| chord_counts[e] as i128)
+                }
+            })
             .collect();
         let mut incident: Vec<Vec<usize>> = vec![Vec::new(); n];
         for e in 0..=m {
@@ -131,6 +169,15 @@ mod tests {
     use super::*;
     use crate::testgen::{lcg, random_cfg};
 
+    /// The chords' counts; other edges hold a value derivation must not read.
+    fn chords_masked(counts: &[u64], ec: &EdgeCounting) -> Vec<u64> {
+        counts
+            .iter()
+            .zip(&ec.chord)
+            .map(|(&c, &k)| if k { c } else { u64::MAX })
+            .collect()
+    }
+
     /// Counts from a random walk satisfy conservation; deriving from chords recovers all.
     #[test]
     fn derive_recovers_random_walk_counts() {
@@ -142,6 +189,7 @@ mod tests {
                 .collect();
             let cfg = random_cfg(n, &edges, &[]);
             let mut counts = vec![0u64; cfg.num_edges()];
+            let mut walks = 0;
             // Walk ENTRY→EXIT several times (bounded), so flow is conserved.
             for _ in 0..5 {
                 let mut v = cfg.entry();
@@ -156,6 +204,7 @@ mod tests {
                     v = cfg.edge(e).1;
                 }
                 if v == cfg.exit() {
+                    walks += 1;
                     for e in path {
                         counts[e.index()] += 1;
                     }
@@ -163,12 +212,19 @@ mod tests {
             }
             let weight: Vec<u64> = (0..cfg.num_edges()).map(|_| (rnd() % 100) as u64).collect();
             let ec = EdgeCounting::new(&cfg, &weight);
-            let chords: Vec<u64> = counts
-                .iter()
-                .zip(&ec.chord)
-                .map(|(&c, &k)| if k { c } else { u64::MAX })
-                .collect();
-            let derived = ec.derive(&cfg, &chords);
+            let chords = chords_masked(&counts, &ec);
+            let derived = ec.derive(&cfg, &chords, 0);
+            // With the entries given, the same counts come back from one chord fewer
+            // (where EXIT is reachable), and never from more increments.
+            let given = EdgeCounting::with_given_entries(&cfg, &weight);
+            let given_chords = given.chord.iter().filter(|&&c| c).count();
+            let chords_before = ec.chord.iter().filter(|&&c| c).count();
+            if given.entries_given {
+                assert_eq!(given_chords + 1, chords_before, "case {case}");
+            } else {
+                assert_eq!(given_chords, chords_before, "case {case}");
+            }
+            let from_given = given.derive(&cfg, &chords_masked(&counts, &given), walks);
             // A tree of the true counts is the cheapest placement: no other makes fewer
             // increments (a maximum spanning tree leaves the lightest chords).
             let ideal = EdgeCounting::new(&cfg, &counts);
@@ -181,6 +237,10 @@ mod tests {
             for e in 0..cfg.num_edges() {
                 if reach[cfg.edge(EdgeId::new(e)).0.index()] {
                     assert_eq!(derived[e], counts[e], "case {case} edge {e}");
+                    assert_eq!(
+                        from_given[e], counts[e],
+                        "case {case} edge {e}, entries given"
+                    );
                 }
             }
         }

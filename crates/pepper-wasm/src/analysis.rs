@@ -108,6 +108,11 @@ pub struct FunctionAnalysis {
     pub returns: Vec<(usize, u32)>,
     /// Number of operators in the body (the final `end` is the last).
     pub num_ops: usize,
+    /// Each direct call (`call`, `return_call`) in reachable code: the node it is in and
+    /// the function it calls. A node runs its calls once per execution.
+    pub direct_calls: Vec<(NodeId, u32)>,
+    /// Functions whose reference the body takes (`ref.func`): indirect-call targets.
+    pub func_refs: Vec<u32>,
 }
 
 /// Why a function cannot be instrumented.
@@ -218,6 +223,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
     }];
     let mut cur: Option<NodeId> = Some(entry);
     let mut returns = Vec::new();
+    let (mut direct_calls, mut func_refs) = (Vec::new(), Vec::new());
     let mut reader = body
         .get_operators_reader()
         .map_err(|e| malformed(start, &e))?;
@@ -501,6 +507,9 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             | Operator::ReturnCallIndirect { .. }
             | Operator::ReturnCallRef { .. } => {
                 if let Some(c) = cur {
+                    if let Operator::ReturnCall { function_index } = op {
+                        direct_calls.push((c, function_index));
+                    }
                     let e = b.edge(
                         c,
                         exit,
@@ -538,8 +547,12 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             Operator::Call { .. } | Operator::CallIndirect { .. } | Operator::CallRef { .. } => {
                 if let Some(c) = cur {
                     b.node_calls[c.index()] = true;
+                    if let Operator::Call { function_index } = op {
+                        direct_calls.push((c, function_index));
+                    }
                 }
             }
+            Operator::RefFunc { function_index } => func_refs.push(function_index),
             _ => {}
         }
         i += 1;
@@ -566,6 +579,8 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         actions: b.actions,
         returns,
         num_ops: i,
+        direct_calls,
+        func_refs,
     })
 }
 

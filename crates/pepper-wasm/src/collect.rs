@@ -29,19 +29,31 @@ pub struct RunOutcome {
 
 use crate::contexts::{read_u32, read_u64, SampledContexts};
 
-/// Every CFG edge's count in an exact-edges run: the chords' counters, the rest derived.
+/// Every CFG edge's count in an exact-edges run: the chords' counters, the rest derived
+/// (with `entries` where the callers give them).
 fn edge_counts(
     fp: &FunctionPlan,
     a: &crate::analysis::FunctionAnalysis,
     ec: &pepper_cfg::EdgeCounting,
     mem: &[u8],
+    entries: u64,
 ) -> Vec<u64> {
     let chords: Vec<u64> = fp
         .edge_counter
         .iter()
         .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
         .collect();
-    ec.derive(&a.cfg, &chords)
+    ec.derive(&a.cfg, &chords, entries)
+}
+
+/// How often node `v` ran, from its function's edge counts.
+fn node_count(a: &crate::analysis::FunctionAnalysis, counts: &[u64], v: pepper_cfg::NodeId) -> u64 {
+    let edges = if v == a.cfg.entry() {
+        a.cfg.succs(v)
+    } else {
+        a.cfg.preds(v)
+    };
+    edges.iter().map(|e| counts[e.index()]).sum()
 }
 
 /// Exact-edges counter increments of a run: how many were made, and how many the best
@@ -53,6 +65,37 @@ pub struct Increments {
 }
 
 impl Plan {
+    /// Every exact-edges function's edge counts (by position in `functions`; `None` when
+    /// it has no edge counting): functions that count their own entries first, then those
+    /// whose entries are their call sites' counts, callers first.
+    fn all_edge_counts(&self, mem: &[u8]) -> Vec<Option<Vec<u64>>> {
+        let parts = |k: usize| {
+            let fp = &self.functions[k];
+            Some((fp, fp.analysis.as_ref()?, fp.edge_counting.as_ref()?))
+        };
+        let given = &self.given_entries;
+        let mut out: Vec<Option<Vec<u64>>> = (0..self.functions.len())
+            .map(|k| {
+                let (fp, a, ec) = parts(k)?;
+                (!given.given.get(k).copied().unwrap_or(false))
+                    .then(|| edge_counts(fp, a, ec, mem, 0))
+            })
+            .collect();
+        for (f, sites) in &given.order {
+            let entries = sites
+                .iter()
+                .map(|&(g, v)| match (&out[g], parts(g)) {
+                    (Some(counts), Some((_, a, _))) => node_count(a, counts, v),
+                    _ => 0,
+                })
+                .sum();
+            if let Some((fp, a, ec)) = parts(*f) {
+                out[*f] = Some(edge_counts(fp, a, ec, mem, entries));
+            }
+        }
+        out
+    }
+
     /// Counter increments of an exact-edges run (`None` in other modes): a deterministic
     /// measure of counter placement, free of timing noise.
     pub fn edge_increments(&self, mem: &[u8]) -> Option<Increments> {
@@ -60,15 +103,21 @@ impl Plan {
             return None;
         }
         let mut total = Increments::default();
-        for fp in &self.functions {
-            let (Some(a), Some(ec)) = (&fp.analysis, &fp.edge_counting) else {
+        let all = self.all_edge_counts(mem);
+        for (fp, counts) in self.functions.iter().zip(&all) {
+            let (Some(a), Some(ec), Some(counts)) = (&fp.analysis, &fp.edge_counting, counts)
+            else {
                 continue;
             };
-            let counts = edge_counts(fp, a, ec, mem);
             let weights = crate::plan::counting_tree_weights(a, |e| counts[e]);
-            let ideal = pepper_cfg::EdgeCounting::new(&a.cfg, &weights);
-            total.made += ec.increments(&counts);
-            total.ideal += ideal.increments(&counts);
+            // The best placement with the same knowledge: entries given where they are.
+            let ideal = if ec.entries_given {
+                pepper_cfg::EdgeCounting::with_given_entries(&a.cfg, &weights)
+            } else {
+                pepper_cfg::EdgeCounting::new(&a.cfg, &weights)
+            };
+            total.made += ec.increments(counts);
+            total.ideal += ideal.increments(counts);
         }
         Some(total)
     }
@@ -87,12 +136,16 @@ impl Plan {
         let empty = Vec::new();
         let mem = mem.unwrap_or(&empty);
         let mut branches = Vec::with_capacity(self.num_branches as usize);
-        for fp in &self.functions {
+        let edge_counts = match self.mode {
+            Mode::ExactEdges => self.all_edge_counts(mem),
+            _ => Vec::new(),
+        };
+        for (k, fp) in self.functions.iter().enumerate() {
             let Some(a) = &fp.analysis else { continue };
             let mut site_counts: Vec<Vec<u64>> =
                 a.sites.iter().map(|s| vec![0; s.outcomes.len()]).collect();
-            if let (Mode::ExactEdges, Some(ec)) = (self.mode, &fp.edge_counting) {
-                for (e, count) in edge_counts(fp, a, ec, mem).into_iter().enumerate() {
+            if let Some(Some(counts)) = edge_counts.get(k) {
+                for (e, &count) in counts.iter().enumerate() {
                     if let Some((site, outcome)) = a.edges[e].branch {
                         site_counts[site.0 as usize][outcome as usize] += count;
                     }

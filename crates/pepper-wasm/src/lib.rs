@@ -11,6 +11,7 @@ mod collect;
 pub mod contexts;
 pub mod dwarf;
 pub mod emit;
+pub mod entries;
 pub mod module;
 pub mod plan;
 mod rewrite;

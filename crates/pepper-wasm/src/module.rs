@@ -29,6 +29,8 @@ pub struct ModuleFacts<'a> {
     /// Functions whose reference is taken (element segments, `ref.func` in constant
     /// expressions): the possible targets of indirect calls.
     pub address_taken: std::collections::BTreeSet<u32>,
+    /// Functions the host can call directly: exports and the start function.
+    pub entry_points: std::collections::BTreeSet<u32>,
     /// Type index of each defined function.
     pub defined_types: Vec<u32>,
     pub bodies: Vec<FunctionBody<'a>>,
@@ -55,6 +57,7 @@ impl<'a> ModuleFacts<'a> {
             imports: Vec::new(),
             import_types: Vec::new(),
             address_taken: Default::default(),
+            entry_points: Default::default(),
             defined_types: Vec::new(),
             bodies: Vec::new(),
             num_memories: 0,
@@ -115,11 +118,24 @@ impl<'a> ModuleFacts<'a> {
                     // Export names stand in for functions the name section does not name.
                     for e in r.into_iter().flatten() {
                         if e.kind == wasmparser::ExternalKind::Func {
+                            f.entry_points.insert(e.index);
                             f.names.entry(e.index).or_insert_with(|| e.name.to_string());
                         }
                     }
                 }
                 Payload::DataSection(_) => f.has_data_section = true,
+                Payload::StartSection { func, .. } => {
+                    f.entry_points.insert(func);
+                }
+                Payload::GlobalSection(r) => {
+                    for g in r {
+                        for op in g?.init_expr.get_operators_reader() {
+                            if let wasmparser::Operator::RefFunc { function_index } = op? {
+                                f.address_taken.insert(function_index);
+                            }
+                        }
+                    }
+                }
                 Payload::ElementSection(r) => {
                     for e in r {
                         match e?.items {

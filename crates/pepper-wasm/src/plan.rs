@@ -481,6 +481,8 @@ pub struct Plan {
     /// Contexts: (function, counter address, canonical signature) of each function that
     /// indirect calls may reach and whose entries are counted.
     pub entry_counters: Vec<(u32, u32, u32)>,
+    /// Exact edges: functions whose entries their callers' counts give, callers first.
+    pub given_entries: crate::entries::GivenEntries,
     pub warnings: Vec<String>,
 }
 
@@ -591,6 +593,20 @@ fn build(
     let mut next_branch = 0u32;
     let mut any_hash = false;
 
+    // Exact edges decide across functions which entry counts callers give (analyzing
+    // every body first); other modes analyze each body as they go.
+    let mut analyses: Vec<Option<Result<FunctionAnalysis, crate::analysis::AnalysisError>>> =
+        Vec::new();
+    let mut given = crate::entries::GivenEntries::default();
+    if mode == Mode::ExactEdges {
+        let all: Vec<_> = facts.bodies.iter().map(analyze).collect();
+        let skipped: Vec<bool> = (0..all.len())
+            .map(|k| force_skip.iter().any(|s| s.0 == k))
+            .collect();
+        given = crate::entries::GivenEntries::decide(facts, &all, &skipped);
+        analyses = all.into_iter().map(Some).collect();
+    }
+
     for (k, body) in facts.bodies.iter().enumerate() {
         let index = facts.func_index(k);
         let name = facts.names.get(&index.0).cloned();
@@ -618,7 +634,11 @@ fn build(
         if let Some((_, why)) = force_skip.iter().find(|s| s.0 == k) {
             fp.skipped = Some(why.clone());
         }
-        let analysis = match analyze(body) {
+        let analysis = match analyses
+            .get_mut(k)
+            .and_then(Option::take)
+            .unwrap_or_else(|| analyze(body))
+        {
             Ok(a) => Some(a),
             Err(e) => {
                 fp.skipped = Some(e.to_string());
@@ -711,15 +731,20 @@ fn build(
                         Err(e) => fp.skipped = Some(e.to_string()),
                     }
                 } else if mode == Mode::ExactEdges {
+                    let given = given.given.get(k).copied().unwrap_or(false);
                     let ec = if a.sites.is_empty() {
                         // No branch, nothing to report: the one count such a function has
                         // (its entries) would cost an increment per call for no output.
-                        EdgeCounting {
-                            chord: vec![false; a.cfg.num_edges()],
-                        }
+                        // (With given entries, its edges are still known, for its callees.)
+                        EdgeCounting::uncounted(&a.cfg, given)
                     } else {
                         let observed = opts.guide.as_ref().and_then(|g| g.observed(index.0, &a));
-                        EdgeCounting::new(&a.cfg, &edge_weights(&a, observed.as_deref()))
+                        let weights = edge_weights(&a, observed.as_deref());
+                        if given {
+                            EdgeCounting::with_given_entries(&a.cfg, &weights)
+                        } else {
+                            EdgeCounting::new(&a.cfg, &weights)
+                        }
                     };
                     fp.edge_counter = ec.chord.iter().map(|&c| c.then(|| bump.alloc(8))).collect();
                     fp.edge_counting = Some(ec);
@@ -843,6 +868,7 @@ fn build(
         imports: facts.imports.clone(),
         rewritten: false,
         entry_counters,
+        given_entries: given,
         warnings,
     };
     let context_code = contexts.shadow() || counters || plan.layout.call_log_entries > 0;

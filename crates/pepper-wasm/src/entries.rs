@@ -1,0 +1,281 @@
+//! Exact edges: functions whose entry counts come from their callers' counts.
+//!
+//! Edge counting needs one chord per independent cycle of a function's CFG plus its
+//! virtual EXIT→ENTRY edge, and for a function with branches that costs at least one
+//! increment per call. But a function that only counted direct calls can enter was
+//! entered exactly as often as its call sites ran, and the callers' own edge counts say
+//! how often that was: the virtual edge can then be a free chord (Ball & Larus' optimal
+//! profiling, carried across calls). On the Lua workload, counters placed by a guide went
+//! from 80.3 M to 56.0 M increments with it (static placement 117.9 M → 105.8 M).
+//!
+//! Who qualifies: a defined function that is not exported, not the start function, not
+//! referenced (element segments, `ref.func` anywhere: indirect calls may reach it), and
+//! whose every direct caller is instrumented and has known counts itself, in an order
+//! where callers come first (recursion keeps its counter).
+
+use crate::analysis::{AnalysisError, FunctionAnalysis};
+use crate::module::ModuleFacts;
+use pepper_cfg::NodeId;
+
+/// The functions (by defined-function position) whose entries are given, callers first,
+/// each with its direct call sites: (caller's position, the caller's node holding the
+/// call), once per call instruction.
+#[derive(Clone, Debug, Default)]
+pub struct GivenEntries {
+    pub order: Vec<(usize, Vec<(usize, NodeId)>)>,
+    pub given: Vec<bool>,
+}
+
+impl GivenEntries {
+    /// Decides which functions get their entries from their callers. `analyses[k]` is
+    /// defined function `k`'s analysis, `skipped[k]` whether it stays uninstrumented
+    /// anyway.
+    pub fn decide(
+        facts: &ModuleFacts<'_>,
+        analyses: &[Result<FunctionAnalysis, AnalysisError>],
+        skipped: &[bool],
+    ) -> GivenEntries {
+        let n = analyses.len();
+        let imported = facts.num_imported_funcs;
+        let defined = |f: u32| {
+            (f >= imported)
+                .then(|| (f - imported) as usize)
+                .filter(|&k| k < n)
+        };
+        let mut candidate: Vec<bool> = (0..n)
+            .map(|k| {
+                let f = facts.func_index(k).0;
+                !skipped[k]
+                    && analyses[k].is_ok()
+                    && !facts.address_taken.contains(&f)
+                    && !facts.entry_points.contains(&f)
+            })
+            .collect();
+        let mut callers: Vec<Vec<(usize, NodeId)>> = vec![Vec::new(); n];
+        for (g, a) in analyses.iter().enumerate() {
+            match a {
+                Ok(a) if !skipped[g] => {
+                    for &(node, f) in &a.direct_calls {
+                        if let Some(k) = defined(f) {
+                            callers[k].push((g, node));
+                        }
+                    }
+                    for &f in &a.func_refs {
+                        if let Some(k) = defined(f) {
+                            candidate[k] = false;
+                        }
+                    }
+                }
+                // An uninstrumented caller counts nothing: whatever it calls or refers to
+                // keeps its own counter.
+                _ => {
+                    for f in raw_callees(&facts.bodies[g]) {
+                        if let Some(k) = defined(f) {
+                            candidate[k] = false;
+                        }
+                    }
+                }
+            }
+        }
+        // Recursion (a cycle of candidates calling each other) keeps its counters: each
+        // member's entries would depend on its own.
+        for k in in_cycles(&candidate, &callers) {
+            candidate[k] = false;
+        }
+        let has_sites = |k: usize| analyses[k].as_ref().is_ok_and(|a| !a.sites.is_empty());
+        // Counts are known for a function with branches (its own chords) and for one whose
+        // entries are given; unknown for a branch-free one that keeps its entries unknown.
+        let mut known: Vec<bool> = (0..n)
+            .map(|k| !skipped[k] && !candidate[k] && has_sites(k))
+            .collect();
+        let mut settled: Vec<bool> = candidate.iter().map(|c| !c).collect();
+        let mut out = GivenEntries {
+            order: Vec::new(),
+            given: vec![false; n],
+        };
+        let mut pending: Vec<usize> = (0..n).filter(|&k| candidate[k]).collect();
+        loop {
+            let mut changed = false;
+            pending.retain(|&f| {
+                if callers[f].iter().all(|&(g, _)| known[g]) {
+                    out.given[f] = true;
+                    known[f] = true;
+                    settled[f] = true;
+                    out.order.push((f, std::mem::take(&mut callers[f])));
+                    changed = true;
+                    false
+                } else if callers[f].iter().any(|&(g, _)| settled[g] && !known[g]) {
+                    known[f] = has_sites(f);
+                    settled[f] = true;
+                    changed = true;
+                    false
+                } else {
+                    true
+                }
+            });
+            if !changed {
+                // Without cycles every candidate settles; nothing is left here.
+                debug_assert!(pending.is_empty());
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// Candidates on a cycle of candidates calling each other (Tarjan's strongly connected
+/// components, iteratively; a function calling itself is a cycle too).
+fn in_cycles(candidate: &[bool], callers: &[Vec<(usize, NodeId)>]) -> Vec<usize> {
+    let n = candidate.len();
+    // Edges run caller → callee; walking callers is the reversed graph, which has the
+    // same components.
+    let adj: Vec<Vec<usize>> = (0..n)
+        .map(|v| {
+            let mut a: Vec<usize> = callers[v]
+                .iter()
+                .map(|&(g, _)| g)
+                .filter(|&g| candidate[v] && candidate[g])
+                .collect();
+            a.dedup();
+            a
+        })
+        .collect();
+    let succ = |v: usize| adj[v].iter().copied();
+    const NONE: usize = usize::MAX;
+    let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
+    let mut on_stack = vec![false; n];
+    let (mut stack, mut out, mut next) = (Vec::new(), Vec::new(), 0);
+    for root in (0..n).filter(|&v| candidate[v]) {
+        if index[root] != NONE {
+            continue;
+        }
+        // (node, position in its successor list)
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut pos)) = work.last_mut() {
+            if *pos == 0 && index[v] == NONE {
+                index[v] = next;
+                low[v] = next;
+                next += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if let Some(&w) = adj[v].get(*pos) {
+                *pos += 1;
+                if index[w] == NONE {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 || succ(v).any(|g| g == v) {
+                    out.extend(component);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The direct callees of a body pepper could not analyze (read leniently: what cannot be
+/// read is skipped).
+fn raw_callees(body: &wasmparser::FunctionBody<'_>) -> Vec<u32> {
+    let Ok(reader) = body.get_operators_reader() else {
+        return Vec::new();
+    };
+    reader
+        .into_iter()
+        .map_while(Result::ok)
+        .filter_map(|op| match op {
+            wasmparser::Operator::Call { function_index }
+            | wasmparser::Operator::ReturnCall { function_index }
+            | wasmparser::Operator::RefFunc { function_index } => Some(function_index),
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::analyze;
+
+    const MODULE: &str = r#"(module
+      (table 1 funcref)
+      (elem (i32.const 0) $taken)
+      (elem declare func $reffed)
+      (func $main (export "_start") (param i32)
+        (drop (call $helper (i32.const 1)))
+        (if (local.get 0) (then (drop (call $helper (i32.const 2)))))
+        (drop (call $rec (i32.const 3)))
+        (drop (call $taken (i32.const 0)))
+        (drop (call $via_ref (i32.const 0))))
+      (func $helper (param i32) (result i32)
+        (if (result i32) (local.get 0) (then (i32.const 1)) (else (call $leaf (i32.const 0)))))
+      (func $leaf (param i32) (result i32) (local.get 0))
+      (func $rec (param i32) (result i32)
+        (if (result i32) (local.get 0)
+          (then (call $rec (i32.sub (local.get 0) (i32.const 1))))
+          (else (i32.const 0))))
+      (func $taken (param i32) (result i32) (local.get 0))
+      (func $via_ref (param i32) (result i32) (drop (ref.func $reffed)) (local.get 0))
+      (func $reffed (param i32) (result i32) (local.get 0)))"#;
+
+    fn decide(skipped: &[bool]) -> GivenEntries {
+        let wasm = wat::parse_str(MODULE).unwrap();
+        let facts = ModuleFacts::parse(&wasm).unwrap();
+        let analyses: Vec<_> = facts.bodies.iter().map(analyze).collect();
+        GivenEntries::decide(&facts, &analyses, skipped)
+    }
+
+    /// Only functions nothing but counted direct calls can enter get their entries from
+    /// callers: not the export, not recursion, not table or `ref.func` targets; callers
+    /// come first, and every call instruction is a site. (The export has a branch, so it
+    /// counts its own edges; a branch-free one would count nothing its callees could use.)
+    #[test]
+    fn entries_come_only_from_counted_direct_calls() {
+        let g = decide(&[false; 7]);
+        // main, helper, leaf, rec, taken, via_ref, reffed
+        assert_eq!(g.given, [false, true, true, false, false, true, false]);
+        let order: Vec<usize> = g.order.iter().map(|(f, _)| *f).collect();
+        let pos = |f| order.iter().position(|&x| x == f).unwrap();
+        assert!(
+            pos(1) < pos(2),
+            "the caller's entries are known first: {order:?}"
+        );
+        let sites = |f| g.order.iter().find(|(x, _)| *x == f).unwrap().1.len();
+        assert_eq!(sites(1), 2, "two calls from main");
+        assert_eq!(sites(2), 1);
+    }
+
+    /// What an uninstrumented function calls keeps its own entry counter.
+    #[test]
+    fn callees_of_uninstrumented_code_count_their_entries() {
+        let g = decide(&[false, true, false, false, false, false, false]);
+        assert!(!g.given[1] && !g.given[2], "{:?}", g.given);
+        assert!(g.given[5]);
+        // And a branch-free caller that counts nothing gives nothing.
+        let wasm = wat::parse_str(MODULE.replace(
+            "(if (local.get 0) (then (drop (call $helper (i32.const 2)))))",
+            "",
+        ))
+        .unwrap();
+        let facts = ModuleFacts::parse(&wasm).unwrap();
+        let analyses: Vec<_> = facts.bodies.iter().map(analyze).collect();
+        let g = GivenEntries::decide(&facts, &analyses, &[false; 7]);
+        assert!(!g.given[1] && !g.given[5], "{:?}", g.given);
+    }
+}
