@@ -68,28 +68,19 @@ impl GivenEntries {
             .collect();
         let mut callers: Vec<Vec<(usize, NodeId)>> = vec![Vec::new(); n];
         for (g, a) in analyses.iter().enumerate() {
-            match a {
-                Ok(a) if !skipped[g] => {
-                    for &(node, f) in &a.direct_calls {
-                        if let Some(k) = defined(f) {
-                            callers[k].push((g, node));
-                        }
-                    }
-                    for &f in &a.func_refs {
-                        if let Some(k) = defined(f) {
-                            candidate[k] = false;
-                        }
-                    }
+            // Every body analyzed (checked above). An uninstrumented caller counts
+            // nothing, so whatever it calls keeps its own counter; whatever any body
+            // takes a reference to may be called indirectly.
+            let Ok(a) = a else { continue };
+            for &(node, f) in &a.direct_calls {
+                match defined(f) {
+                    Some(k) if skipped[g] => candidate[k] = false,
+                    Some(k) => callers[k].push((g, node)),
+                    None => {}
                 }
-                // An uninstrumented caller counts nothing: whatever it calls or refers to
-                // keeps its own counter.
-                _ => {
-                    for f in raw_callees(&facts.bodies[g]) {
-                        if let Some(k) = defined(f) {
-                            candidate[k] = false;
-                        }
-                    }
-                }
+            }
+            for k in a.func_refs.iter().filter_map(|&f| defined(f)) {
+                candidate[k] = false;
             }
         }
         // Recursion (a cycle of candidates calling each other) keeps its counters: each
@@ -151,7 +142,6 @@ fn in_cycles(candidate: &[bool], callers: &[Vec<(usize, NodeId)>]) -> Vec<usize>
             a
         })
         .collect();
-    let succ = |v: usize| adj[v].iter().copied();
     const NONE: usize = usize::MAX;
     let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
     let mut on_stack = vec![false; n];
@@ -192,31 +182,13 @@ fn in_cycles(candidate: &[bool], callers: &[Vec<(usize, NodeId)>]) -> Vec<usize>
                         break;
                     }
                 }
-                if component.len() > 1 || succ(v).any(|g| g == v) {
+                if component.len() > 1 || adj[v].contains(&v) {
                     out.extend(component);
                 }
             }
         }
     }
     out
-}
-
-/// The direct callees of a body pepper could not analyze (read leniently: what cannot be
-/// read is skipped).
-fn raw_callees(body: &wasmparser::FunctionBody<'_>) -> Vec<u32> {
-    let Ok(reader) = body.get_operators_reader() else {
-        return Vec::new();
-    };
-    reader
-        .into_iter()
-        .map_while(Result::ok)
-        .filter_map(|op| match op {
-            wasmparser::Operator::Call { function_index }
-            | wasmparser::Operator::ReturnCall { function_index }
-            | wasmparser::Operator::RefFunc { function_index } => Some(function_index),
-            _ => None,
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -245,11 +217,15 @@ mod tests {
       (func $via_ref (param i32) (result i32) (drop (ref.func $reffed)) (local.get 0))
       (func $reffed (param i32) (result i32) (local.get 0)))"#;
 
-    fn decide(skipped: &[bool]) -> GivenEntries {
-        let wasm = wat::parse_str(MODULE).unwrap();
+    fn decide_on(module: &str, skipped: &[bool]) -> GivenEntries {
+        let wasm = wat::parse_str(module).unwrap();
         let facts = ModuleFacts::parse(&wasm).unwrap();
         let analyses: Vec<_> = facts.bodies.iter().map(analyze).collect();
         GivenEntries::decide(&facts, &analyses, skipped)
+    }
+
+    fn decide(skipped: &[bool]) -> GivenEntries {
+        decide_on(MODULE, skipped)
     }
 
     /// Only functions nothing but counted direct calls can enter get their entries from
@@ -279,14 +255,11 @@ mod tests {
         assert!(!g.given[1] && !g.given[2], "{:?}", g.given);
         assert!(g.given[5]);
         // And a branch-free caller that counts nothing gives nothing.
-        let wasm = wat::parse_str(MODULE.replace(
+        let branch_free = MODULE.replace(
             "(if (local.get 0) (then (drop (call $helper (i32.const 2)))))",
             "",
-        ))
-        .unwrap();
-        let facts = ModuleFacts::parse(&wasm).unwrap();
-        let analyses: Vec<_> = facts.bodies.iter().map(analyze).collect();
-        let g = GivenEntries::decide(&facts, &analyses, &[false; 7]);
+        );
+        let g = decide_on(&branch_free, &[false; 7]);
         assert!(!g.given[1] && !g.given[5], "{:?}", g.given);
     }
 
@@ -298,10 +271,7 @@ mod tests {
             "(func $leaf (param i32) (result i32) (local.get 0))",
             "(tag $e) (func $leaf (param i32) (result i32) (if (local.get 0) (then (throw $e))) (local.get 0))",
         );
-        let wasm = wat::parse_str(throwing).unwrap();
-        let facts = ModuleFacts::parse(&wasm).unwrap();
-        let analyses: Vec<_> = facts.bodies.iter().map(analyze).collect();
-        let g = GivenEntries::decide(&facts, &analyses, &[false; 7]);
+        let g = decide_on(&throwing, &[false; 7]);
         assert!(g.given.iter().all(|&x| !x), "{:?}", g.given);
         assert!(g.order.is_empty());
     }
