@@ -1,0 +1,429 @@
+//! The rewriter against random modules (wasm-smith): whatever a generator of valid
+//! WebAssembly produces, every instrumented module must validate without the rewriter's
+//! safety net (no function left uninstrumented because its rewrite was invalid), behave
+//! exactly like the original (results, traps, exported memories and globals after every
+//! call), and yield a profile without panicking, also after traps. When no call trapped,
+//! the exact modes must agree with each other: exact-edges' counted edges equal the edge
+//! profile derived from exact paths, and PEP recording every path end in the guest
+//! (`every 1`) and targeted mode without a guide count exactly exact-paths' paths.
+//!
+//! Hand-written fixtures cover what we thought of; this covers what a generator finds:
+//! unreachable code (stack-polymorphic operators), labels carrying values to every kind of
+//! branch, multi-value blocks, tail calls, tables, several memories.
+
+use pepper_profile::{Mode, Profile};
+use pepper_wasm::{ContextMode, InstrumentOptions, RunOutcome};
+use std::collections::HashMap;
+use wasmtime::{Engine, Extern, Instance, Module, Store, Val, ValType};
+
+/// How many random modules one test run checks (each in every variant).
+const MODULES: u64 = 240;
+/// Fuel of each exported call (wasm-smith's `ensure_termination`: one unit per loop
+/// iteration and function entry; a call that runs out traps), small enough that recursion
+/// stays far from the stack limit.
+const FUEL: u32 = 1000;
+
+/// SplitMix64: the generator's input bytes, reproducible from the seed alone.
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mix = |mut z: u64| {
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    };
+    // Start each seed's stream at an unrelated point of the sequence (not one step on).
+    let mut x = mix(seed ^ 0x5DEE_CE66_D1CE_5EED);
+    (0..len)
+        .map(|_| {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            mix(x) as u8
+        })
+        .collect()
+}
+
+/// A random module with no imports whose fuel global is exported as `fuel`, or `None`
+/// when the generator gives up on this seed.
+fn random_module(seed: u64) -> Option<Vec<u8>> {
+    let data = bytes(seed, 32 << 10);
+    let mut u = arbitrary::Unstructured::new(&data);
+    let config = wasm_smith::Config {
+        max_imports: 0,
+        min_funcs: 4,
+        max_funcs: 10,
+        max_instructions: 200,
+        min_exports: 1,
+        export_everything: true,
+        max_memories: 2,
+        max_memory32_bytes: 4 << 16,
+        max_memory64_bytes: 4 << 16,
+        max_tables: 2,
+        max_table_elements: 64,
+        max_data_segments: 4,
+        max_element_segments: 4,
+        canonicalize_nans: true,
+        // Three modules in four cannot trap (addresses masked, divisors non-zero, ...)
+        // except by running out of fuel, so their calls run deep; the fourth traps freely.
+        disallow_traps: seed % 4 != 3,
+        // Functions with `try_table` or GC branches are left uninstrumented (with a
+        // warning): only the trapping modules have those proposals, so that the others
+        // instrument every function.
+        exceptions_enabled: seed % 4 == 3,
+        gc_enabled: seed % 4 == 3,
+        relaxed_simd_enabled: false,
+        threads_enabled: false,
+        shared_everything_threads_enabled: false,
+        wide_arithmetic_enabled: false,
+        allow_start_export: false,
+        ..Default::default()
+    };
+    let mut m = wasm_smith::Module::new(config, &mut u).ok()?;
+    let fuel = m.ensure_termination(FUEL).ok()?;
+    // Every other module keeps only some of its function exports, so that exact edges
+    // can take the others' entry counts from their callers.
+    let keep = |_: &str, kind, index: u32| {
+        kind != wasmparser::ExternalKind::Func
+            || seed.is_multiple_of(2)
+            || index == 0
+            || bytes(seed ^ index as u64, 1)[0].is_multiple_of(2)
+    };
+    Some(with_exports(&m.to_bytes(), keep, fuel))
+}
+
+/// `wasm` with only the exports `keep` accepts, plus its global `fuel` exported as `fuel`.
+fn with_exports(
+    wasm: &[u8],
+    keep: impl Fn(&str, wasmparser::ExternalKind, u32) -> bool,
+    fuel: u32,
+) -> Vec<u8> {
+    use wasm_encoder::{Encode, Section};
+    let mut out = wasm[..8].to_vec();
+    let mut exports = wasm_encoder::ExportSection::new();
+    let mut done = false;
+    for p in wasmparser::Parser::new(0).parse_all(wasm) {
+        let p = p.expect("wasm-smith output parses");
+        let Some((id, range)) = p.as_section() else {
+            continue;
+        };
+        if let wasmparser::Payload::ExportSection(s) = &p {
+            for e in s.clone().into_iter().map(Result::unwrap) {
+                if keep(e.name, e.kind, e.index) {
+                    exports.export(e.name, e.kind.into(), e.index);
+                }
+            }
+            continue;
+        }
+        // Sections after exports in the binary order (start, element, data count, code,
+        // data): the export section goes before the first of them.
+        if !done && matches!(id, 8..=12) {
+            exports.export("fuel", wasm_encoder::ExportKind::Global, fuel);
+            out.push(exports.id());
+            exports.encode(&mut out);
+            done = true;
+        }
+        let body = &wasm[range.start as usize..range.end as usize];
+        out.push(id);
+        body.len().encode(&mut out);
+        out.extend_from_slice(body);
+    }
+    if !done {
+        exports.export("fuel", wasm_encoder::ExportKind::Global, fuel);
+        out.push(exports.id());
+        exports.encode(&mut out);
+    }
+    out
+}
+
+fn exports(wasm: &[u8]) -> Vec<(String, wasmparser::ExternalKind, u32)> {
+    let mut out = Vec::new();
+    for p in wasmparser::Parser::new(0).parse_all(wasm) {
+        if let Ok(wasmparser::Payload::ExportSection(s)) = p {
+            for e in s.into_iter().flatten() {
+                out.push((e.name.to_string(), e.kind, e.index));
+            }
+        }
+    }
+    out
+}
+
+/// What one exported call did, in terms two different compilations must agree on.
+#[derive(Debug, PartialEq, Eq)]
+enum Outcome {
+    Returned(Vec<String>),
+    Trapped(String),
+    /// An error that is not a trap (an uncaught exception): its kind only.
+    Failed,
+}
+
+/// A value by its bits (floats included: NaNs are canonicalized by the generator); a
+/// reference by its null-ness (identities differ between instances).
+fn show(v: &Val) -> String {
+    match v {
+        Val::I32(x) => format!("i32 {x}"),
+        Val::I64(x) => format!("i64 {x}"),
+        Val::F32(x) => format!("f32 {x:#x}"),
+        Val::F64(x) => format!("f64 {x:#x}"),
+        Val::V128(x) => format!("v128 {:#x}", x.as_u128()),
+        Val::FuncRef(f) => format!("funcref null={}", f.is_none()),
+        Val::ExternRef(r) => format!("externref null={}", r.is_none()),
+        Val::AnyRef(r) => format!("anyref null={}", r.is_none()),
+        Val::ExnRef(r) => format!("exnref null={}", r.is_none()),
+        Val::ContRef(r) => format!("contref null={}", r.is_none()),
+    }
+}
+
+/// The zero of a parameter type, or `None` for a non-nullable reference (such functions
+/// are not called).
+fn zero(t: &ValType) -> Option<Val> {
+    match t {
+        ValType::Ref(r) if !r.is_nullable() => None,
+        _ => Val::default_for_ty(t),
+    }
+}
+
+/// Everything a call leaves behind that the program's own exports show.
+#[derive(Debug, PartialEq, Eq)]
+struct Observed {
+    outcome: Outcome,
+    state: Vec<String>,
+}
+
+/// Instantiates `wasm` and calls each of `funcs` in turn (with fresh fuel), observing the original module's exports after each; returns the observations and
+/// pepper's counters memory.
+fn run(
+    engine: &Engine,
+    wasm: &[u8],
+    funcs: &[String],
+    observed_exports: &[(String, wasmparser::ExternalKind, u32)],
+) -> Result<(Vec<Observed>, Option<Vec<u8>>), String> {
+    let module = Module::new(engine, wasm).map_err(|e| format!("{e:?}"))?;
+    let mut store = Store::new(engine, ());
+    let instance = Instance::new(&mut store, &module, &[]).map_err(|e| format!("{e:?}"))?;
+    let mut out = Vec::new();
+    for name in funcs {
+        let fuel = instance
+            .get_global(&mut store, "fuel")
+            .expect("fuel global");
+        fuel.set(&mut store, Val::I32(FUEL as i32))
+            .expect("fuel is an i32");
+        let f = instance.get_func(&mut store, name).expect("exported func");
+        let ty = f.ty(&store);
+        let args: Vec<Val> = ty.params().map(|t| zero(&t).unwrap()).collect();
+        let mut results: Vec<Val> = ty.results().map(|_| Val::I32(0)).collect();
+        let outcome = match f.call(&mut store, &args, &mut results) {
+            Ok(()) => Outcome::Returned(results.iter().map(show).collect()),
+            Err(e) => match e.downcast_ref::<wasmtime::Trap>() {
+                Some(t) => Outcome::Trapped(format!("{t:?}")),
+                None => Outcome::Failed,
+            },
+        };
+        let mut state = Vec::new();
+        for (export, kind, _) in observed_exports {
+            match (kind, instance.get_export(&mut store, export)) {
+                (wasmparser::ExternalKind::Memory, Some(Extern::Memory(m))) => {
+                    let data = m.data(&store);
+                    state.push(format!("{export}: {} bytes, {:x}", data.len(), fnv(data)));
+                }
+                (wasmparser::ExternalKind::Global, Some(Extern::Global(g))) => {
+                    state.push(format!("{export}: {}", show(&g.get(&mut store))));
+                }
+                (wasmparser::ExternalKind::Table, Some(Extern::Table(t))) => {
+                    state.push(format!("{export}: {} elements", t.size(&store)));
+                }
+                _ => {}
+            }
+        }
+        out.push(Observed { outcome, state });
+    }
+    let counters = instance
+        .get_memory(&mut store, pepper_wasm::COUNTERS_EXPORT)
+        .map(|m| m.data(&store).to_vec());
+    Ok((out, counters))
+}
+
+fn fnv(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+fn paths_by_key(p: &Profile) -> HashMap<pepper_profile::compare::PathKey, u64> {
+    let mut m = HashMap::new();
+    for path in &p.paths {
+        *m.entry(pepper_profile::compare::PathKey::of(path))
+            .or_insert(0) += path.count;
+    }
+    m
+}
+
+fn branch_counts(p: &Profile) -> Vec<(u32, u64, Vec<u64>)> {
+    p.branches
+        .iter()
+        .map(|b| (b.func, b.offset, b.counts.clone()))
+        .collect()
+}
+
+#[test]
+fn random_modules_behave_identically_and_profile_consistently() {
+    let engine = pepper_runtime::engine(None, false).unwrap();
+    let variants: Vec<(&str, InstrumentOptions)> = vec![
+        ("exact-paths", InstrumentOptions::default()),
+        (
+            // Every function hashed through a two-entry cache: evictions all the time.
+            "exact-paths hashed",
+            InstrumentOptions {
+                array_max_paths: 0,
+                hash_cache_log2: 1,
+                ..Default::default()
+            },
+        ),
+        (
+            "exact-edges",
+            InstrumentOptions {
+                mode: Mode::ExactEdges,
+                ..Default::default()
+            },
+        ),
+        (
+            "pep every 1",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                pep_every: Some(1),
+                ..Default::default()
+            },
+        ),
+        (
+            "pep ring, native contexts with call log",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                contexts: ContextMode::Native,
+                call_log_log2: Some(6),
+                ..Default::default()
+            },
+        ),
+        (
+            "targeted, no guide",
+            InstrumentOptions {
+                mode: Mode::Targeted,
+                obvious: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "none, shadow stack",
+            InstrumentOptions {
+                mode: Mode::None,
+                contexts: ContextMode::Sampled,
+                ..Default::default()
+            },
+        ),
+        (
+            "none, exact contexts",
+            InstrumentOptions {
+                mode: Mode::None,
+                contexts: ContextMode::Exact,
+                ..Default::default()
+            },
+        ),
+    ];
+    let (mut checked, mut compared, mut calls) = (0, 0, 0);
+    let (mut executions, mut paths, mut given) = (0, 0, 0);
+    for seed in 0..MODULES {
+        let Some(wasm) = random_module(seed) else {
+            continue;
+        };
+        let observed = exports(&wasm);
+        let funcs: Vec<String> = observed
+            .iter()
+            .filter(|(_, k, _)| *k == wasmparser::ExternalKind::Func)
+            .map(|(n, _, _)| n.clone())
+            .collect();
+        let Ok(m) = Module::new(&engine, &wasm) else {
+            continue; // a proposal this engine does not enable
+        };
+        let funcs: Vec<String> = funcs
+            .into_iter()
+            .filter(|n| {
+                let ty = m.get_export(n).and_then(|e| e.func().cloned()).unwrap();
+                let callable = ty.params().all(|t| zero(&t).is_some());
+                callable
+            })
+            .collect();
+        let Ok((original, _)) = run(&engine, &wasm, &funcs, &observed) else {
+            continue; // instantiation traps (an active segment out of bounds)
+        };
+        checked += 1;
+        calls += funcs.len();
+        let trapped = original
+            .iter()
+            .any(|o| !matches!(o.outcome, Outcome::Returned(_)));
+        let mut profiles: HashMap<&str, Profile> = HashMap::new();
+        for (label, opts) in &variants {
+            let inst = pepper_wasm::instrument(&wasm, opts)
+                .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
+            for w in &inst.plan.warnings {
+                assert!(
+                    !w.contains("internal rewriter error"),
+                    "seed {seed}, {label}: {w}"
+                );
+            }
+            let (got, counters) = run(&engine, &inst.wasm, &funcs, &observed)
+                .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
+            assert_eq!(got, original, "seed {seed}, {label}: behaviour changed");
+            let outcome = RunOutcome {
+                module: pepper_profile::ModuleInfo {
+                    path: format!("seed-{seed}.wasm"),
+                    sha256: String::new(),
+                    size: wasm.len() as u64,
+                },
+                run: Default::default(),
+                warnings: Vec::new(),
+                sampling: None,
+                contexts: None,
+            };
+            if opts.mode == Mode::ExactEdges && !trapped {
+                given += inst.plan.given_entries.order.len();
+            }
+            let profile = inst.plan.profile(counters.as_deref(), outcome, &|_| None);
+            profiles.insert(label, profile);
+        }
+        // Path modes count completed paths only, so they agree even when a call trapped.
+        let exact = &profiles["exact-paths"];
+        executions += exact.branches.iter().flat_map(|b| &b.counts).sum::<u64>();
+        paths += exact.paths.len();
+        for label in ["exact-paths hashed", "pep every 1", "targeted, no guide"] {
+            assert_eq!(
+                paths_by_key(&profiles[label]),
+                paths_by_key(exact),
+                "seed {seed}: {label} paths differ from exact-paths"
+            );
+            assert_eq!(
+                branch_counts(&profiles[label]),
+                branch_counts(exact),
+                "seed {seed}: {label} edges differ from exact-paths"
+            );
+        }
+        // Edge counters count what a trap interrupted too; without traps they must agree.
+        if !trapped {
+            compared += 1;
+            assert_eq!(
+                branch_counts(&profiles["exact-edges"]),
+                branch_counts(exact),
+                "seed {seed}: exact-edges counts differ from the edges of exact paths"
+            );
+        }
+    }
+    eprintln!(
+        "{checked} modules, {calls} calls, {executions} branch executions, {paths} distinct \
+         paths; {compared} modules without traps, {given} functions in them with entries \
+         from callers"
+    );
+    // The generator must actually exercise the rewriter: most seeds give a module that
+    // runs, and a fair share of them run without trapping.
+    assert!(
+        checked >= MODULES as usize / 2,
+        "only {checked} modules ran"
+    );
+    assert!(
+        compared >= MODULES as usize / 8,
+        "only {compared} ran trap-free"
+    );
+}
