@@ -142,6 +142,8 @@ struct Spec {
     obvious: bool,
     /// PEP with the host sampler: what a burst's samples stand for.
     weights: pepper_runtime::BurstWeights,
+    /// Exact edges: read loops' induction variables instead of counting iterations.
+    loop_counts: bool,
     what: &'static str,
 }
 
@@ -155,6 +157,7 @@ fn specs() -> Vec<Spec> {
         epoch: None,
         obvious: false,
         weights: pepper_runtime::BurstWeights::Rate,
+        loop_counts: true,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
@@ -187,6 +190,13 @@ fn specs() -> Vec<Spec> {
             label: "exact-edges",
             mode: Mode::ExactEdges,
             what: "every branch outcome counted",
+            ..base.clone()
+        },
+        Spec {
+            label: "exact-edges-no-loop-counts",
+            mode: Mode::ExactEdges,
+            loop_counts: false,
+            what: "every branch outcome counted, loop iterations on edges (`--no-loop-counts`, exact edges before the tenth session)",
             ..base.clone()
         },
         Spec {
@@ -428,6 +438,7 @@ fn instrument(
             pep_every: spec.every,
             guide: guide.cloned(),
             obvious: spec.obvious,
+            loop_counts: spec.loop_counts,
             ..Default::default()
         },
     )?;

@@ -4,9 +4,14 @@
 //! The CFG plus a virtual EXIT→ENTRY edge is a circulation: at every node, inflow equals
 //! outflow. Counting the edges outside a spanning tree determines the tree edges uniquely.
 //! Heavy (hot, or expensive to instrument) edges go in the tree, so they carry no code.
+//!
+//! Counts known from elsewhere are free chords: a function's entries (its callers'
+//! counts), and a node's executions (a loop's induction variable says how often the node
+//! that steps it ran). A node count is the count of a virtual edge between the node's
+//! two halves (in-edges arrive at the first, out-edges leave the second).
 
 use crate::cfg::Cfg;
-use crate::ids::EdgeId;
+use crate::ids::{EdgeId, NodeId};
 
 /// Which edges need a counter.
 #[derive(Clone, Debug)]
@@ -17,6 +22,9 @@ pub struct EdgeCounting {
     /// from elsewhere, for free: from its callers' counts, when only counted direct calls
     /// can enter it. `false`: it is a tree edge, derived like the others.
     pub entries_given: bool,
+    /// Nodes whose execution counts [`derive`](Self::derive) will be given (in this
+    /// order): those of the offered ones that save a chord.
+    pub nodes_given: Vec<NodeId>,
 }
 
 struct UnionFind(Vec<usize>);
@@ -43,7 +51,7 @@ impl EdgeCounting {
     /// counting edge `e` (expected frequency times instrumentation cost); the virtual
     /// EXIT→ENTRY edge is always in the tree.
     pub fn new(cfg: &Cfg, weight: &[u64]) -> EdgeCounting {
-        Self::build(cfg, weight, false)
+        Self::build(cfg, weight, false, &[])
     }
 
     /// Like [`EdgeCounting::new`], for a function whose entry count will be given to
@@ -51,7 +59,20 @@ impl EdgeCounting {
     /// there is, so the tree keeps one more real edge and a run makes one increment fewer
     /// per entry (unless EXIT is unreachable, where the virtual edge stays in the tree).
     pub fn with_given_entries(cfg: &Cfg, weight: &[u64]) -> EdgeCounting {
-        Self::build(cfg, weight, true)
+        Self::build(cfg, weight, true, &[])
+    }
+
+    /// Like [`EdgeCounting::new`], with the entry count (if `entries_given`) and the
+    /// execution counts of `nodes` available for free: each is a chord that costs nothing,
+    /// kept in [`nodes_given`](Self::nodes_given) where it replaces a real one (not ENTRY
+    /// or EXIT, which have one half only).
+    pub fn with_given(
+        cfg: &Cfg,
+        weight: &[u64],
+        entries_given: bool,
+        nodes: &[NodeId],
+    ) -> EdgeCounting {
+        Self::build(cfg, weight, entries_given, nodes)
     }
 
     /// An empty placement: no edge counted, entries given (or unknown).
@@ -59,11 +80,20 @@ impl EdgeCounting {
         EdgeCounting {
             chord: vec![false; cfg.num_edges()],
             entries_given,
+            nodes_given: Vec::new(),
         }
     }
 
-    fn build(cfg: &Cfg, weight: &[u64], entries_given: bool) -> EdgeCounting {
-        let mut uf = UnionFind((0..cfg.num_nodes()).collect());
+    fn build(cfg: &Cfg, weight: &[u64], entries_given: bool, nodes: &[NodeId]) -> EdgeCounting {
+        let mut nodes: Vec<NodeId> = nodes
+            .iter()
+            .copied()
+            .filter(|&v| v != cfg.entry() && v != cfg.exit())
+            .collect();
+        nodes.sort();
+        nodes.dedup();
+        let halves = Halves::new(cfg, &nodes);
+        let mut uf = UnionFind((0..cfg.num_nodes() + nodes.len()).collect());
         if !entries_given {
             uf.union(cfg.exit().index(), cfg.entry().index());
         }
@@ -71,16 +101,24 @@ impl EdgeCounting {
         order.sort_by_key(|&e| (std::cmp::Reverse(weight[e]), e));
         let mut chord = vec![true; cfg.num_edges()];
         for e in order {
-            let (s, d) = cfg.edge(EdgeId::new(e));
-            if uf.union(s.index(), d.index()) {
+            let (s, d) = halves.ends(cfg, e);
+            if uf.union(s, d) {
                 chord[e] = false;
             }
         }
-        // The virtual edge is a chord only if the real edges already span EXIT.
+        // A free edge is a chord only if the real edges already connect its ends;
+        // otherwise it joins the tree (its count would be derived anyway) and is not used.
         let entries_given = entries_given && !uf.union(cfg.exit().index(), cfg.entry().index());
+        let nodes_given = nodes
+            .iter()
+            .enumerate()
+            .filter(|&(j, v)| !uf.union(v.index(), cfg.num_nodes() + j))
+            .map(|(_, &v)| v)
+            .collect();
         EdgeCounting {
             chord,
             entries_given,
+            nodes_given,
         }
     }
 
@@ -94,37 +132,52 @@ impl EdgeCounting {
             .sum()
     }
 
-    /// All edge counts from the chord counts (`chord_counts[e]` is read only for chords)
-    /// and, when [`entries_given`](Self::entries_given), the function's `entries`, by flow
-    /// conservation at each node, leaves of the tree first. Nodes that do not conserve flow
-    /// (a trap or `proc_exit` stopped the function midway) can make a derived count
-    /// slightly off; negative results are clamped to zero.
-    pub fn derive(&self, cfg: &Cfg, chord_counts: &[u64], entries: u64) -> Vec<u64> {
-        let n = cfg.num_nodes();
+    /// All edge counts from the chord counts (`chord_counts[e]` is read only for chords),
+    /// when [`entries_given`](Self::entries_given) the function's `entries`, and the
+    /// execution counts of [`nodes_given`](Self::nodes_given) (`node_counts`, in that
+    /// order), by flow conservation at each node, leaves of the tree first. Nodes that do
+    /// not conserve flow (a trap or `proc_exit` stopped the function midway) can make a
+    /// derived count slightly off; negative results are clamped to zero.
+    pub fn derive(
+        &self,
+        cfg: &Cfg,
+        chord_counts: &[u64],
+        entries: u64,
+        node_counts: &[u64],
+    ) -> Vec<u64> {
+        let halves = Halves::new(cfg, &self.nodes_given);
+        let n = cfg.num_nodes() + self.nodes_given.len();
         let m = cfg.num_edges();
-        // Edge m is the virtual EXIT→ENTRY edge (a tree edge, unknown).
+        // Edge m is the virtual EXIT→ENTRY edge, m + 1 + j the edge between the halves of
+        // `nodes_given[j]`.
         let ends = |e: usize| {
-            if e == m {
-                (cfg.exit(), cfg.entry())
+            if e < m {
+                halves.ends(cfg, e)
+            } else if e == m {
+                (cfg.exit().index(), cfg.entry().index())
             } else {
-                cfg.edge(EdgeId::new(e))
+                let j = e - m - 1;
+                (self.nodes_given[j].index(), cfg.num_nodes() + j)
             }
         };
-        let mut known: Vec<Option<i128>> = (0..=m)
+        let total = m + 1 + self.nodes_given.len();
+        let mut known: Vec<Option<i128>> = (0..total)
             .map(|e| {
-                if e == m {
+                if e < m {
+                    self.chord[e].then(|| chord_counts[e] as i128)
+                } else if e == m {
                     self.entries_given.then_some(entries as i128)
                 } else {
-                    self.chord[e].then(|| chord_counts[e] as i128)
+                    Some(node_counts.get(e - m - 1).copied().unwrap_or(0) as i128)
                 }
             })
             .collect();
         let mut incident: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for e in 0..=m {
+        for e in 0..total {
             let (s, d) = ends(e);
-            incident[s.index()].push(e);
+            incident[s].push(e);
             if d != s {
-                incident[d.index()].push(e);
+                incident[d].push(e);
             }
         }
         let unknown = |known: &[Option<i128>], v: usize| {
@@ -139,28 +192,48 @@ impl EdgeCounting {
             for &f in &incident[v] {
                 let Some(c) = known[f] else { continue };
                 let (s, d) = ends(f);
-                if d.index() == v {
+                if d == v {
                     inflow += c;
                 }
-                if s.index() == v {
+                if s == v {
                     outflow += c;
                 }
             }
             let (s, _) = ends(e);
-            let val = if s.index() == v {
+            let val = if s == v {
                 inflow - outflow
             } else {
                 outflow - inflow
             };
             known[e] = Some(val.max(0));
             let (s, d) = ends(e);
-            for w in [s.index(), d.index()] {
+            for w in [s, d] {
                 if unknown(&known, w) == 1 {
                     stack.push(w);
                 }
             }
         }
         (0..m).map(|e| known[e].unwrap_or(0) as u64).collect()
+    }
+}
+
+/// Where each edge starts and ends once some nodes are split in two halves: the first
+/// half keeps the node's index (in-edges), the second is `num_nodes + j` for the `j`-th
+/// split node (out-edges; a self-loop goes from the second half to the first).
+struct Halves(Vec<Option<usize>>);
+
+impl Halves {
+    fn new(cfg: &Cfg, nodes: &[NodeId]) -> Halves {
+        let mut second = vec![None; cfg.num_nodes()];
+        for (j, v) in nodes.iter().enumerate() {
+            second[v.index()] = Some(cfg.num_nodes() + j);
+        }
+        Halves(second)
+    }
+
+    fn ends(&self, cfg: &Cfg, e: usize) -> (usize, usize) {
+        let (s, d) = cfg.edge(EdgeId::new(e));
+        (self.0[s.index()].unwrap_or(s.index()), d.index())
     }
 }
 
@@ -213,7 +286,7 @@ mod tests {
             let weight: Vec<u64> = (0..cfg.num_edges()).map(|_| (rnd() % 100) as u64).collect();
             let ec = EdgeCounting::new(&cfg, &weight);
             let chords = chords_masked(&counts, &ec);
-            let derived = ec.derive(&cfg, &chords, 0);
+            let derived = ec.derive(&cfg, &chords, 0, &[]);
             // With the entries given, the same counts come back from one chord fewer
             // (where EXIT is reachable), and never from more increments.
             let given = EdgeCounting::with_given_entries(&cfg, &weight);
@@ -224,7 +297,27 @@ mod tests {
             } else {
                 assert_eq!(given_chords, chords_before, "case {case}");
             }
-            let from_given = given.derive(&cfg, &chords_masked(&counts, &given), walks);
+            let from_given = given.derive(&cfg, &chords_masked(&counts, &given), walks, &[]);
+            // Node counts given too (some random nodes): each one used saves a chord, and
+            // the same counts come back.
+            let offered: Vec<NodeId> = (0..1 + rnd() % 3)
+                .map(|_| NodeId::new(rnd() % cfg.num_nodes()))
+                .collect();
+            let nodes = EdgeCounting::with_given(&cfg, &weight, true, &offered);
+            assert!(nodes.nodes_given.iter().all(|v| offered.contains(v)));
+            // Counted chords plus free ones: one per independent cycle, however split.
+            assert_eq!(
+                nodes.chord.iter().filter(|&&c| c).count()
+                    + nodes.nodes_given.len()
+                    + nodes.entries_given as usize,
+                given_chords + given.entries_given as usize,
+                "case {case}"
+            );
+            let inflow =
+                |v: NodeId| -> u64 { cfg.preds(v).iter().map(|e| counts[e.index()]).sum() };
+            let node_counts: Vec<u64> = nodes.nodes_given.iter().map(|&v| inflow(v)).collect();
+            let from_nodes =
+                nodes.derive(&cfg, &chords_masked(&counts, &nodes), walks, &node_counts);
             // A tree of the true counts is the cheapest placement: no other makes fewer
             // increments (a maximum spanning tree leaves the lightest chords).
             let ideal = EdgeCounting::new(&cfg, &counts);
@@ -240,6 +333,10 @@ mod tests {
                     assert_eq!(
                         from_given[e], counts[e],
                         "case {case} edge {e}, entries given"
+                    );
+                    assert_eq!(
+                        from_nodes[e], counts[e],
+                        "case {case} edge {e}, node counts given"
                     );
                 }
             }

@@ -13,6 +13,7 @@
 
 use pepper_cfg::{Cfg, EdgeId, NodeId};
 use pepper_profile::BranchKind;
+use std::collections::HashMap;
 use wasmparser::{FunctionBody, Operator};
 
 /// Index of a branch instruction within one function.
@@ -113,6 +114,26 @@ pub struct FunctionAnalysis {
     pub direct_calls: Vec<(NodeId, u32)>,
     /// Functions whose reference the body takes (`ref.func`): indirect-call targets.
     pub func_refs: Vec<u32>,
+    /// Loops with an induction variable: a local the loop body writes once, by adding a
+    /// constant to itself. The node holding that write runs `(x - x_at_entry) / step` times
+    /// per entry of the loop, which exact edge counting can read at the loop's exits
+    /// instead of counting an edge on every iteration.
+    pub loop_counters: Vec<LoopCounter>,
+}
+
+/// An induction variable of a loop (see [`FunctionAnalysis::loop_counters`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopCounter {
+    pub header: NodeId,
+    /// The edge that falls into the loop (the loop's only entry).
+    pub entry: EdgeId,
+    /// The node whose straight-line code holds the variable's one write.
+    pub node: NodeId,
+    pub local: u32,
+    /// i64 (else i32).
+    pub wide: bool,
+    /// What each execution of the write adds (never 0).
+    pub step: i64,
 }
 
 /// Why a function cannot be instrumented.
@@ -187,6 +208,88 @@ impl Builder {
     }
 }
 
+/// The operators just before a `local.set`/`local.tee`, as far as the induction pattern
+/// `local.get x; const c; add|sub` cares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recent {
+    Get(u32),
+    Const { wide: bool, value: i64 },
+    Add,
+    Sub,
+    Other,
+}
+
+/// One open loop of the induction-variable scan.
+#[derive(Default)]
+struct LoopScan {
+    /// Header and entry edge (`None`: the loop is unreachable).
+    header: Option<(NodeId, EdgeId)>,
+    /// Writes of each local anywhere in the loop, inner loops included.
+    writes: HashMap<u32, u32>,
+    /// `x = x + step` writes directly in this loop (not an inner one): (x, node, wide, step).
+    candidates: Vec<(u32, NodeId, bool, i64)>,
+}
+
+impl LoopScan {
+    /// At the loop's `end`: the first candidate whose local the loop writes nowhere else.
+    fn counter(&self) -> Option<LoopCounter> {
+        let (header, entry) = self.header?;
+        let &(local, node, wide, step) = self
+            .candidates
+            .iter()
+            .find(|c| self.writes.get(&c.0) == Some(&1))?;
+        Some(LoopCounter {
+            header,
+            entry,
+            node,
+            local,
+            wide,
+            step,
+        })
+    }
+}
+
+/// Feeds one operator (about to run in node `cur`) to the induction-variable scan.
+fn scan_induction(
+    op: &Operator<'_>,
+    cur: Option<NodeId>,
+    recent: &mut [Recent; 3],
+    loops: &mut [LoopScan],
+) {
+    if let Operator::LocalSet { local_index: x } | Operator::LocalTee { local_index: x } = *op {
+        for l in loops.iter_mut() {
+            *l.writes.entry(x).or_default() += 1;
+        }
+        if let ([Recent::Get(g), Recent::Const { wide, value }, arith], Some(node), Some(l)) =
+            (*recent, cur, loops.last_mut())
+        {
+            let step = match arith {
+                Recent::Add => Some(value),
+                Recent::Sub => value.checked_neg(),
+                _ => None,
+            };
+            // Small steps only: `(x - x0) / step` is the exact count while a single entry
+            // of the loop runs fewer than 2^32 / |step| (i32) iterations.
+            let small = |s: &i64| *s != 0 && s.unsigned_abs() <= 1 << 16;
+            if let (true, Some(step)) = (g == x, step.filter(small)) {
+                l.candidates.push((x, node, wide, step));
+            }
+        }
+    }
+    let now = match *op {
+        Operator::LocalGet { local_index } => Recent::Get(local_index),
+        Operator::I32Const { value } => Recent::Const {
+            wide: false,
+            value: value as i64,
+        },
+        Operator::I64Const { value } => Recent::Const { wide: true, value },
+        Operator::I32Add | Operator::I64Add => Recent::Add,
+        Operator::I32Sub | Operator::I64Sub => Recent::Sub,
+        _ => Recent::Other,
+    };
+    *recent = [recent[1], recent[2], now];
+}
+
 fn two_way() -> Vec<String> {
     vec!["taken".to_string(), "not-taken".to_string()]
 }
@@ -228,12 +331,23 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         .get_operators_reader()
         .map_err(|e| malformed(start, &e))?;
     let mut i = 0usize;
+    // Induction-variable scan: per open loop (innermost last), how often each local is
+    // written and which writes are `x = x ± c`; the last three operators, for the pattern.
+    let mut loop_scan: Vec<LoopScan> = Vec::new();
+    let mut recent: [Recent; 3] = [Recent::Other; 3];
+    let mut loop_counters = Vec::new();
     while !reader.eof() {
         let (op, offset) = reader
             .read_with_offset()
             .map_err(|e| malformed(start, &e))?;
         if let Some(op) = unsupported(&op) {
             return Err(AnalysisError::Unsupported { op, offset });
+        }
+        scan_induction(&op, cur, &mut recent, &mut loop_scan);
+        if matches!(op, Operator::End) && frames.last().is_some_and(|f| f.kind == FrameKind::Loop) {
+            if let Some(l) = loop_scan.pop() {
+                loop_counters.extend(l.counter());
+            }
         }
         let target =
             |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
@@ -264,10 +378,15 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     b.act(i, Slot::Before, Action::Edge(e));
                     b.act(i, Slot::After, Action::NodeStart(h));
                     cur = Some(h);
-                    Some(h)
+                    Some((h, e))
                 } else {
                     None
                 };
+                loop_scan.push(LoopScan {
+                    header: label,
+                    ..Default::default()
+                });
+                let label = label.map(|l| l.0);
                 frames.push(Frame {
                     kind: FrameKind::Loop,
                     label,
@@ -581,6 +700,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         num_ops: i,
         direct_calls,
         func_refs,
+        loop_counters,
     })
 }
 

@@ -43,7 +43,17 @@ fn edge_counts(
         .iter()
         .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
         .collect();
-    ec.derive(&a.cfg, &chords, entries)
+    let nodes: Vec<u64> = ec
+        .nodes_given
+        .iter()
+        .map(|&v| {
+            fp.loop_counts
+                .iter()
+                .find(|l| l.counter.node == v)
+                .map_or(0, |l| read_u64(mem, l.addr as u64))
+        })
+        .collect();
+    ec.derive(&a.cfg, &chords, entries, &nodes)
 }
 
 /// How often node `v` ran, from its function's edge counts.
@@ -110,14 +120,22 @@ impl Plan {
                 continue;
             };
             let weights = crate::plan::counting_tree_weights(a, |e| counts[e]);
-            // The best placement with the same knowledge: entries given where they are.
-            let ideal = if ec.entries_given {
-                pepper_cfg::EdgeCounting::with_given_entries(&a.cfg, &weights)
-            } else {
-                pepper_cfg::EdgeCounting::new(&a.cfg, &weights)
-            };
-            total.made += ec.increments(counts);
-            total.ideal += ideal.increments(counts);
+            // The best placement with the same knowledge: entries and loop counts given
+            // where they are (each loop exit adds its loop's count: one increment more).
+            let ideal = pepper_cfg::EdgeCounting::with_given(
+                &a.cfg,
+                &weights,
+                ec.entries_given,
+                &ec.nodes_given,
+            );
+            let flushes: u64 = fp
+                .loop_counts
+                .iter()
+                .flat_map(|l| &l.exits)
+                .map(|e| counts[e.index()])
+                .sum();
+            total.made += ec.increments(counts) + flushes;
+            total.ideal += ideal.increments(counts) + flushes;
         }
         Some(total)
     }

@@ -6,7 +6,7 @@
 //! So they are valid at any point, including inside blocks with parameters (multi-value).
 
 use crate::analysis::{Action, FunctionAnalysis};
-use crate::plan::{Counting, MemoryLayout, ObviousCounter};
+use crate::plan::{Counting, LoopCount, MemoryLayout, ObviousCounter};
 use pepper_cfg::{DagEdgeId, EdgeId, NodeId, NumberedDag};
 use wasm_encoder::{Instruction as I, MemArg, MemArgTarget};
 
@@ -28,6 +28,9 @@ pub struct Locals {
     pub s: u32,
     /// Contexts: this activation's frame address in the shadow stack ring (i32).
     pub e: u32,
+    /// Exact edges: the first of the locals holding each loop count's induction variable
+    /// at loop entry (`x0`, one per `EmitKind::Edges::loops` entry, typed like `x`).
+    pub loops: u32,
 }
 
 /// What taking an edge does to the path register.
@@ -79,6 +82,8 @@ pub enum EmitKind<'p> {
         counter: &'p [Option<u32>],
         /// Address of the i32 arm→counter-address table of each `br_table` action.
         tables: &'p [(usize, u32)],
+        /// Loops whose induction variable counts a node (see `LoopCount`).
+        loops: &'p [LoopCount],
     },
 }
 
@@ -423,7 +428,31 @@ impl Emitter<'_> {
                 self.apply(out, self.upd(e));
                 self.bump_obvious(out, self.edge_obvious_counter(e));
             }
-            EmitKind::Edges { counter, .. } => self.bump(out, counter[e.index()]),
+            EmitKind::Edges { counter, loops, .. } => {
+                self.bump(out, counter[e.index()]);
+                for (j, l) in loops.iter().enumerate() {
+                    let (x, x0) = (l.counter.local, self.locals.loops + j as u32);
+                    if l.counter.entry == e {
+                        out.extend([I::LocalGet(x), I::LocalSet(x0)]);
+                    }
+                    if l.exits.contains(&e) {
+                        self.add_to_counter(out, l.addr, false, &loop_steps(l, x0));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether edge `e` carries any code in edges mode.
+    fn edge_has_code(&self, e: EdgeId) -> bool {
+        match &self.kind {
+            EmitKind::Edges { counter, loops, .. } => {
+                counter[e.index()].is_some()
+                    || loops
+                        .iter()
+                        .any(|l| l.counter.entry == e || l.exits.contains(&e))
+            }
+            EmitKind::Paths { .. } => false,
         }
     }
 
@@ -579,9 +608,9 @@ impl Emitter<'_> {
                     // The taken edge is counted in a trampoline when its label carries no
                     // values, otherwise without a branch by adding (condition != 0); the
                     // fall-through edge where it runs, after the br_if (Action::FallEdge).
-                    if let (Some(at), true) = (counter[taken.index()], *bare) {
+                    if *bare && self.edge_has_code(*taken) {
                         out.push(I::If(wasm_encoder::BlockType::Empty));
-                        self.bump(out, Some(at));
+                        self.edge_code(out, *taken);
                         return true;
                     }
                     if let Some(at) = counter[taken.index()] {
@@ -621,7 +650,9 @@ impl Emitter<'_> {
                             out.extend([I::LocalGet(r), I::I64Add, I::LocalSet(r)]);
                         }
                     }
-                    EmitKind::Edges { counter, tables } => {
+                    EmitKind::Edges {
+                        counter, tables, ..
+                    } => {
                         if arms.iter().any(|e| counter[e.index()].is_some()) {
                             self.table_lookup(out, n, table_addr(tables, k), false);
                             self.add_to_counter(out, 0, true, &[I::I64Const(1)]);
@@ -632,6 +663,33 @@ impl Emitter<'_> {
         }
         false
     }
+}
+
+/// Pushes (as an i64) how often a loop's induction variable stepped since entry:
+/// `(x - x0) / step`, in the variable's width, unsigned (wrapping subtraction is exact while
+/// fewer than 2^width / |step| steps happened).
+fn loop_steps(l: &LoopCount, x0: u32) -> Vec<I<'static>> {
+    let c = l.counter;
+    let (a, b) = if c.step > 0 {
+        (c.local, x0)
+    } else {
+        (x0, c.local)
+    };
+    let abs = c.step.unsigned_abs();
+    let mut v = vec![I::LocalGet(a), I::LocalGet(b)];
+    if c.wide {
+        v.push(I::I64Sub);
+        if abs != 1 {
+            v.extend([I::I64Const(abs as i64), I::I64DivU]);
+        }
+    } else {
+        v.push(I::I32Sub);
+        if abs != 1 {
+            v.extend([I::I32Const(abs as i32), I::I32DivU]);
+        }
+        v.push(I::I64ExtendI32U);
+    }
+    v
 }
 
 fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {

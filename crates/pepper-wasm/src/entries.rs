@@ -29,6 +29,15 @@ pub struct GivenEntries {
     pub given: Vec<bool>,
 }
 
+/// Whether an exception may unwind through some function of the module: one throws, or
+/// has a body pepper cannot analyze (exception handlers among them). Counts read at a
+/// function's normal exits (entries from callers, loop counts) then miss what unwinding
+/// skipped.
+pub(crate) fn may_unwind<E>(analyses: &[Result<FunctionAnalysis, E>]) -> bool {
+    let throws = |a: &FunctionAnalysis| a.edges.iter().any(|e| e.throw.is_some());
+    analyses.iter().any(|a| a.as_ref().map_or(true, throws))
+}
+
 impl GivenEntries {
     /// Decides which functions get their entries from their callers. `analyses[k]` is
     /// defined function `k`'s analysis, `skipped[k]` whether it stays uninstrumented
@@ -47,8 +56,7 @@ impl GivenEntries {
         // that frame's counts do not conserve flow, and entries taken from them would carry
         // the error on to its callees. Modules that throw, or that have bodies pepper
         // cannot analyze (exception handlers among them), keep every entry counter.
-        let throws = |a: &FunctionAnalysis| a.edges.iter().any(|e| e.throw.is_some());
-        if analyses.iter().any(|a| a.as_ref().map_or(true, throws)) {
+        if may_unwind(analyses) {
             return out;
         }
         let imported = facts.num_imported_funcs;

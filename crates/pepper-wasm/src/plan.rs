@@ -329,6 +329,9 @@ pub struct InstrumentOptions {
     /// ring of 2^n words, so each stack sample carries a window of the calls just before
     /// it, each in its exact context (`pepper_cct::window`). `None`: no log.
     pub call_log_log2: Option<u32>,
+    /// Exact edges: read loops' induction variables at their exits instead of counting an
+    /// edge on every iteration (see [`LoopCount`]).
+    pub loop_counts: bool,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -356,6 +359,7 @@ impl Default for InstrumentOptions {
             cct_capacity_log2: 18,
             site_counters: true,
             call_log_log2: None,
+            loop_counts: true,
         }
     }
 }
@@ -388,8 +392,63 @@ pub struct FunctionPlan {
     pub poison: i64,
     /// Targeted mode: the counter of each obvious path (TPP §4.2), on its defining edge.
     pub obvious: Vec<ObviousCounter>,
+    /// Edges mode: loops whose induction variable counts a node's executions for free.
+    pub loop_counts: Vec<LoopCount>,
     /// Module-wide id of this function's first call site (contexts).
     pub first_site: u32,
+}
+
+/// Exact edges: a loop whose induction variable gives the executions of the node that
+/// steps it (one chord fewer, and no counter on every iteration). `x0 = x` on the loop's
+/// entry edge; every edge that leaves the loop adds `(x - x0) / step` to the u64 at `addr`.
+#[derive(Clone, Debug)]
+pub struct LoopCount {
+    pub counter: crate::analysis::LoopCounter,
+    pub addr: u32,
+    pub exits: Vec<pepper_cfg::EdgeId>,
+}
+
+/// Loops of `a` whose induction variable exact edges can read: the node that steps it is
+/// in the loop's natural body (so it runs only between an entry and an exit), and every
+/// edge that leaves the body has a place for code. With the edges that leave each.
+fn readable_loops(
+    a: &FunctionAnalysis,
+) -> Vec<(crate::analysis::LoopCounter, Vec<pepper_cfg::EdgeId>)> {
+    let costs = counter_costs(a);
+    let cfg = &a.cfg;
+    a.loop_counters
+        .iter()
+        .filter_map(|lc| {
+            // Natural loop: the header and every node that reaches one of its back edges
+            // (in-edges other than the entry) without passing the header.
+            let mut body = vec![false; cfg.num_nodes()];
+            body[lc.header.index()] = true;
+            let mut stack: Vec<pepper_cfg::NodeId> = cfg
+                .preds(lc.header)
+                .iter()
+                .filter(|&&e| e != lc.entry)
+                .map(|&e| cfg.edge(e).0)
+                .collect();
+            while let Some(v) = stack.pop() {
+                if !std::mem::replace(&mut body[v.index()], true) {
+                    stack.extend(cfg.preds(v).iter().map(|&e| cfg.edge(e).0));
+                }
+            }
+            if !body[lc.node.index()] {
+                return None;
+            }
+            let exits: Vec<pepper_cfg::EdgeId> = (0..cfg.num_edges())
+                .map(pepper_cfg::EdgeId::new)
+                .filter(|&e| {
+                    let (s, d) = cfg.edge(e);
+                    body[s.index()] && !body[d.index()]
+                })
+                .collect();
+            let placeable = exits.iter().all(|e| costs[e.index()].is_some())
+                && costs[lc.entry.index()].is_some();
+            placeable.then_some((*lc, exits))
+        })
+        .collect()
 }
 
 /// An obvious path's counter: a u64 at `addr` (its array slot when the function counts
@@ -598,8 +657,10 @@ fn build(
     let mut analyses: Vec<Option<Result<FunctionAnalysis, crate::analysis::AnalysisError>>> =
         Vec::new();
     let mut given = crate::entries::GivenEntries::default();
+    let mut may_unwind = false;
     if mode == Mode::ExactEdges {
         let all: Vec<_> = facts.bodies.iter().map(analyze).collect();
+        may_unwind = crate::entries::may_unwind(&all);
         let skipped: Vec<bool> = (0..all.len())
             .map(|k| force_skip.iter().any(|s| s.0 == k))
             .collect();
@@ -625,6 +686,7 @@ fn build(
             cold_edges: 0,
             poison: POISON,
             obvious: Vec::new(),
+            loop_counts: Vec::new(),
             first_site: call_sites.len() as u32,
         };
         if mode == Mode::None && contexts == ContextMode::Off {
@@ -740,11 +802,24 @@ fn build(
                     } else {
                         let observed = opts.guide.as_ref().and_then(|g| g.observed(index.0, &a));
                         let weights = edge_weights(&a, observed.as_deref());
-                        if given {
-                            EdgeCounting::with_given_entries(&a.cfg, &weights)
+                        // Unwinding skips loop exits, and so what a loop's count adds there.
+                        let loops = if may_unwind || !opts.loop_counts {
+                            Vec::new()
                         } else {
-                            EdgeCounting::new(&a.cfg, &weights)
-                        }
+                            readable_loops(&a)
+                        };
+                        let nodes: Vec<_> = loops.iter().map(|l| l.0.node).collect();
+                        let ec = EdgeCounting::with_given(&a.cfg, &weights, given, &nodes);
+                        fp.loop_counts = loops
+                            .into_iter()
+                            .filter(|l| ec.nodes_given.contains(&l.0.node))
+                            .map(|(counter, exits)| LoopCount {
+                                counter,
+                                addr: bump.alloc(8),
+                                exits,
+                            })
+                            .collect();
+                        ec
                     };
                     fp.edge_counter = ec.chord.iter().map(|&c| c.then(|| bump.alloc(8))).collect();
                     fp.edge_counting = Some(ec);
@@ -943,6 +1018,7 @@ fn build(
             _ => EmitKind::Edges {
                 counter: &fp.edge_counter,
                 tables: &tables[k],
+                loops: &fp.loop_counts,
             },
         };
         let ctx = context_code.then_some(ContextEmit {
@@ -1034,6 +1110,7 @@ fn emit_body<'f>(
             t: num_locals + 4,
             s: num_locals + 5,
             e: num_locals + 6,
+            loops: num_locals + 7,
         },
         mem,
         analysis: a,
@@ -1043,6 +1120,18 @@ fn emit_body<'f>(
     locals.push((3, ValType::I32));
     locals.push((1, ValType::I64));
     locals.push((2, ValType::I32));
+    if let EmitKind::Edges { loops, .. } = &em.kind {
+        for l in loops.iter() {
+            locals.push((
+                1,
+                if l.counter.wide {
+                    ValType::I64
+                } else {
+                    ValType::I32
+                },
+            ));
+        }
+    }
     let paths = matches!(em.kind, EmitKind::Paths { .. });
     // Paths and contexts both need one place where every return meets.
     let funnel = paths || ctx.as_ref().is_some_and(|c| c.0.mode.shadow());
@@ -1337,6 +1426,62 @@ mod tests {
             })
             .nth(n)
             .unwrap()
+    }
+
+    /// Which loops exact edges reads by their induction variable: a local written once in
+    /// the loop, as `x = x ± c` (i32 or i64, any small step), directly in that loop; not one
+    /// the loop writes twice, not an outer loop's variable stepped in an inner loop, and not
+    /// a loop that can leave through a `br_table` arm (no place for the read).
+    #[test]
+    fn loop_counts_read_induction_variables() {
+        let plan = edges_plan(
+            r#"(module
+              (memory 1)
+              (func (export "up") (param $n i32) (local $i i32)
+                (loop $l
+                  (if (i32.and (local.get $i) (i32.const 1)) (then (i32.store (i32.const 0) (local.get $i))))
+                  (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                  (br_if $l (i32.lt_u (local.get $i) (local.get $n)))))
+              (func (export "down") (param $p i64)
+                (loop $l
+                  (local.set $p (i64.sub (local.get $p) (i64.const 8)))
+                  (br_if $l (i64.gt_s (local.get $p) (i64.const 0)))))
+              (func (export "twice") (param $i i32)
+                (loop $l
+                  (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                  (if (local.get $i) (then (local.set $i (i32.const 5))))
+                  (br_if $l (i32.lt_u (local.get $i) (i32.const 10)))))
+              (func (export "nested") (param $i i32) (local $j i32)
+                (loop $outer
+                  (loop $inner
+                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                    (local.set $j (i32.add (local.get $j) (i32.const 1)))
+                    (br_if $inner (i32.and (local.get $j) (i32.const 3))))
+                  (br_if $outer (i32.lt_u (local.get $i) (i32.const 100)))))
+              (func (export "table") (param $i i32)
+                (block $out
+                  (loop $l
+                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                    (br_table $l $out (i32.and (local.get $i) (i32.const 1)))))))"#,
+        );
+        let loops = |k: usize| {
+            plan.functions[k]
+                .loop_counts
+                .iter()
+                .map(|l| (l.counter.local, l.counter.wide, l.counter.step))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(loops(0), vec![(1, false, 1)]);
+        assert_eq!(loops(1), vec![(0, true, -8)]);
+        assert!(loops(2).is_empty(), "written twice");
+        // `$i` steps in the inner loop, so it counts the inner loop's node; the outer
+        // loop has no variable of its own.
+        assert_eq!(loops(3), vec![(0, false, 1)]);
+        assert!(loops(4).is_empty(), "leaves through a br_table arm");
+        // Each read loop's node count replaced a counter on every iteration.
+        let up = &plan.functions[0];
+        let ec = up.edge_counting.as_ref().unwrap();
+        assert_eq!(ec.nodes_given, vec![up.loop_counts[0].counter.node]);
     }
 
     /// A function without branches gets no counter in exact-edges mode (it has nothing to

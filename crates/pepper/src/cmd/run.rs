@@ -96,6 +96,12 @@ pub struct Args {
     /// path end) to the in-module hash table (a call per path end).
     #[arg(long, default_value_t = pepper_wasm::DEFAULT_ARRAY_MAX_PATHS)]
     array_max_paths: u64,
+    /// Exact edges: count every loop iteration on an edge, instead of reading a loop's
+    /// induction variable (a local the loop steps by a constant, once per iteration) at
+    /// its exits. Reading it is exact while one entry of the loop runs fewer than
+    /// 2^32 / |step| iterations of an i32 variable; this flag is for loops that run longer.
+    #[arg(long)]
+    no_loop_counts: bool,
     /// log2 of the entries of each hashed function's path cache (tests use 1 to force
     /// evictions).
     #[arg(long, hide = true, default_value_t = pepper_wasm::HASH_CACHE_ENTRIES.trailing_zeros())]
@@ -222,6 +228,7 @@ pub fn run(a: Args) -> Result<i32> {
             .then_some(14),
         array_max_paths: a.array_max_paths,
         hash_cache_log2: a.hash_cache_log2,
+        loop_counts: !a.no_loop_counts,
         pep_every: a.every,
         guide: guide.clone(),
         cold_threshold: a.guided.cold_threshold,
