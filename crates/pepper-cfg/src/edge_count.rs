@@ -23,7 +23,7 @@ pub struct EdgeCounting {
     /// can enter it. `false`: it is a tree edge, derived like the others.
     pub entries_given: bool,
     /// Nodes whose execution counts [`derive`](Self::derive) will be given (in this
-    /// order): those of the offered ones that save a chord.
+    /// order, ascending): those of the offered ones that the tree took as chords.
     pub nodes_given: Vec<NodeId>,
 }
 
@@ -62,15 +62,17 @@ impl EdgeCounting {
         Self::build(cfg, weight, true, &[])
     }
 
-    /// Like [`EdgeCounting::new`], with the entry count (if `entries_given`) and the
-    /// execution counts of `nodes` available for free: each is a chord that costs nothing,
-    /// kept in [`nodes_given`](Self::nodes_given) where it replaces a real one (not ENTRY
-    /// or EXIT, which have one half only).
+    /// Like [`EdgeCounting::new`], with the entry count for free (if `entries_given`) and
+    /// the execution counts of `nodes` at a price: `(v, w)` offers node `v`'s count as a
+    /// chord of weight `w` (what reading it costs, in the units of `weight`). The spanning
+    /// tree decides, like for any edge, whether it is cheaper than the chord it would
+    /// replace; the ones taken are [`nodes_given`](Self::nodes_given) (never ENTRY or
+    /// EXIT, which have one half only).
     pub fn with_given(
         cfg: &Cfg,
         weight: &[u64],
         entries_given: bool,
-        nodes: &[NodeId],
+        nodes: &[(NodeId, u64)],
     ) -> EdgeCounting {
         Self::build(cfg, weight, entries_given, nodes)
     }
@@ -84,37 +86,51 @@ impl EdgeCounting {
         }
     }
 
-    fn build(cfg: &Cfg, weight: &[u64], entries_given: bool, nodes: &[NodeId]) -> EdgeCounting {
-        let mut nodes: Vec<NodeId> = nodes
+    fn build(
+        cfg: &Cfg,
+        weight: &[u64],
+        entries_given: bool,
+        offered: &[(NodeId, u64)],
+    ) -> EdgeCounting {
+        let mut offered: Vec<(NodeId, u64)> = offered
             .iter()
             .copied()
-            .filter(|&v| v != cfg.entry() && v != cfg.exit())
+            .filter(|&(v, _)| v != cfg.entry() && v != cfg.exit())
             .collect();
-        nodes.sort();
-        nodes.dedup();
+        offered.sort();
+        offered.dedup_by_key(|o| o.0);
+        let nodes: Vec<NodeId> = offered.iter().map(|o| o.0).collect();
         let halves = Halves::new(cfg, &nodes);
-        let mut uf = UnionFind((0..cfg.num_nodes() + nodes.len()).collect());
+        let (n, m) = (cfg.num_nodes(), cfg.num_edges());
+        let mut uf = UnionFind((0..n + nodes.len()).collect());
         if !entries_given {
             uf.union(cfg.exit().index(), cfg.entry().index());
         }
-        let mut order: Vec<usize> = (0..cfg.num_edges()).collect();
-        order.sort_by_key(|&e| (std::cmp::Reverse(weight[e]), e));
-        let mut chord = vec![true; cfg.num_edges()];
+        // Real edges, then (from m on) the edge between the halves of each offered node.
+        let weight_of = |e: usize| if e < m { weight[e] } else { offered[e - m].1 };
+        let mut order: Vec<usize> = (0..m + nodes.len()).collect();
+        order.sort_by_key(|&e| (std::cmp::Reverse(weight_of(e)), e));
+        let mut chord = vec![true; m];
+        let mut nodes_given = Vec::new();
         for e in order {
-            let (s, d) = halves.ends(cfg, e);
-            if uf.union(s, d) {
-                chord[e] = false;
+            let (s, d) = if e < m {
+                halves.ends(cfg, e)
+            } else {
+                (nodes[e - m].index(), n + e - m)
+            };
+            let joins = uf.union(s, d);
+            if e < m {
+                chord[e] = !joins;
+            } else if !joins {
+                // A chord: the node's count is read. (In the tree, its halves are one node
+                // again and its count is derived like any other.)
+                nodes_given.push(nodes[e - m]);
             }
         }
-        // A free edge is a chord only if the real edges already connect its ends;
-        // otherwise it joins the tree (its count would be derived anyway) and is not used.
+        nodes_given.sort();
+        // The free virtual edge is a chord only if the real edges already connect its
+        // ends; otherwise it joins the tree (its count would be derived anyway).
         let entries_given = entries_given && !uf.union(cfg.exit().index(), cfg.entry().index());
-        let nodes_given = nodes
-            .iter()
-            .enumerate()
-            .filter(|&(j, v)| !uf.union(v.index(), cfg.num_nodes() + j))
-            .map(|(_, &v)| v)
-            .collect();
         EdgeCounting {
             chord,
             entries_given,
@@ -298,13 +314,16 @@ mod tests {
                 assert_eq!(given_chords, chords_before, "case {case}");
             }
             let from_given = given.derive(&cfg, &chords_masked(&counts, &given), walks, &[]);
-            // Node counts given too (some random nodes): each one used saves a chord, and
-            // the same counts come back.
-            let offered: Vec<NodeId> = (0..1 + rnd() % 3)
-                .map(|_| NodeId::new(rnd() % cfg.num_nodes()))
+            // Node counts offered too (some random nodes, at random prices): each one taken
+            // replaces a chord, and the same counts come back.
+            let offered: Vec<(NodeId, u64)> = (0..1 + rnd() % 3)
+                .map(|_| (NodeId::new(rnd() % cfg.num_nodes()), (rnd() % 100) as u64))
                 .collect();
             let nodes = EdgeCounting::with_given(&cfg, &weight, true, &offered);
-            assert!(nodes.nodes_given.iter().all(|v| offered.contains(v)));
+            assert!(nodes
+                .nodes_given
+                .iter()
+                .all(|v| offered.iter().any(|o| o.0 == *v)));
             // Counted chords plus free ones: one per independent cycle, however split.
             assert_eq!(
                 nodes.chord.iter().filter(|&&c| c).count()

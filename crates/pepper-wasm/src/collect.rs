@@ -122,12 +122,9 @@ impl Plan {
             let weights = crate::plan::counting_tree_weights(a, |e| counts[e]);
             // The best placement with the same knowledge: entries and loop counts given
             // where they are (each loop exit adds its loop's count: one increment more).
-            let ideal = pepper_cfg::EdgeCounting::with_given(
-                &a.cfg,
-                &weights,
-                ec.entries_given,
-                &ec.nodes_given,
-            );
+            let read: Vec<_> = ec.nodes_given.iter().map(|&v| (v, 0)).collect();
+            let ideal =
+                pepper_cfg::EdgeCounting::with_given(&a.cfg, &weights, ec.entries_given, &read);
             let flushes: u64 = fp
                 .loop_counts
                 .iter()

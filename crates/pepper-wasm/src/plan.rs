@@ -15,27 +15,36 @@ const DISCARD: u32 = 16;
 
 /// Static cost of counting each edge, for the spanning tree: its estimated frequency
 /// (Wu-Larus, [`pepper_cfg::estimate_edge_frequencies`]; with a guide, the guide's counts
-/// wherever it saw the function branch) times the code a counter there needs (a `br_if`'s
-/// taken edge or a `br_table` arm costs more than an edge with a place of its own). Heavy
-/// edges go in the tree and carry no counter.
-fn edge_weights(a: &FunctionAnalysis, observed: Option<&[Option<u64>]>) -> Vec<u64> {
-    let freqs = frequencies(a, observed);
-    counting_tree_weights(a, |e| {
-        let cost = match a.edges[e].branch {
-            Some((site, 0))
-                if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf =>
-            {
-                3
-            }
-            Some((site, _))
-                if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable =>
-            {
-                3
-            }
-            _ => 2,
-        };
-        freqs[e] * cost
-    })
+/// wherever it saw the function branch; `freqs`, from [`frequencies`]) times the code a
+/// counter there needs. Heavy edges go in the tree and carry no counter.
+fn edge_weights(a: &FunctionAnalysis, freqs: &[u64]) -> Vec<u64> {
+    counting_tree_weights(a, |e| freqs[e] * counter_cost(a, e))
+}
+
+/// What a counter on edge `e` costs: a `br_if`'s taken edge or a `br_table` arm more than
+/// an edge with a place of its own.
+fn counter_cost(a: &FunctionAnalysis, e: usize) -> u64 {
+    match a.edges[e].branch {
+        Some((site, 0)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf => 3,
+        Some((site, _)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable => {
+            3
+        }
+        _ => 2,
+    }
+}
+
+/// What reading a loop's count costs, in [`edge_weights`]' units: at every exit, a
+/// counter plus the subtraction (and division) of the induction variable; at the entry,
+/// the copy (a register held through the loop). The spanning tree takes the count only
+/// where that is cheaper than the chord it replaces: not for loops that run about once
+/// per entry, whose counter is best left on an edge.
+fn loop_count_weight(a: &FunctionAnalysis, freqs: &[u64], l: &LoopCount) -> u64 {
+    let exits: u64 = l
+        .exits
+        .iter()
+        .map(|e| freqs[e.index()] * (counter_cost(a, e.index()) + 1))
+        .sum();
+    exits + freqs[l.counter.entry.index()]
 }
 
 /// Spanning-tree weights for edge counting: `weight(e)` for every edge but the funnel's
@@ -410,10 +419,9 @@ pub struct LoopCount {
 
 /// Loops of `a` whose induction variable exact edges can read: the node that steps it is
 /// in the loop's natural body (so it runs only between an entry and an exit), and every
-/// edge that leaves the body has a place for code. With the edges that leave each.
-fn readable_loops(
-    a: &FunctionAnalysis,
-) -> Vec<(crate::analysis::LoopCounter, Vec<pepper_cfg::EdgeId>)> {
+/// edge that leaves the body has a place for code. With the edges that leave each (and no
+/// address yet).
+fn readable_loops(a: &FunctionAnalysis) -> Vec<LoopCount> {
     let costs = counter_costs(a);
     let cfg = &a.cfg;
     a.loop_counters
@@ -446,7 +454,11 @@ fn readable_loops(
                 .collect();
             let placeable = exits.iter().all(|e| costs[e.index()].is_some())
                 && costs[lc.entry.index()].is_some();
-            placeable.then_some((*lc, exits))
+            placeable.then_some(LoopCount {
+                counter: *lc,
+                addr: 0,
+                exits,
+            })
         })
         .collect()
 }
@@ -801,22 +813,25 @@ fn build(
                         EdgeCounting::uncounted(&a.cfg, given)
                     } else {
                         let observed = opts.guide.as_ref().and_then(|g| g.observed(index.0, &a));
-                        let weights = edge_weights(&a, observed.as_deref());
+                        let freqs = frequencies(&a, observed.as_deref());
+                        let weights = edge_weights(&a, &freqs);
                         // Unwinding skips loop exits, and so what a loop's count adds there.
                         let loops = if may_unwind || !opts.loop_counts {
                             Vec::new()
                         } else {
                             readable_loops(&a)
                         };
-                        let nodes: Vec<_> = loops.iter().map(|l| l.0.node).collect();
-                        let ec = EdgeCounting::with_given(&a.cfg, &weights, given, &nodes);
+                        let offered: Vec<_> = loops
+                            .iter()
+                            .map(|l| (l.counter.node, loop_count_weight(&a, &freqs, l)))
+                            .collect();
+                        let ec = EdgeCounting::with_given(&a.cfg, &weights, given, &offered);
                         fp.loop_counts = loops
                             .into_iter()
-                            .filter(|l| ec.nodes_given.contains(&l.0.node))
-                            .map(|(counter, exits)| LoopCount {
-                                counter,
+                            .filter(|l| ec.nodes_given.contains(&l.counter.node))
+                            .map(|l| LoopCount {
                                 addr: bump.alloc(8),
-                                exits,
+                                ..l
                             })
                             .collect();
                         ec
@@ -1522,7 +1537,7 @@ mod tests {
                 (local.get 1)))"#,
             1,
         );
-        let w = edge_weights(&a, None);
+        let w = edge_weights(&a, &frequencies(&a, None));
         let (outside, calls, plain) = (
             if_outcome(&a, 0, 0),
             if_outcome(&a, 1, 0),
@@ -1580,7 +1595,7 @@ mod tests {
         let plan = edges_plan(WAT);
         let a = plan.functions[1].analysis.clone().unwrap();
         let (calls, plain) = (if_outcome(&a, 1, 0), if_outcome(&a, 1, 1));
-        let w = edge_weights(&a, None);
+        let w = edge_weights(&a, &frequencies(&a, None));
         assert!(w[calls] < w[plain], "static: {} vs {}", w[calls], w[plain]);
         assert_eq!(
             counted(&plan),
@@ -1598,7 +1613,7 @@ mod tests {
             .counts
             .insert((1, site.unwrap().offset), vec![990, 10]);
         let observed = guide.observed(1, &a).unwrap();
-        let w = edge_weights(&a, Some(&observed));
+        let w = edge_weights(&a, &frequencies(&a, Some(&observed)));
         assert!(
             w[calls] > 50 * w[plain],
             "guided: {} vs {}",

@@ -15,6 +15,10 @@ pub struct Args {
     mode: ModeArg,
     #[command(flatten)]
     guided: super::GuideArgs,
+    /// Exact edges: count every loop iteration on an edge instead of reading loops'
+    /// induction variables at their exits (see `pepper run --help`).
+    #[arg(long)]
+    no_loop_counts: bool,
     /// Output file.
     #[arg(short, long)]
     output: PathBuf,
@@ -35,6 +39,7 @@ pub fn run(a: Args) -> Result<i32> {
         guide,
         cold_threshold: a.guided.cold_threshold,
         obvious: a.guided.obvious,
+        loop_counts: !a.no_loop_counts,
         ..Default::default()
     };
     let out = pepper_wasm::instrument(&wasm, &opts)
