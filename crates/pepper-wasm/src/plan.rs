@@ -401,15 +401,17 @@ pub struct FunctionPlan {
     pub poison: i64,
     /// Targeted mode: the counter of each obvious path (TPP §4.2), on its defining edge.
     pub obvious: Vec<ObviousCounter>,
-    /// Edges mode: loops whose induction variable counts a node's executions for free.
+    /// Edges mode: loops whose induction variable gives the count of the node that steps
+    /// it, where the spanning tree found reading it cheaper than a counter.
     pub loop_counts: Vec<LoopCount>,
     /// Module-wide id of this function's first call site (contexts).
     pub first_site: u32,
 }
 
 /// Exact edges: a loop whose induction variable gives the executions of the node that
-/// steps it (one chord fewer, and no counter on every iteration). `x0 = x` on the loop's
-/// entry edge; every edge that leaves the loop adds `(x - x0) / step` to the u64 at `addr`.
+/// steps it (a chord read at the loop's exits instead of a counter on every iteration).
+/// `x0 = x` on the loop's entry edge; every edge that leaves the loop adds
+/// `(x - x0) / step` to the u64 at `addr`.
 #[derive(Clone, Debug)]
 pub struct LoopCount {
     pub counter: crate::analysis::LoopCounter,
