@@ -224,7 +224,7 @@ enum Recent {
 struct LoopScan {
     /// Header and entry edge (`None`: the loop is unreachable).
     header: Option<(NodeId, EdgeId)>,
-    /// Writes of each local anywhere in the loop, inner loops included.
+    /// Writes of each local anywhere in the loop (an inner loop's are added when it ends).
     writes: HashMap<u32, u32>,
     /// `x = x + step` writes directly in this loop (not an inner one): (x, node, wide, step).
     candidates: Vec<(u32, NodeId, bool, i64)>,
@@ -256,12 +256,14 @@ fn scan_induction(
     recent: &mut [Recent; 3],
     loops: &mut [LoopScan],
 ) {
-    if let Operator::LocalSet { local_index: x } | Operator::LocalTee { local_index: x } = *op {
-        for l in loops.iter_mut() {
-            *l.writes.entry(x).or_default() += 1;
-        }
-        if let ([Recent::Get(g), Recent::Const { wide, value }, arith], Some(node), Some(l)) =
-            (*recent, cur, loops.last_mut())
+    if let (
+        Operator::LocalSet { local_index: x } | Operator::LocalTee { local_index: x },
+        Some(l),
+    ) = (op, loops.last_mut())
+    {
+        let x = *x;
+        *l.writes.entry(x).or_default() += 1;
+        if let ([Recent::Get(g), Recent::Const { wide, value }, arith], Some(node)) = (*recent, cur)
         {
             let step = match arith {
                 Recent::Add => Some(value),
@@ -344,11 +346,6 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             return Err(AnalysisError::Unsupported { op, offset });
         }
         scan_induction(&op, cur, &mut recent, &mut loop_scan);
-        if matches!(op, Operator::End) && frames.last().is_some_and(|f| f.kind == FrameKind::Loop) {
-            if let Some(l) = loop_scan.pop() {
-                loop_counters.extend(l.counter());
-            }
-        }
         let target =
             |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
                 let idx = frames
@@ -460,6 +457,15 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     .ok_or_else(|| malformed(offset, &"unbalanced end"))?;
                 if f.kind == FrameKind::Loop {
                     b.depth -= 1;
+                    if let Some(l) = loop_scan.pop() {
+                        loop_counters.extend(l.counter());
+                        // The enclosing loop contains this one's writes too.
+                        if let Some(outer) = loop_scan.last_mut() {
+                            for (x, n) in l.writes {
+                                *outer.writes.entry(x).or_default() += n;
+                            }
+                        }
+                    }
                 }
                 if let Some(c) = cur {
                     let e = b.edge(c, f.join, EdgeInfo::default());

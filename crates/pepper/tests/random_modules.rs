@@ -11,6 +11,8 @@
 //! unreachable code (stack-polymorphic operators), labels carrying values to every kind of
 //! branch, multi-value blocks, tail calls, tables, several memories.
 
+mod common;
+use common::paths_by_key;
 use pepper_profile::{Mode, Profile};
 use pepper_wasm::{ContextMode, InstrumentOptions, RunOutcome};
 use std::collections::HashMap;
@@ -243,15 +245,6 @@ fn fnv(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
     })
-}
-
-fn paths_by_key(p: &Profile) -> HashMap<pepper_profile::compare::PathKey, u64> {
-    let mut m = HashMap::new();
-    for path in &p.paths {
-        *m.entry(pepper_profile::compare::PathKey::of(path))
-            .or_insert(0) += path.count;
-    }
-    m
 }
 
 fn branch_counts(p: &Profile) -> Vec<(u32, u64, Vec<u64>)> {
