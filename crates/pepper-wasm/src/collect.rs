@@ -216,7 +216,7 @@ impl Plan {
                     }
                     Counting::Hash { .. } | Counting::Ring | Counting::Every { .. } => {
                         let mut v = hashed.remove(&fp.index.0).unwrap_or_default();
-                        if let Counting::Hash { cache } = fp.counting {
+                        if let Counting::Hash { cache: Some(cache) } = fp.counting {
                             // Counts still in the function's cache.
                             for e in 0..l.hash_cache_entries as u64 {
                                 let at = cache as u64 + 16 * e;

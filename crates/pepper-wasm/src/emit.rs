@@ -352,6 +352,19 @@ impl Emitter<'_> {
                     self.add_to_counter(out, *cold, false, &[I::I64Const(1)]);
                     out.push(I::Else);
                 }
+                let Some(cache) = cache else {
+                    // No cache: the table call at every path end.
+                    out.extend([
+                        I::I32Const(*func as i32),
+                        I::LocalGet(r),
+                        I::I64Const(1),
+                        I::Call(*hash_fn),
+                    ]);
+                    if cold_counter.is_some() {
+                        out.push(I::End);
+                    }
+                    return;
+                };
                 // slot = hash(r) of the function's direct-mapped cache; a hit (the slot
                 // holds r + 1) is one compare and one increment, a miss calls `miss_fn`.
                 let (a, shift) = (

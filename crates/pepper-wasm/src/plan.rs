@@ -180,8 +180,9 @@ pub enum Counting {
     /// of `MemoryLayout::hash_cache_entries` `[r + 1: u64][count: u64]` entries at byte address
     /// `cache`: a path end that hits its slot is one compare and one increment; a miss
     /// calls pepper's miss function, which moves the slot's count to the table and claims
-    /// the slot.
-    Hash { cache: u32 },
+    /// the slot. Without a cache (`hash_cache_log2` 0, Ball-Larus' and PP's original
+    /// scheme, kept as the benchmark's classic baseline), every path end calls the table.
+    Hash { cache: Option<u32> },
     /// PEP: append the tagged path word to the ring buffer the host sampler reads.
     Ring,
     /// PEP, deterministic: every `k`-th path end (over the whole module) goes to the hash
@@ -307,7 +308,8 @@ pub struct InstrumentOptions {
     pub array_budget: u64,
     /// log2 of the hash table's capacity in entries (24 bytes each).
     pub hash_capacity_log2: u32,
-    /// log2 of the entries in each hashed function's direct-mapped path cache.
+    /// log2 of the entries in each hashed function's direct-mapped path cache; 0 for no
+    /// cache (a table call at every path end).
     pub hash_cache_log2: u32,
     /// PEP: record every `k`-th path end in the guest (deterministic) instead of appending
     /// every path end to the ring for the host sampler.
@@ -659,7 +661,10 @@ fn build(
         },
         ..Default::default()
     };
-    layout.hash_cache_entries = 1 << opts.hash_cache_log2.clamp(1, 16);
+    layout.hash_cache_entries = match opts.hash_cache_log2 {
+        0 => 0,
+        l => 1 << l.min(16),
+    };
     let contexts = opts.contexts;
     let mut call_sites: Vec<CallSiteInfo> = Vec::new();
     let mut array_bytes = 0u64;
@@ -772,7 +777,8 @@ fn build(
                             } else {
                                 any_hash = true;
                                 Counting::Hash {
-                                    cache: bump.alloc(16 * layout.hash_cache_entries as u64),
+                                    cache: (layout.hash_cache_entries > 0)
+                                        .then(|| bump.alloc(16 * layout.hash_cache_entries as u64)),
                                 }
                             };
                             if mode == Mode::Targeted {

@@ -23,20 +23,31 @@ fn all_modes(name: &str) -> (Profile, Profile) {
         "exact-edges changed behaviour of {name}"
     );
     assert_same_edges(&paths, &edges);
-    // Every function hashed, through a 2-entry path cache: evictions at nearly every path
-    // end, and still exactly the array counts.
-    let (c4, _, err4, hashed) = run(
-        "exact-paths",
-        &f,
-        &["--array-max-paths", "0", "--hash-cache-log2", "1"],
-        &[],
-    );
-    assert_eq!(c0, c4, "{err4}");
-    assert!(hashed
-        .functions
-        .iter()
-        .all(|f| f.counting.as_deref() != Some("array")));
-    assert_eq!(paths_by_key(&hashed), paths_by_key(&paths), "hashed {name}");
+    // Every function hashed, through a 2-entry path cache (evictions at nearly every path
+    // end) and with no cache at all (a table call per path end, the classic scheme), and
+    // still exactly the array counts; targeted mode too, whose cold test wraps the call.
+    for (mode, cache) in [
+        ("exact-paths", "1"),
+        ("exact-paths", "0"),
+        ("targeted", "0"),
+    ] {
+        let (c4, _, err4, hashed) = run(
+            mode,
+            &f,
+            &["--array-max-paths", "0", "--hash-cache-log2", cache],
+            &[],
+        );
+        assert_eq!(c0, c4, "{err4}");
+        assert!(hashed
+            .functions
+            .iter()
+            .all(|f| f.counting.as_deref() != Some("array")));
+        assert_eq!(
+            paths_by_key(&hashed),
+            paths_by_key(&paths),
+            "{mode} hashed, cache 2^{cache}, {name}"
+        );
+    }
     assert_pep_matches_exact(&f, &[], &[], &paths);
     // Targeted mode without a guide prunes nothing: exactly exact-paths, with obvious paths
     // counted on their defining edges or not.

@@ -103,7 +103,7 @@ pub struct Args {
     #[arg(long)]
     no_loop_counts: bool,
     /// log2 of the entries of each hashed function's path cache (tests use 1 to force
-    /// evictions).
+    /// evictions; 0 is no cache, a table call at every path end as in classic Ball-Larus).
     #[arg(long, hide = true, default_value_t = pepper_wasm::HASH_CACHE_ENTRIES.trailing_zeros())]
     hash_cache_log2: u32,
     /// The module to run (`.wasm` or `.wat`), a WASI command.
