@@ -258,7 +258,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                         &inst.wasm,
                         true,
                         Default::default(),
-                        i,
+                        // Bursts and stacks on the same ticks: the period is the variant's.
+                        (i, i),
                     )
                 }),
                 plan: inst.plan,

@@ -115,6 +115,8 @@ fn workloads(build: &Path, quick: bool, yosys: bool) -> Vec<Workload> {
 }
 
 const INTERVAL: Duration = Duration::from_millis(1);
+/// PEP's burst period, `pepper run`'s default (`--interval`).
+const PEP_INTERVAL: Duration = Duration::from_micros(250);
 
 /// Ball-Larus' PP kept arrays only where a path number fits an 11- or 13-bit immediate
 /// (TPP, appendix A), so classic counting hashes functions above 4,096 paths.
@@ -152,6 +154,8 @@ struct Spec {
     /// [`CLASSIC_ARRAY_MAX_PATHS`] paths, a hash table call at every path end beyond, no
     /// cache in front of the table.
     classic: bool,
+    /// PEP with the host sampler: the timer period (the other variants use `INTERVAL`).
+    interval: Duration,
     what: &'static str,
 }
 
@@ -167,12 +171,14 @@ fn specs() -> Vec<Spec> {
         weights: pepper_runtime::BurstWeights::Rate,
         loop_counts: true,
         classic: false,
+        interval: INTERVAL,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
         label,
         mode: Mode::Pep,
         sampler: Some(PepParams { samples, stride }),
+        interval: PEP_INTERVAL,
         what,
         ..base.clone()
     };
@@ -244,6 +250,15 @@ fn specs() -> Vec<Spec> {
                 64,
                 17,
                 "PEP default, but each burst weighted by the path ends since the previous tick instead of the path-end rate at the tick (`--burst-weights ticks`, the estimate before the eighth session)",
+            )
+        },
+        Spec {
+            interval: INTERVAL,
+            ..pep(
+                "pep(64,17)@1ms",
+                64,
+                17,
+                "PEP(64,17) with bursts every 1 ms (`--interval 1ms`, the default before the eleventh session): a quarter of the bursts, the guest's work unchanged",
             )
         },
         Spec {
@@ -487,7 +502,7 @@ fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_run
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         sampler: spec.sampler.map(|params| pepper_runtime::SamplerConfig {
             weights: spec.weights,
-            ..pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, INTERVAL)
+            ..pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, spec.interval)
         }),
         epoch: spec.epoch.map(|gp| pepper_runtime::EpochConfig {
             interval: INTERVAL,
@@ -857,7 +872,8 @@ fn main() -> Result<()> {
          epochs, so its \"vs epoch\" is what PEP costs on top of them). Accuracy (median over rounds) is \
          against the exact-paths profile of the same round: Wall path accuracy with branch \
          flow and the 0.125% hot threshold, edge relative overlap, edge absolute overlap, \
-         TPP's AoDF (`pepper compare`). Timer period: {} ms. Targeted guides: exact-paths \
+         TPP's AoDF (`pepper compare`). Timer period: {} ms (epochs, wasmtime's guest profiler); PEP's \
+         bursts every {} µs unless the variant says otherwise. Targeted guides: exact-paths \
          profiles of the measured input, or of the other input (bzip2 `-1` on the 300 KB \
          input; lua 1 iteration; sqlite 2; zstd 1).\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
@@ -865,6 +881,7 @@ fn main() -> Result<()> {
         machine(),
         "48.0.8",
         INTERVAL.as_millis(),
+        PEP_INTERVAL.as_micros(),
         reproduce(&args, ""),
     );
     let out = args.output.unwrap_or_else(|| {

@@ -5,8 +5,9 @@
 //! The guest appends every completed path's tagged word to a ring in pepper's memory and
 //! bumps a u32 head counter (two plain stores). On each tick the sampler reads the head
 //! (and again every microsecond until a burst's worth of paths has completed: the guest's
-//! path-end rate then weighs the burst, see `watch_rate`) and replays the Arnold-Grove
-//! state machine over the newest path ends it has not seen, copying the sampled words;
+//! path-end rate over that watch then weighs the burst, see `watch_rate`) and replays the
+//! Arnold-Grove state machine from a path end drawn uniformly among those completed while
+//! it watched (the newest ones when fewer than a burst completed), copying the sampled words;
 //! words the guest may have overwritten meanwhile (the head moved by more than the ring
 //! length) are dropped and counted as lost. The hot path is
 //! allocation-free: a preallocated copy buffer, and a table that allocates only when it
@@ -42,8 +43,13 @@ pub struct SamplerConfig {
     pub weights: BurstWeights,
     /// Distinct paths the sample table holds.
     pub table_capacity: usize,
-    /// Calling contexts: also sample the guest's shadow stack into a PCCT at every tick.
+    /// Calling contexts: also sample the guest's stack into a PCCT at every
+    /// `stack_every`-th tick.
     pub stacks: Option<StackConfig>,
+    /// Ticks per stack sample: PEP's bursts are cheap for the guest (its ring is written
+    /// anyway) and gain accuracy from more ticks, while every native stack sample
+    /// interrupts the guest, so stacks keep their own, longer period.
+    pub stack_every: u32,
 }
 
 /// How many executions a burst's samples stand for.
@@ -186,26 +192,37 @@ impl SamplerConfig {
             weights: BurstWeights::Rate,
             table_capacity: 1 << 20,
             stacks: None,
+            stack_every: 1,
         }
     }
 
     /// The host sampler a plan needs: PEP's ring (unless PEP runs in the guest, `ring`
-    /// false) and/or the shadow stack; `None` when neither is there.
+    /// false), with bursts every `interval`, and/or the stacks, sampled every
+    /// `stack_interval` (rounded to a whole number of ticks when both run); `None` when
+    /// neither is there.
     pub fn for_plan(
         plan: &pepper_wasm::Plan,
         wasm: &[u8],
         ring: bool,
         params: PepParams,
-        interval: Duration,
+        (interval, stack_interval): (Duration, Duration),
     ) -> Option<SamplerConfig> {
         let stacks = StackConfig::for_plan(plan, wasm);
         if plan.mode == pepper_profile::Mode::Pep && ring {
             let mut c = SamplerConfig::new(plan.layout.ring(), params, interval);
             c.stacks = stacks;
+            c.stack_every = (stack_interval.as_secs_f64() / interval.as_secs_f64().max(1e-9))
+                .round()
+                .clamp(1.0, u32::MAX as f64) as u32;
             Some(c)
         } else {
-            stacks.map(|s| SamplerConfig::stacks_only(s, interval))
+            stacks.map(|s| SamplerConfig::stacks_only(s, stack_interval))
         }
+    }
+
+    /// The period of stack samples.
+    pub fn stack_interval(&self) -> Duration {
+        self.interval * self.stack_every
     }
 
     /// Samples only the shadow stack (no PEP ring).
@@ -228,6 +245,9 @@ pub struct SamplerResult {
     /// Path ends the guest completed in all.
     pub path_ends: u64,
     pub lost: u64,
+    /// Ticks at which the guest completed no path while the rate was watched (in a host
+    /// call, or not running): their bursts weigh nothing.
+    pub idle_ticks: u64,
     /// The calling context tree, when the shadow stack was sampled.
     pub pcct: Option<Pcct>,
     /// Samples taken while the guest was in a host call.
@@ -361,16 +381,19 @@ fn sample_loop(
     // Path ends not yet represented by any sample (carried over passes that took none).
     let mut unrepresented: u64 = 0;
     let rate_weights = cfg.weights == BurstWeights::Rate;
-    let mut readings: Vec<(u64, Instant)> = Vec::with_capacity(RATE_READINGS);
     // When the last weighted burst was taken, and the weight given out so far (rate
     // weights are rescaled at the end so that they add up to the path ends counted).
     let mut last_burst = Instant::now();
     let mut total_weight = 0f64;
+    let mut pick = Pick(0x9E37_79B9_7F4A_7C15);
+    let mut tick_no: u64 = 0;
     loop {
         // One more pass after the guest finished: the tick "at exit" gives short runs a
         // burst too.
         let last = stop.sleep(cfg.interval);
-        if let Some((sc, pcct, cache)) = &mut stacks {
+        tick_no += 1;
+        let stack_tick = last || tick_no.is_multiple_of(cfg.stack_every.max(1) as u64);
+        if let Some((sc, pcct, cache)) = stacks.as_mut().filter(|_| stack_tick) {
             let now = Instant::now();
             let weight = (now - last_sample).as_micros().max(1) as u64;
             last_sample = now;
@@ -419,9 +442,13 @@ fn sample_loop(
         let t0 = Instant::now();
         let mut h = mem.u32_at(cfg.head);
         let mut rate = None;
+        // The path ends completed while the rate was watched: [watched_from, head).
+        let mut watched_from = None;
         if rate_weights && !last && !ag.armed() {
+            watched_from = Some(head + h.wrapping_sub(head32) as u64);
             let span = (cfg.params.samples + cfg.params.stride) as u64;
-            (h, rate) = watch_rate(mem, cfg.head, (h, t0), span, &mut readings);
+            let (h1, per_sec) = watch_rate(mem, cfg.head, (h, t0), span);
+            (h, rate) = (h1, Some(per_sec));
         }
         let delta = h.wrapping_sub(head32) as u64;
         head += delta;
@@ -430,7 +457,15 @@ fn sample_loop(
         res.ticks += 1;
         let mut begin = seen;
         if ag.on_tick() {
-            begin = begin.max(head.saturating_sub(ag.pending()));
+            let mut start = head.saturating_sub(ag.pending());
+            // The burst starts at a path end drawn uniformly from those completed while
+            // the rate was watched, so that its paths are a sample of the same stretch
+            // the rate measures (see `watch_rate`), not of its last few hundred
+            // nanoseconds.
+            if let Some(from) = watched_from.filter(|&f| f < start) {
+                start = from + pick.below(start - from + 1);
+            }
+            begin = begin.max(start);
         }
         if head.saturating_sub(begin) > n - margin {
             let skip_to = head - (n - margin);
@@ -458,14 +493,23 @@ fn sample_loop(
             .filter(|&&(s, word)| s + n > head_now && word != 0)
             .count();
         res.lost += (buf.len() - valid) as u64;
-        if valid > 0 {
+        if rate.is_some_and(|per_sec| per_sec <= 0.0) {
+            // The guest completed no path while watched (in a host call, or not running):
+            // its path-end rate at this moment is zero, so this tick's burst, which holds
+            // the paths before it stopped, stands for nothing. Weighting it by the path
+            // ends since the last burst instead (tick weights) overcounted the code that
+            // runs just before host calls: bzip2's input loop got twice its flow.
+            res.idle_ticks += 1;
+            last_burst = t0;
+            unrepresented = 0;
+        } else if valid > 0 {
             // The path ends this burst stands for: at the rate the guest completed them
-            // at this moment, over the time since the last burst; or (tick weights, no
-            // rate, or a guest that completed none while watched: in a host call) the
-            // path ends since the last burst.
+            // at this moment, over the time since the last burst; or (tick weights, or no
+            // rate measured: a burst left over from the previous tick) the path ends
+            // since the last burst.
             let represented = match rate {
-                Some(per_sec) if per_sec > 0.0 => per_sec * (t0 - last_burst).as_secs_f64(),
-                _ => unrepresented as f64,
+                Some(per_sec) => per_sec * (t0 - last_burst).as_secs_f64(),
+                None => unrepresented as f64,
             };
             let weight = represented / valid as f64;
             last_burst = t0;
@@ -497,9 +541,6 @@ fn sample_loop(
     res
 }
 
-/// Readings of the head one rate measurement may take (2^10 µs at most: `RATE_MAX`
-/// stops it long before).
-const RATE_READINGS: usize = 1 << 10;
 /// Time between two reads of the head while measuring the rate. Spinning on the head
 /// itself would take its cache line away from the guest at every one of its stores, and
 /// slow down most the code that completes paths fastest.
@@ -510,9 +551,9 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 
 /// Watches the ring head, starting from `(h0, t0)`, until the guest has completed `span`
 /// more path ends (a burst's worth) or `RATE_MAX` has passed, and returns the new head and
-/// the guest's path-end rate (per second) over the newest `span` of them.
+/// the guest's path-end rate (per second) over the whole watch.
 ///
-/// Why: a tick lands at a random *time*, so the burst it takes comes from code in
+/// Why: a tick lands at a random *time*, so a burst taken then comes from code in
 /// proportion to the time the guest spends there, not to its path ends. Weighting each
 /// burst by the rate at that moment turns the time sample into a count sample (importance
 /// weighting). With weights from the path ends of the whole tick interval instead, code
@@ -521,39 +562,43 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 /// edge absolute overlap went from 77% to 92% with rate weights (bench/results/bench.md,
 /// variant `pep(64,17)+tick-weights` for the old estimate).
 ///
-/// It needs the guest running while it watches. On a machine with more runnable threads
-/// than cores the guest is often descheduled then, sees no path end, and the burst falls
-/// back to tick weights (see the caller): the estimate degrades to the older one, no worse.
-fn watch_rate(
-    mem: MemView,
-    head_at: u32,
-    (h0, t0): (u32, Instant),
-    span: u64,
-    readings: &mut Vec<(u64, Instant)>,
-) -> (u32, Option<f64>) {
-    readings.clear();
-    readings.push((0, t0));
+/// The head is read every `RATE_GAP`, so the watch lasts at least a microsecond, in which
+/// a fast guest completes a thousand paths or more: the rate is that stretch's, and the
+/// caller draws the burst from anywhere in it, so that the burst and its weight describe
+/// the same code. (A burst of the newest paths only, 81 of them or about 100 ns on this
+/// machine, carried the stretch's average rate, which undercounted fast loops next to
+/// slow ones: bzip2's absolute overlap fell to 85%.)
+///
+/// A guest that completes nothing while watched (in a host call, or descheduled) has a
+/// zero rate at that moment, and its burst weighs nothing.
+fn watch_rate(mem: MemView, head_at: u32, (h0, t0): (u32, Instant), span: u64) -> (u32, f64) {
+    let mut previous = t0;
     loop {
-        let previous = readings[readings.len() - 1].1;
         let mut t = Instant::now();
         while t - previous < RATE_GAP {
             std::hint::spin_loop();
             t = Instant::now();
         }
+        previous = t;
         let h = mem.u32_at(head_at);
         let ends = h.wrapping_sub(h0) as u64;
-        readings.push((ends, t));
-        if ends >= span || t - t0 >= RATE_MAX || readings.len() == readings.capacity() {
-            // The last reading at or before the newest `span` path ends began (never the
-            // last one itself, so the time is never zero).
-            let from = ends.saturating_sub(span);
-            let k = readings
-                .partition_point(|r| r.0 <= from)
-                .saturating_sub(1)
-                .min(readings.len() - 2);
-            let (hk, tk) = readings[k];
-            return (h, Some((ends - hk) as f64 / (t - tk).as_secs_f64()));
+        if ends >= span || t - t0 >= RATE_MAX {
+            return (h, ends as f64 / (t - t0).as_secs_f64());
         }
+    }
+}
+
+/// Where in a watched stretch a burst starts: a xorshift generator, seeded the same way
+/// every run (like the Arnold-Grove skip it extends), so a run's choices repeat.
+struct Pick(u64);
+
+impl Pick {
+    /// Uniform in `0..n` (`n` > 0; the modulo bias is below 2^-40 for the stretches here).
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
     }
 }
 
@@ -689,12 +734,21 @@ impl Stack for MemStack<'_> {
 mod tests {
     use super::*;
     use crate::worker::Worker;
+    use std::collections::HashMap;
 
-    /// A guest that alternates, every 300 µs, between code that completes paths fast
-    /// (word 1) and code that takes 1 µs per path (word 2), for 300 ms: most path ends are
-    /// fast ones, but half the time goes to slow ones, and a tick's interval holds both.
-    /// Returns the true share of fast path ends and the sampler's estimate of it.
-    fn fast_share(weights: BurstWeights) -> (f64, f64) {
+    /// One phase of a simulated guest: paths with word `word`, each taking `per_path`
+    /// (zero: as fast as the loop runs), for `length`; `None`: idle (a host call), no path
+    /// ends at all.
+    #[derive(Copy, Clone)]
+    struct Phase {
+        word: Option<u64>,
+        per_path: Duration,
+        length: Duration,
+    }
+
+    /// Runs a guest that repeats `phases` for 300 ms against the sampler, and returns the
+    /// true executions of each word and the sampler's estimates.
+    fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
         const ENTRIES: u32 = 4096;
         // Head at byte 0, the ring from byte 64.
         let mem: Vec<AtomicU64> = (0..8 + ENTRIES as usize)
@@ -717,50 +771,110 @@ mod tests {
         // SAFETY: the first word of `mem`, aligned and alive for the whole test; every access
         // to it is atomic (the sampler's too).
         let head = unsafe { AtomicU32::from_ptr(mem.as_ptr() as *mut u32) };
-        let (mut h, mut fast) = (0u32, 0u64);
+        let mut h = 0u32;
+        let mut truth: HashMap<u64, f64> = HashMap::new();
         let start = Instant::now();
-        let mut phase_end = start;
-        let mut slow = false;
-        while start.elapsed() < Duration::from_millis(300) {
-            let now = Instant::now();
-            if now >= phase_end {
-                slow = !slow;
-                phase_end = now + Duration::from_micros(300);
-            }
-            for _ in 0..16 {
-                if slow {
+        'run: for phase in phases.iter().cycle() {
+            let end = Instant::now() + phase.length;
+            while Instant::now() < end {
+                if start.elapsed() > Duration::from_millis(300) {
+                    break 'run;
+                }
+                let Some(word) = phase.word else {
+                    std::hint::spin_loop();
+                    continue;
+                };
+                for _ in 0..16 {
                     let t = Instant::now();
-                    while t.elapsed() < Duration::from_micros(1) {
+                    while t.elapsed() < phase.per_path {
                         std::hint::spin_loop();
                     }
-                } else {
-                    fast += 1;
+                    *truth.entry(word).or_default() += 1.0;
+                    mem[8 + (h % ENTRIES) as usize].store(word, Ordering::Relaxed);
+                    h = h.wrapping_add(1);
+                    head.store(h, Ordering::Release);
                 }
-                mem[8 + (h % ENTRIES) as usize].store(1 + slow as u64, Ordering::Relaxed);
-                h = h.wrapping_add(1);
-                head.store(h, Ordering::Release);
             }
         }
         let res = sampler.finish().expect("the sampler finishes");
-        let est = |w: u64| {
-            res.words
-                .iter()
-                .find(|x| x.0 == w)
-                .map_or(0.0, |x| x.1 as f64)
-        };
         assert_eq!(res.path_ends, h as u64);
+        let est: HashMap<u64, f64> = res.words.iter().map(|&(w, c)| (w, c as f64)).collect();
         // Estimates are executions: they add up to the path ends counted.
-        let total = est(1) + est(2);
+        let total: f64 = est.values().sum();
         assert!((total / h as f64 - 1.0).abs() < 0.01, "{total} vs {h}");
-        (fast as f64 / h as f64, est(1) / (est(1) + est(2)))
+        (truth, est)
+    }
+
+    fn share(of: &HashMap<u64, f64>, word: u64) -> f64 {
+        of.get(&word).copied().unwrap_or(0.0) / of.values().sum::<f64>()
+    }
+
+    /// A guest that alternates, every 300 µs, between code that completes paths fast
+    /// (word 1) and code that takes 1 µs per path (word 2): most path ends are fast ones,
+    /// but half the time goes to slow ones, and a tick's interval holds both. Returns the
+    /// true share of fast path ends and the sampler's estimate of it.
+    fn fast_share(weights: BurstWeights) -> (f64, f64) {
+        let phase = |word, per_path| Phase {
+            word: Some(word),
+            per_path: Duration::from_micros(per_path),
+            length: Duration::from_micros(300),
+        };
+        let (truth, est) = simulate(weights, &[phase(1, 0), phase(2, 1)]);
+        (share(&truth, 1), share(&est, 1))
+    }
+
+    /// A guest whose fast loop (word 1, 300 µs) is followed by a few microseconds of other
+    /// paths (word 3) and then 300 µs without any path end, like a loop that ends in a
+    /// host call. Half the ticks land in the pause, where the newest paths in the ring
+    /// are word 3's. Those ticks' bursts must weigh nothing (the guest's rate then is
+    /// zero): weighted by the path ends since the previous tick, word 3 came out at about
+    /// half of all path ends, against a true share under 2%.
+    #[test]
+    fn bursts_taken_while_the_guest_completes_nothing_weigh_nothing() {
+        if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+            eprintln!("skipped: the guest and the sampler need two cores");
+            return;
+        }
+        let phases = [
+            Phase {
+                word: Some(1),
+                per_path: Duration::ZERO,
+                length: Duration::from_micros(300),
+            },
+            Phase {
+                word: Some(3),
+                per_path: Duration::ZERO,
+                length: Duration::from_micros(3),
+            },
+            Phase {
+                word: None,
+                per_path: Duration::ZERO,
+                length: Duration::from_micros(300),
+            },
+        ];
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            let (truth, rate) = simulate(BurstWeights::Rate, &phases);
+            let (_, ticks) = simulate(BurstWeights::Ticks, &phases);
+            let (t3, r3, k3) = (share(&truth, 3), share(&rate, 3), share(&ticks, 3));
+            assert!(t3 < 0.02, "word 3 is not rare: {t3}");
+            if r3 < t3 + 0.03 && k3 > 0.2 {
+                return;
+            }
+            seen.push(format!(
+                "word 3: truth {t3:.3}, rate weights {r3:.3}, tick weights {k3:.3}"
+            ));
+        }
+        panic!("{seen:#?}");
     }
 
     /// Rate weights estimate the share of path ends; tick weights drift toward the share
     /// of time (what the test tells apart: tick weights put the fast share near 50%, the
     /// truth is above 90%). The guest and the sampler need a core each: when other work
-    /// deschedules the guest during a rate measurement the burst falls back to tick
-    /// weights (measured: one busy core is enough to pull the estimate to ~55%), so the test
-    /// tries three times before it fails, and says so on a single core.
+    /// deschedules the guest during a rate measurement the rate is measured over its
+    /// pause (before the eleventh session the burst fell back to tick weights, and one
+    /// busy core pulled the estimate to ~55%), so the test tries three times before it
+    /// fails, and says so on a single core.
     #[test]
     fn rate_weights_count_paths_not_time() {
         if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {

@@ -37,7 +37,7 @@ fn concurrent_runs_each_sample_their_own_paths_and_one_gets_native_stacks() {
         &inst.wasm,
         true,
         Default::default(),
-        Duration::from_millis(1),
+        (Duration::from_millis(1), Duration::from_millis(1)),
     )
     .expect("PEP with native contexts has a sampler");
     let config = pepper_runtime::RunConfig {

@@ -76,7 +76,19 @@ fn exact_contexts_count_every_call_in_its_context() {
 
 #[test]
 fn pep_collects_native_contexts_by_default() {
-    sampled_contexts_on_lua("pep", &[]);
+    // Bursts every 50 µs, stacks every 200 µs: one stack sample per four ticks.
+    let p = sampled_contexts_on_lua("pep", &["--interval", "50us"]);
+    let ticks = p.sampling.as_ref().unwrap().ticks;
+    let s = p.contexts.as_ref().unwrap().sampling.clone().unwrap();
+    assert_eq!(s.interval_us, 200);
+    if pepper_runtime::NATIVE_STACKS {
+        // Every fourth tick samples the stack, and the last one (at exit); a sample that
+        // finds no guest frame is not counted.
+        assert!(
+            s.samples <= ticks / 4 + 1 && s.samples >= ticks / 8,
+            "{ticks} ticks, {s:?}"
+        );
+    }
 }
 
 #[test]
@@ -120,7 +132,7 @@ fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) -> Profile {
         .args(["--", "20"])
         .output()
         .unwrap();
-    let mut flags = vec!["--interval", "200us"];
+    let mut flags = vec!["--stack-interval", "200us"];
     flags.extend_from_slice(extra);
     let (code, stdout, stderr, p) = run(mode, &wasm, &flags, &["20"]);
     assert_eq!(code, 0, "{stderr}");

@@ -17,11 +17,11 @@ use std::time::Instant;
 /// (PEP(SAMPLES, STRIDE)). `exact-paths` counts every path, `exact-edges` every branch.
 /// Alongside PEP, the same thread samples the guest's call stack (its machine stack on
 /// x86-64 Linux, else a shadow stack; `--stacks`) into a partial calling context tree
-/// (Whaley), and every call site counts its calls; `pepper export` turns the tree into
-/// pprof, folded stacks, a flame graph or a Firefox profile.
+/// (Whaley) every `--stack-interval`, and every call site counts its calls; `pepper
+/// export` turns the tree into pprof, folded stacks, a flame graph or a Firefox profile.
 ///
 /// Examples:
-///   pepper run prog.wasm -- input.txt              PEP(64,17) every 1 ms
+///   pepper run prog.wasm -- input.txt              PEP(64,17) every 250 µs, stacks every 1 ms
 ///   pepper run --mode exact-paths prog.wasm        every path counted (ground truth)
 ///   pepper run --guide prog.pepper.json prog.wasm  smart numbering from an earlier profile
 ///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
@@ -61,9 +61,16 @@ pub struct Args {
     /// site's count among its contexts by calls seen rather than by sampled time.
     #[arg(long)]
     call_windows: bool,
-    /// Sampler timer period (PEP bursts and stack samples), e.g. `1ms`, `500us`, `10ms`.
-    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. The guest's cost
+    /// does not depend on it (it writes every path end to the ring anyway); more ticks
+    /// make the estimate more accurate (see bench/results/analysis.md: 93% against 96%
+    /// absolute edge overlap at 1 ms and 250 µs) for a little work on the sampler's core.
+    #[arg(long, default_value = "250us", value_parser = parse_duration)]
     interval: std::time::Duration,
+    /// Period of calling-context stack samples (each one interrupts the guest), e.g.
+    /// `1ms`, `10ms`. With PEP it is rounded to a whole number of --interval ticks.
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
+    stack_interval: std::time::Duration,
     /// PEP: what a burst's samples stand for. `rate` (default): the path ends the guest
     /// completes per second at the tick (measured in the microseconds after it) times the
     /// time since the last burst, so code is weighted by how many paths it completes, not by
@@ -266,7 +273,7 @@ pub fn run(a: Args) -> Result<i32> {
                 samples: a.samples,
                 stride: a.stride,
             },
-            a.interval,
+            (a.interval, a.stack_interval),
         )
         .map(|mut s| {
             s.weights = a.burst_weights.into();
@@ -282,6 +289,10 @@ pub fn run(a: Args) -> Result<i32> {
     }
 
     let stacks = cfg.sampler.as_ref().and_then(|s| s.stacks.clone());
+    let stack_interval = cfg
+        .sampler
+        .as_ref()
+        .map_or(a.stack_interval, |s| s.stack_interval());
     if contexts == pepper_wasm::ContextMode::Native
         && result
             .samples
@@ -331,7 +342,7 @@ pub fn run(a: Args) -> Result<i32> {
             result
                 .samples
                 .as_ref()
-                .and_then(|r| sc.collected(r, a.interval))
+                .and_then(|r| sc.collected(r, stack_interval))
         }),
     };
     let mut profile = inst
