@@ -115,14 +115,14 @@ fn specs() -> Vec<Spec> {
             label: "pep",
             mode: Mode::Pep,
             interval: Some(ms(1)),
-            what: "PEP(64,17) paths only",
+            what: "PEP(64,17) paths only, bursts every 250 µs",
             ..base.clone()
         },
         Spec {
             label: "pep+native",
             mode: Mode::Pep,
             interval: Some(ms(1)),
-            what: "pepper's default: PEP(64,17) + native stack samples + call-site counters, one sampler thread at 1 ms",
+            what: "pepper's default: PEP(64,17) bursts every 250 µs + native stack samples every 1 ms + call-site counters, one sampler thread",
             ..native.clone()
         },
         Spec {
@@ -258,8 +258,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                         &inst.wasm,
                         true,
                         Default::default(),
-                        // Bursts and stacks on the same ticks: the period is the variant's.
-                        (i, i),
+                        // The variant's period is the stacks'; PEP's bursts come at
+                        // `pepper run`'s default period.
+                        (crate::PEP_INTERVAL, i),
                     )
                 }),
                 plan: inst.plan,
@@ -385,7 +386,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          measures): call overlap and hot-context coverage (contexts with ≥ 0.1% of calls) \
          against the exact-calls tree of the same round; hot-function precision (functions with \
          ≥ 1% of sampled self time that have ≥ 0.5% in the reference) against native stack \
-         samples every 0.1 ms in the same round.\n\n\
+         samples every 0.1 ms in the same round. The period in a label is the stack samples'; \
+         PEP's bursts come every 250 µs (`pepper run`'s default).\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
