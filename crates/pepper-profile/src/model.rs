@@ -219,6 +219,15 @@ pub struct Sampling {
     /// last tick); empty in profiles from before the choice existed (they used `ticks`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub weights: String,
+    /// Ring design, rate weights: ticks at which the guest completed no path while the
+    /// sampler watched its rate (in a host call, or not running); their bursts weigh
+    /// nothing. Absent when zero and in older profiles.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub idle_ticks: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A complete profile of one run.

@@ -272,8 +272,13 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
                 "" | "ticks" => ", bursts weighted by the path ends since the last tick",
                 _ => "",
             };
+            let idle = if s.idle_ticks > 0 {
+                format!(" ({} with the guest idle, weighing nothing)", s.idle_ticks)
+            } else {
+                String::new()
+            };
             format!(
-                "PEP({},{}) every {} us{weights}: {} samples over {} ticks of {} path ends",
+                "PEP({},{}) every {} us{weights}: {} samples over {} ticks{idle} of {} path ends",
                 s.samples, s.stride, s.interval_us, s.taken, s.ticks, s.path_ends
             )
         };

@@ -327,6 +327,7 @@ pub fn run(a: Args) -> Result<i32> {
                 taken: s.taken,
                 path_ends: s.path_ends,
                 lost: s.lost,
+                idle_ticks: s.idle_ticks,
                 guide: guide.as_ref().map(|g| g.id.clone()),
                 weights: if a.every.is_some() {
                     String::new()
