@@ -302,3 +302,27 @@ fn burst_weights_are_recorded() {
         String::from_utf8_lossy(&report.stdout)
     );
 }
+
+#[test]
+fn stack_samples_keep_their_own_period_and_say_when_it_is_rounded() {
+    let program = fixture("nested.wat");
+    let (code, _, stderr, p) = run("pep", &program, &["--interval", "10ms"], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(p.sampling.as_ref().unwrap().interval_us, 10_000);
+    if let Some(c) = &p.contexts {
+        // A stack sample cannot come more often than a tick: the 1 ms default became 10 ms,
+        // and the run says so.
+        assert_eq!(c.sampling.as_ref().unwrap().interval_us, 10_000);
+        assert!(
+            stderr.contains("stack samples every 10ms (--stack-interval 1ms"),
+            "{stderr}"
+        );
+    }
+    let (code, _, stderr, p) = run("pep", &program, &[], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(p.sampling.as_ref().unwrap().interval_us, 250);
+    assert!(!stderr.contains("stack samples every"), "{stderr}");
+    if let Some(c) = &p.contexts {
+        assert_eq!(c.sampling.as_ref().unwrap().interval_us, 1_000);
+    }
+}

@@ -283,6 +283,17 @@ pub fn run(a: Args) -> Result<i32> {
     if wasm.len() > 8 << 20 {
         eprintln!("pepper: compiling (cached after the first run)...");
     }
+    if let Some(s) = cfg.sampler.as_ref().filter(|s| s.stacks.is_some()) {
+        if s.stack_interval() != a.stack_interval {
+            eprintln!(
+                "pepper: stack samples every {:?} (--stack-interval {:?} rounded to whole \
+                 --interval ticks of {:?})",
+                s.stack_interval(),
+                a.stack_interval,
+                s.interval
+            );
+        }
+    }
     let result = pepper_runtime::run(&inst.wasm, &cfg)?;
     if let Some(t) = &result.trap {
         eprintln!("pepper: guest trapped ({t}); writing the profile of what completed");
