@@ -470,27 +470,20 @@ fn instrument(
         spec.label
     );
     let t = Instant::now();
-    let inst = pepper_wasm::instrument(
-        wasm,
-        &pepper_wasm::InstrumentOptions {
-            mode: spec.mode,
-            pep_every: spec.every,
-            guide: guide.cloned(),
-            obvious: spec.obvious,
-            loop_counts: spec.loop_counts,
-            array_max_paths: if spec.classic {
-                CLASSIC_ARRAY_MAX_PATHS
-            } else {
-                pepper_wasm::DEFAULT_ARRAY_MAX_PATHS
-            },
-            hash_cache_log2: if spec.classic {
-                0
-            } else {
-                pepper_wasm::HASH_CACHE_ENTRIES.trailing_zeros()
-            },
-            ..Default::default()
-        },
-    )?;
+    let mut opts = pepper_wasm::InstrumentOptions {
+        mode: spec.mode,
+        pep_every: spec.every,
+        guide: guide.cloned(),
+        obvious: spec.obvious,
+        loop_counts: spec.loop_counts,
+        ..Default::default()
+    };
+    if spec.classic {
+        opts.array_max_paths = CLASSIC_ARRAY_MAX_PATHS;
+        // No cache in front of the table.
+        opts.hash_cache_log2 = 0;
+    }
+    let inst = pepper_wasm::instrument(wasm, &opts)?;
     Ok((inst, t.elapsed().as_secs_f64() * 1e3))
 }
 

@@ -96,6 +96,17 @@ pub(crate) fn memarg(mem: u32, offset: u32, align: u32) -> MemArg {
         ordering: None,
     }
 }
+/// `hash_fn(func, r, 1)`: one execution of path `r` of function `func` into the in-module
+/// hash table.
+fn hash_one(func: u32, r: u32, hash_fn: u32) -> [I<'static>; 4] {
+    [
+        I::I32Const(func as i32),
+        I::LocalGet(r),
+        I::I64Const(1),
+        I::Call(hash_fn),
+    ]
+}
+
 fn mem64(mem: u32, offset: u32) -> MemArg {
     memarg(mem, offset, 3)
 }
@@ -327,12 +338,9 @@ impl Emitter<'_> {
                     I::If(wasm_encoder::BlockType::Empty),
                     I::I32Const(k as i32),
                     I::LocalSet(n),
-                    I::I32Const(*func as i32),
-                    I::LocalGet(r),
-                    I::I64Const(1),
-                    I::Call(*hash_fn),
-                    I::End,
                 ]);
+                out.extend(hash_one(*func, r, *hash_fn));
+                out.push(I::End);
             }
             Counting::Array { base } => {
                 // Targeted: a poisoned register lands in the cold slots past the array's
@@ -352,62 +360,66 @@ impl Emitter<'_> {
                     self.add_to_counter(out, *cold, false, &[I::I64Const(1)]);
                     out.push(I::Else);
                 }
-                let Some(cache) = cache else {
+                match cache {
                     // No cache: the table call at every path end.
-                    out.extend([
-                        I::I32Const(*func as i32),
-                        I::LocalGet(r),
-                        I::I64Const(1),
-                        I::Call(*hash_fn),
-                    ]);
-                    if cold_counter.is_some() {
-                        out.push(I::End);
-                    }
-                    return;
-                };
-                // slot = hash(r) of the function's direct-mapped cache; a hit (the slot
-                // holds r + 1) is one compare and one increment, a miss calls `miss_fn`.
-                let (a, shift) = (
-                    self.locals.a,
-                    64 - layout.hash_cache_entries.trailing_zeros(),
-                );
-                out.extend([
-                    I::LocalGet(r),
-                    I::I64Const(0x9E37_79B9_7F4A_7C15u64 as i64),
-                    I::I64Mul,
-                    I::I64Const(shift as i64),
-                    I::I64ShrU,
-                    I::I32WrapI64,
-                    I::I32Const(4),
-                    I::I32Shl,
-                    I::LocalTee(a),
-                    I::I64Load(mem64(m, cache)),
-                    I::LocalGet(r),
-                    I::I64Const(1),
-                    I::I64Add,
-                    I::I64Eq,
-                    I::If(wasm_encoder::BlockType::Empty),
-                    I::LocalGet(a),
-                    I::LocalGet(a),
-                    I::I64Load(mem64(m, cache + 8)),
-                    I::I64Const(1),
-                    I::I64Add,
-                    I::I64Store(mem64(m, cache + 8)),
-                    I::Else,
-                    I::I32Const(*func as i32),
-                    I::LocalGet(r),
-                    I::LocalGet(a),
-                    I::I32Const(cache as i32),
-                    I::I32Add,
-                    I::Call(*miss_fn),
-                    I::End,
-                ]);
+                    None => out.extend(hash_one(*func, r, *hash_fn)),
+                    Some(cache) => self.cached_count(out, *func, cache, *miss_fn, layout),
+                }
                 if cold_counter.is_some() {
                     out.push(I::End);
                 }
             }
             Counting::None => {}
         }
+    }
+
+    /// `count[r]++` through a hashed function's direct-mapped cache at `cache`: slot =
+    /// hash(r); a hit (the slot holds r + 1) is one compare and one increment, a miss
+    /// calls `miss_fn`.
+    fn cached_count(
+        &self,
+        out: &mut Vec<I<'_>>,
+        func: u32,
+        cache: u32,
+        miss_fn: u32,
+        layout: &MemoryLayout,
+    ) {
+        let (r, m) = (self.locals.r, self.mem);
+        let (a, shift) = (
+            self.locals.a,
+            64 - layout.hash_cache_entries.trailing_zeros(),
+        );
+        out.extend([
+            I::LocalGet(r),
+            I::I64Const(0x9E37_79B9_7F4A_7C15u64 as i64),
+            I::I64Mul,
+            I::I64Const(shift as i64),
+            I::I64ShrU,
+            I::I32WrapI64,
+            I::I32Const(4),
+            I::I32Shl,
+            I::LocalTee(a),
+            I::I64Load(mem64(m, cache)),
+            I::LocalGet(r),
+            I::I64Const(1),
+            I::I64Add,
+            I::I64Eq,
+            I::If(wasm_encoder::BlockType::Empty),
+            I::LocalGet(a),
+            I::LocalGet(a),
+            I::I64Load(mem64(m, cache + 8)),
+            I::I64Const(1),
+            I::I64Add,
+            I::I64Store(mem64(m, cache + 8)),
+            I::Else,
+            I::I32Const(func as i32),
+            I::LocalGet(r),
+            I::LocalGet(a),
+            I::I32Const(cache as i32),
+            I::I32Add,
+            I::Call(miss_fn),
+            I::End,
+        ]);
     }
 
     /// `br_table`: saves the index, then loads entry `min(index, n)` of the table at `addr`

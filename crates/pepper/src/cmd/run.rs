@@ -283,16 +283,19 @@ pub fn run(a: Args) -> Result<i32> {
     if wasm.len() > 8 << 20 {
         eprintln!("pepper: compiling (cached after the first run)...");
     }
-    if let Some(s) = cfg.sampler.as_ref().filter(|s| s.stacks.is_some()) {
-        if s.stack_interval() != a.stack_interval {
-            eprintln!(
-                "pepper: stack samples every {:?} (--stack-interval {:?} rounded to whole \
-                 --interval ticks of {:?})",
-                s.stack_interval(),
-                a.stack_interval,
-                s.interval
-            );
-        }
+    // The period stack samples actually get (PEP's rounds it to whole ticks).
+    let stack_interval = cfg
+        .sampler
+        .as_ref()
+        .map_or(a.stack_interval, |s| s.stack_interval());
+    if cfg.sampler.as_ref().is_some_and(|s| s.stacks.is_some())
+        && stack_interval != a.stack_interval
+    {
+        eprintln!(
+            "pepper: stack samples every {stack_interval:?} (--stack-interval {:?} rounded to \
+             whole --interval ticks of {:?})",
+            a.stack_interval, a.interval
+        );
     }
     let result = pepper_runtime::run(&inst.wasm, &cfg)?;
     if let Some(t) = &result.trap {
@@ -300,10 +303,6 @@ pub fn run(a: Args) -> Result<i32> {
     }
 
     let stacks = cfg.sampler.as_ref().and_then(|s| s.stacks.clone());
-    let stack_interval = cfg
-        .sampler
-        .as_ref()
-        .map_or(a.stack_interval, |s| s.stack_interval());
     if contexts == pepper_wasm::ContextMode::Native
         && result
             .samples
