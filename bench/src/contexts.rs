@@ -27,6 +27,8 @@ struct Spec {
     counters: bool,
     /// Call windows: the guest logs entries and returns for the native sampler.
     windows: bool,
+    /// PEP + native stacks: replay PEP's ring as calls (`--no-path-windows` turns it off).
+    path_windows: bool,
     /// Sampler period (PEP ring and/or shadow stack).
     interval: Option<Duration>,
     /// wasmtime's guest profiler at this period.
@@ -42,6 +44,7 @@ fn specs() -> Vec<Spec> {
         contexts: ContextMode::Off,
         counters: true,
         windows: false,
+        path_windows: true,
         interval: None,
         guest_profiler: None,
         what: "uninstrumented",
@@ -122,7 +125,22 @@ fn specs() -> Vec<Spec> {
             label: "pep+native",
             mode: Mode::Pep,
             interval: Some(ms(1)),
-            what: "pepper's default: PEP(64,17) bursts every 250 µs + native stack samples every 1 ms + call-site counters, one sampler thread",
+            what: "pepper's default: PEP(64,17) bursts every 250 µs + native stack samples every 1 ms, each replaying the PEP ring's newest 16,384 path ends as calls (path windows) + call-site counters, one sampler thread",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+native-nopw",
+            mode: Mode::Pep,
+            interval: Some(ms(1)),
+            path_windows: false,
+            what: "the same without path windows (`--no-path-windows`): call estimates split by sampled time",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+native-250us",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(250)),
+            what: "pepper's default with a stack sample (and path window) at every PEP tick, every 250 µs",
             ..native.clone()
         },
         Spec {
@@ -241,6 +259,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                     contexts: spec.contexts,
                     site_counters: spec.counters,
                     call_log_log2: spec.windows.then_some(14),
+                    path_windows: spec.path_windows,
                     ..Default::default()
                 },
             )?;

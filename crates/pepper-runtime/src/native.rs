@@ -27,6 +27,8 @@ pub const AVAILABLE: bool = cfg!(all(target_arch = "x86_64", target_os = "linux"
 pub const MAX_FRAMES: usize = 512;
 /// Most call-log events one sample copies (the newest ones; see `pepper_cct::window`).
 pub const MAX_EVENTS: usize = 16384;
+/// Most PEP path words one sample copies (the newest ones; see `pepper_cct::paths`).
+pub const MAX_WORDS: usize = 16384;
 
 const IDLE: u32 = 0;
 const REQUESTED: u32 = 1;
@@ -44,15 +46,27 @@ pub(crate) struct Slot {
     fps: [AtomicU64; MAX_FRAMES],
     /// The guest's call log, if it keeps one: host addresses of its head word and ring,
     /// and the ring's length (a power of two). Set before the first sample.
-    log_head: AtomicU64,
-    log_base: AtomicU64,
-    log_entries: AtomicU32,
+    log: LogAt,
     /// The head when the handler copied the log, and the newest `events_n` events,
     /// oldest first: the same instant as the frames, since the guest thread is the one
     /// interrupted.
     events_head: AtomicU32,
     events_n: AtomicU32,
     events: [AtomicU32; MAX_EVENTS],
+    /// PEP's ring, if path windows read it: the same for its u64 path words.
+    ring: LogAt,
+    words_head: AtomicU32,
+    words_n: AtomicU32,
+    words: [AtomicU64; MAX_WORDS],
+}
+
+/// Host addresses of a ring's u32 head (a count of words written) and of its words, and
+/// its length (a power of two); zero until set.
+#[derive(Default)]
+struct LogAt {
+    head: AtomicU64,
+    base: AtomicU64,
+    entries: AtomicU32,
 }
 
 static SLOT: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
@@ -110,14 +124,19 @@ impl CodeMap {
         (off < start + len).then_some(idx)
     }
 
-    /// The call site a return address returns to (the call is the instruction before).
-    fn site(&self, ret: u64) -> Option<u32> {
-        let off = ret.checked_sub(self.text + 1)?;
+    /// The module offset of the wasm instruction whose code holds `pc`.
+    pub(crate) fn offset(&self, pc: u64) -> Option<u64> {
+        let off = pc.checked_sub(self.text)?;
         let i = self
             .address_map
             .partition_point(|m| m.0 <= off)
             .checked_sub(1)?;
-        self.sites.get(&self.address_map[i].1).copied()
+        Some(self.address_map[i].1)
+    }
+
+    /// The call site a return address returns to (the call is the instruction before).
+    fn site(&self, ret: u64) -> Option<u32> {
+        self.sites.get(&self.offset(ret.checked_sub(1)?)?).copied()
     }
 }
 
@@ -184,31 +203,60 @@ fn take_sample(ctx: *mut libc::c_void) {
     }
 }
 
-/// Copies the newest events of the guest's call log (in the handler, while the guest is
-/// stopped, so nothing is overwritten during the copy).
+/// Copies the newest call-log events and PEP path words (in the handler, while the guest
+/// is stopped, so nothing is overwritten during the copy).
 ///
 /// # Safety
-/// The log addresses, if set, point into pepper's memory, which outlives the sampler.
+/// The ring addresses, if set, point into pepper's memory, which outlives the sampler.
 unsafe fn copy_log(slot: &Slot) {
-    let entries = slot.log_entries.load(Ordering::Relaxed) as usize;
-    let head_at = slot.log_head.load(Ordering::Relaxed);
+    // SAFETY: (caller); atomics have their integer's layout, and the sampler thread reads
+    // these only after the handler's release store of DONE.
+    unsafe {
+        let (head, n) = copy_newest(&slot.log, MAX_EVENTS, slot.events[0].as_ptr());
+        slot.events_head.store(head, Ordering::Relaxed);
+        slot.events_n.store(n as u32, Ordering::Relaxed);
+        let (head, n) = copy_newest(&slot.ring, MAX_WORDS, slot.words[0].as_ptr());
+        slot.words_head.store(head, Ordering::Relaxed);
+        slot.words_n.store(n as u32, Ordering::Relaxed);
+    }
+}
+
+/// Copies the newest `max` words of the ring at `at` to `dst`, oldest first (two block
+/// copies: where the ring wraps); returns the ring's head and how many were copied (none
+/// when it is not set).
+///
+/// # Safety
+/// As for [`copy_log`]; `T` is the ring's word type and `dst` holds `max` of them.
+unsafe fn copy_newest<T: Copy>(at: &LogAt, max: usize, dst: *mut T) -> (u32, usize) {
+    let entries = at.entries.load(Ordering::Relaxed) as usize;
+    let head_at = at.head.load(Ordering::Relaxed);
     if entries == 0 || head_at == 0 {
-        slot.events_n.store(0, Ordering::Relaxed);
-        return;
+        return (0, 0);
     }
-    let base = slot.log_base.load(Ordering::Relaxed) as *const u32;
-    // SAFETY: (caller) aligned words inside pepper's memory, only this thread writes them.
+    let base = at.base.load(Ordering::Relaxed) as *const T;
+    // SAFETY: (caller) aligned words inside pepper's memory; the guest, the only writer,
+    // is the thread this handler interrupted.
     let head = unsafe { std::ptr::read_volatile(head_at as *const u32) };
-    let n = MAX_EVENTS.min(entries).min(head as usize);
-    let first = head.wrapping_sub(n as u32) as usize;
-    for k in 0..n {
-        let at = (first + k) & (entries - 1);
-        // SAFETY: as above; `at` < entries.
-        let e = unsafe { std::ptr::read_volatile(base.add(at)) };
-        slot.events[k].store(e, Ordering::Relaxed);
+    let n = max.min(entries).min(head as usize);
+    let first = head.wrapping_sub(n as u32) as usize & (entries - 1);
+    let tail = n.min(entries - first);
+    // SAFETY: both stretches lie inside the ring and `dst` has room for `n ≤ max` words.
+    unsafe {
+        std::ptr::copy_nonoverlapping(base.add(first), dst, tail);
+        std::ptr::copy_nonoverlapping(base, dst.add(tail), n - tail);
     }
-    slot.events_head.store(head, Ordering::Relaxed);
-    slot.events_n.store(n as u32, Ordering::Relaxed);
+    (head, n)
+}
+
+/// What a native sample copies besides the frames, oldest first, with the head (words
+/// written so far) at that instant: the call log's newest events and PEP's newest path
+/// words.
+#[derive(Debug, Default)]
+pub(crate) struct Copied {
+    pub events: Vec<u32>,
+    pub events_head: u32,
+    pub words: Vec<u64>,
+    pub words_head: u32,
 }
 
 /// Samples one thread's native stack on request.
@@ -246,12 +294,14 @@ impl NativeSampler {
             n: AtomicU32::new(0),
             pcs: std::array::from_fn(|_| AtomicU64::new(0)),
             fps: std::array::from_fn(|_| AtomicU64::new(0)),
-            log_head: AtomicU64::new(0),
-            log_base: AtomicU64::new(0),
-            log_entries: AtomicU32::new(0),
+            log: LogAt::default(),
             events_head: AtomicU32::new(0),
             events_n: AtomicU32::new(0),
             events: std::array::from_fn(|_| AtomicU32::new(0)),
+            ring: LogAt::default(),
+            words_head: AtomicU32::new(0),
+            words_n: AtomicU32::new(0),
+            words: std::array::from_fn(|_| AtomicU64::new(0)),
         });
         // One sampled thread per process at a time: the signal handler has one slot.
         SLOT.compare_exchange(
@@ -266,32 +316,33 @@ impl NativeSampler {
         Some(NativeSampler { slot, thread })
     }
 
-    /// Lets every sample also copy the guest's call log: `memory` is pepper's memory's
-    /// host address, `(head, base, entries)` the log's layout in it. Call before the first
-    /// sample.
+    /// Lets every sample also copy the guest's call log (`ring` false) or PEP's ring of
+    /// path words (`ring` true): `memory` is pepper's memory's host address, `(head, base,
+    /// entries)` the ring's layout in it. Call before the first sample.
     ///
     /// # Safety
     /// `memory` must be the start of pepper's memory, mapped for as long as this sampler
     /// samples, and the layout must lie inside it.
-    pub(crate) unsafe fn set_log(&self, memory: u64, (head, base, entries): (u32, u32, u32)) {
-        self.slot
-            .log_base
-            .store(memory + base as u64, Ordering::Relaxed);
-        self.slot.log_entries.store(entries, Ordering::Relaxed);
-        self.slot
-            .log_head
-            .store(memory + head as u64, Ordering::Release);
+    pub(crate) unsafe fn set_log(
+        &self,
+        memory: u64,
+        ring: bool,
+        (head, base, entries): (u32, u32, u32),
+    ) {
+        let at = if ring {
+            &self.slot.ring
+        } else {
+            &self.slot.log
+        };
+        at.base.store(memory + base as u64, Ordering::Relaxed);
+        at.entries.store(entries, Ordering::Relaxed);
+        at.head.store(memory + head as u64, Ordering::Release);
     }
 
     /// Interrupts the guest thread and copies its frame chain into `out` as
-    /// (pc, frame pointer) pairs, leaf first, and the newest call-log events into `events`
-    /// (oldest first, with the log's head then). False if the thread did not answer in time.
-    pub(crate) fn sample(
-        &self,
-        out: &mut Vec<(u64, u64)>,
-        events: &mut Vec<u32>,
-        events_head: &mut u32,
-    ) -> bool {
+    /// (pc, frame pointer) pairs, leaf first, and the newest call-log events and PEP path
+    /// words into `copied`. False if the thread did not answer in time.
+    pub(crate) fn sample(&self, out: &mut Vec<(u64, u64)>, copied: &mut Copied) -> bool {
         out.clear();
         self.slot.state.store(REQUESTED, Ordering::Release);
         // SAFETY: the thread is alive: the runtime stops the sampler before `_start`
@@ -318,14 +369,19 @@ impl NativeSampler {
                 self.slot.fps[k].load(Ordering::Relaxed),
             ));
         }
-        events.clear();
-        let m = self.slot.events_n.load(Ordering::Relaxed) as usize;
-        events.extend(
-            self.slot.events[..m]
-                .iter()
-                .map(|e| e.load(Ordering::Relaxed)),
-        );
-        *events_head = self.slot.events_head.load(Ordering::Relaxed);
+        let s = &self.slot;
+        copied.events.clear();
+        let m = s.events_n.load(Ordering::Relaxed) as usize;
+        copied
+            .events
+            .extend(s.events[..m].iter().map(|e| e.load(Ordering::Relaxed)));
+        copied.events_head = s.events_head.load(Ordering::Relaxed);
+        copied.words.clear();
+        let m = s.words_n.load(Ordering::Relaxed) as usize;
+        copied
+            .words
+            .extend(s.words[..m].iter().map(|w| w.load(Ordering::Relaxed)));
+        copied.words_head = s.words_head.load(Ordering::Relaxed);
         self.slot.state.store(IDLE, Ordering::Release);
         true
     }

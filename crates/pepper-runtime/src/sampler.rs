@@ -97,6 +97,10 @@ pub struct StackConfig {
     pub call_log: Option<(u32, u32, u32)>,
     /// Caller and direct callee of every call site, for the replay.
     pub sites: Arc<[pepper_cct::SiteInfo]>,
+    /// Path windows: with native stacks and PEP's ring, the newest path words copied with
+    /// every stack sample are replayed as calls (`pepper_cct::paths`); what each path word
+    /// says about calls. Set by [`SamplerConfig::for_plan`].
+    pub path_windows: Option<Arc<pepper_wasm::PathSites>>,
 }
 
 impl StackConfig {
@@ -140,6 +144,7 @@ impl StackConfig {
                 })
                 .collect(),
             native,
+            path_windows: None,
         })
     }
 
@@ -210,7 +215,12 @@ impl SamplerConfig {
         let stacks = StackConfig::for_plan(plan, wasm);
         if plan.mode == pepper_profile::Mode::Pep && ring {
             let mut c = SamplerConfig::new(plan.layout.ring(), params, interval);
-            c.stacks = stacks;
+            c.stacks = stacks.map(|mut s| {
+                if s.native.is_some() && s.call_log.is_none() {
+                    s.path_windows = pepper_wasm::PathSites::for_plan(plan, wasm).map(Arc::new);
+                }
+                s
+            });
             c.stack_every = (stack_interval.as_secs_f64() / interval.as_secs_f64().max(1e-9))
                 .round()
                 .clamp(1.0, u32::MAX as f64) as u32;
@@ -320,15 +330,26 @@ impl Sampler {
             ptr: m.data_ptr(&store) as usize,
             len: m.data_size(&store),
         });
-        let log = cfg.stacks.as_ref().and_then(|s| s.call_log);
-        if let (Some((sampler, _)), Some(log), true) = (&native, log, mem.len > 0) {
+        // The call log's events are u32, PEP's path words u64.
+        let logs = cfg.stacks.as_ref().map_or([None, None], |s| {
+            [
+                s.call_log.map(|l| (l, 4, false)),
+                s.path_windows
+                    .as_ref()
+                    .map(|_| ((cfg.head, cfg.base, cfg.entries), 8, true)),
+            ]
+        });
+        for (log, word, ring) in logs.into_iter().flatten() {
+            let Some((sampler, _)) = native.as_ref().filter(|_| mem.len > 0) else {
+                break;
+            };
             let (head, base, entries) = log;
             assert!(
-                base as usize + 4 * entries as usize <= mem.len && head as usize + 4 <= mem.len
+                base as usize + word * entries as usize <= mem.len && head as usize + 4 <= mem.len
             );
             // SAFETY: the layout lies inside pepper's memory (checked above), which the
             // caller keeps alive and unmoved until the sampler is finished.
-            unsafe { sampler.set_log(mem.ptr as u64, log) };
+            unsafe { sampler.set_log(mem.ptr as u64, ring, log) };
         }
         Sampler(Worker::spawn("pepper-sampler", move |stop| {
             sample_loop(mem, &cfg, stop, &in_host, native)
@@ -358,9 +379,10 @@ fn sample_loop(
             Vec::with_capacity(sc.bufsize + 4),
         )
     });
-    let mut events: Vec<u32> = Vec::with_capacity(crate::native::MAX_EVENTS);
-    let (mut events_head, mut last_events_head) = (0u32, 0u32);
+    let mut copied = crate::native::Copied::default();
+    let (mut last_events_head, mut last_words_head) = (0u32, 0u32);
     let mut replay = pepper_cct::Replay::default();
+    let mut paths = PathWindows::default();
     let mut last_sample = Instant::now();
     let mut in_host_samples = 0;
     let mut ag = ArnoldGrove::new(cfg.params);
@@ -400,16 +422,33 @@ fn sample_loop(
             let host = in_host.load(Ordering::Acquire);
             in_host_samples += host as u64;
             if let Some((sampler, map)) = &native {
-                if sampler.sample(&mut raw, &mut events, &mut events_head) {
-                    // Events since the last window: the newest of them are replayed.
-                    let since = events_head.wrapping_sub(last_events_head) as usize;
-                    last_events_head = events_head;
+                if sampler.sample(&mut raw, &mut copied) {
+                    // Events and path words since the last window: the newest of them
+                    // are replayed.
+                    let since = copied.events_head.wrapping_sub(last_events_head) as usize;
+                    last_events_head = copied.events_head;
+                    let words_since = copied.words_head.wrapping_sub(last_words_head) as usize;
+                    last_words_head = copied.words_head;
                     if crate::native::wasm_frames(&raw, map, &mut frames) {
                         let mut stack =
                             crate::native::NativeStack::new(&frames, &previous, raw.len());
                         pcct.sample(&mut stack, weight);
+                        let events = &copied.events;
                         let fresh = &events[events.len() - since.min(events.len())..];
                         pcct.replay_calls(fresh, &sc.sites, since as u64, &mut replay);
+                        if let Some(ps) = &sc.path_windows {
+                            let words = &copied.words;
+                            let fresh = &words[words.len() - words_since.min(words.len())..];
+                            // Where the leaf is: what its unfinished path may have called.
+                            let top = frames
+                                .last()
+                                .zip(map.offset(raw[0].0))
+                                .map_or(pepper_cct::Pos::UNKNOWN, |(&(func, _, _), offset)| {
+                                    ps.pos_at(func, offset)
+                                });
+                            let w = (fresh, words_since);
+                            paths.replay(pcct, ps, w, top, &sc.sites, &mut replay);
+                        }
                         std::mem::swap(&mut frames, &mut previous);
                     } else {
                         // In the host: its code has no frame pointers to follow back into
@@ -903,5 +942,62 @@ mod tests {
             ));
         }
         panic!("{seen:#?}");
+    }
+}
+
+/// Path windows' state in the sampler thread: decoded path words (regenerating a path
+/// takes microseconds; the same few thousand paths recur), found through a direct-mapped
+/// cache (a few nanoseconds per word: a window is thousands of words), and the
+/// conversion's buffers.
+#[derive(Default)]
+struct PathWindows {
+    decoded: Vec<Option<pepper_cct::PathCalls>>,
+    /// (word + 1, index in `decoded`) by the word's hash.
+    cache: Vec<(u64, u32)>,
+    records: Vec<u32>,
+    events: Vec<u32>,
+}
+
+impl PathWindows {
+    /// Cache slots (a power of two), and the most decoded paths kept before starting over.
+    const SLOTS: usize = 1 << 16;
+    const MAX_DECODED: usize = 1 << 18;
+
+    /// Replays `words` (the newest path words, oldest first, standing for `since` path
+    /// ends) from the last sample's stack into call windows; `top`: where the leaf is.
+    fn replay(
+        &mut self,
+        pcct: &mut Pcct,
+        ps: &pepper_wasm::PathSites,
+        (words, since): (&[u64], usize),
+        top: pepper_cct::Pos,
+        sites: &[pepper_cct::SiteInfo],
+        r: &mut pepper_cct::Replay,
+    ) {
+        if self.cache.is_empty() || self.decoded.len() >= Self::MAX_DECODED {
+            self.decoded.clear();
+            self.cache.clear();
+            self.cache.resize(Self::SLOTS, (0, 0));
+        }
+        self.records.clear();
+        for &w in words {
+            let slot = (w.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (Self::SLOTS - 1);
+            let (key, at) = self.cache[slot];
+            let at = if key == w.wrapping_add(1) {
+                at
+            } else {
+                self.decoded.push(ps.decode(w));
+                let at = (self.decoded.len() - 1) as u32;
+                self.cache[slot] = (w.wrapping_add(1), at);
+                at
+            };
+            self.records.push(at);
+        }
+        let refs: Vec<Option<&pepper_cct::PathCalls>> = self
+            .records
+            .iter()
+            .map(|&k| self.decoded[k as usize].as_ref())
+            .collect();
+        pcct.replay_paths(&refs, top, ps, sites, since as u64, r, &mut self.events);
     }
 }

@@ -112,6 +112,12 @@ pub struct FunctionAnalysis {
     /// Each direct call (`call`, `return_call`) in reachable code: the node it is in and
     /// the function it calls. A node runs its calls once per execution.
     pub direct_calls: Vec<(NodeId, u32)>,
+    /// Every call operator (`contexts::call_target`'s list, so the k-th is the
+    /// function's k-th call site), in operator order: its operator index and its node
+    /// (`None` in unreachable code).
+    pub call_nodes: Vec<(usize, Option<NodeId>)>,
+    /// The node execution is in after each operator (`None` where code is unreachable).
+    pub op_nodes: Vec<Option<NodeId>>,
     /// Functions whose reference the body takes (`ref.func`): indirect-call targets.
     pub func_refs: Vec<u32>,
     /// Loops with an induction variable: a local the loop body writes once, by adding a
@@ -329,6 +335,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
     let mut cur: Option<NodeId> = Some(entry);
     let mut returns = Vec::new();
     let (mut direct_calls, mut func_refs) = (Vec::new(), Vec::new());
+    let (mut call_nodes, mut op_nodes) = (Vec::new(), Vec::new());
     let mut reader = body
         .get_operators_reader()
         .map_err(|e| malformed(start, &e))?;
@@ -342,6 +349,9 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         let (op, offset) = reader
             .read_with_offset()
             .map_err(|e| malformed(start, &e))?;
+        if crate::contexts::call_target(&op).is_some() {
+            call_nodes.push((i, cur));
+        }
         if let Some(op) = unsupported(&op) {
             return Err(AnalysisError::Unsupported { op, offset });
         }
@@ -486,6 +496,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     }
                 }
                 if f.kind == FrameKind::Function {
+                    op_nodes.push(cur);
                     i += 1;
                     break;
                 }
@@ -680,6 +691,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
             Operator::RefFunc { function_index } => func_refs.push(function_index),
             _ => {}
         }
+        op_nodes.push(cur);
         i += 1;
     }
     if !frames.is_empty() {
@@ -705,6 +717,8 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         returns,
         num_ops: i,
         direct_calls,
+        call_nodes,
+        op_nodes,
         func_refs,
         loop_counters,
     })

@@ -13,15 +13,17 @@ pub mod dwarf;
 pub mod emit;
 pub mod entries;
 pub mod module;
+pub mod path_calls;
 pub mod plan;
 mod rewrite;
 
 pub use collect::{Increments, RunOutcome};
 pub use contexts::{CallSiteInfo, ContextMode, SampledContexts};
 pub use module::FuncIndex;
+pub use path_calls::PathSites;
 pub use plan::{
     instrument, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan, COUNTERS_EXPORT,
-    DEFAULT_ARRAY_MAX_PATHS, HASH_CACHE_ENTRIES,
+    DEFAULT_ARRAY_MAX_PATHS, HASH_CACHE_ENTRIES, PATH_WINDOW_RING_LOG2,
 };
 
 /// Reads a module file's bytes, translating WebAssembly text (`.wat`) when needed.

@@ -340,6 +340,11 @@ pub struct InstrumentOptions {
     /// ring of 2^n words, so each stack sample carries a window of the calls just before
     /// it, each in its exact context (`pepper_cct::window`). `None`: no log.
     pub call_log_log2: Option<u32>,
+    /// PEP with native contexts and no call log: replay the path ends each stack sample
+    /// copies from PEP's ring as calls (`pepper_cct::paths`), which needs the ring to
+    /// hold at least 2^[`PATH_WINDOW_RING_LOG2`] path ends and where each operator's code
+    /// went (`FunctionPlan::op_offsets`). Nothing changes in the guest's code.
+    pub path_windows: bool,
     /// Exact edges: read loops' induction variables at their exits instead of counting an
     /// edge on every iteration (see [`LoopCount`]).
     pub loop_counts: bool,
@@ -351,6 +356,11 @@ pub struct InstrumentOptions {
 /// from 4,096 took exact-paths from +57% to +10% over uninstrumented. Only the pages of an
 /// array that its paths touch are ever faulted in, so large sparse arrays cost little.
 pub const DEFAULT_ARRAY_MAX_PATHS: u64 = 1 << 16;
+
+/// log2 of PEP's ring length with path windows: 16,384 path ends (128 KB), copied with
+/// each stack sample. Lua completes that many in about 15 µs; a quarter of that left
+/// call overlap below 90% (too few calls per window to see deep recursion).
+pub const PATH_WINDOW_RING_LOG2: u32 = 14;
 
 impl Default for InstrumentOptions {
     fn default() -> Self {
@@ -370,6 +380,7 @@ impl Default for InstrumentOptions {
             cct_capacity_log2: 18,
             site_counters: true,
             call_log_log2: None,
+            path_windows: true,
             loop_counts: true,
         }
     }
@@ -408,6 +419,10 @@ pub struct FunctionPlan {
     pub loop_counts: Vec<LoopCount>,
     /// Module-wide id of this function's first call site (contexts).
     pub first_site: u32,
+    /// PEP with native stacks: where each original operator's code begins in the
+    /// rewritten body (bytes from the start of the body's locals), so that a sampled
+    /// program counter maps back to its CFG node (`PathSites`). Empty otherwise.
+    pub op_offsets: Vec<u32>,
 }
 
 /// Exact edges: a loop whose induction variable gives the executions of the node that
@@ -558,6 +573,8 @@ pub struct Plan {
     pub entry_counters: Vec<(u32, u32, u32)>,
     /// Exact edges: functions whose entries their callers' counts give, callers first.
     pub given_entries: crate::entries::GivenEntries,
+    /// Whether stack samples replay PEP's ring as calls ([`InstrumentOptions::path_windows`]).
+    pub path_windows: bool,
     pub warnings: Vec<String>,
 }
 
@@ -666,6 +683,11 @@ fn build(
         l => 1 << l.min(16),
     };
     let contexts = opts.contexts;
+    let path_windows = opts.path_windows
+        && mode == Mode::Pep
+        && contexts == ContextMode::Native
+        && opts.pep_every.is_none()
+        && opts.call_log_log2.is_none();
     let mut call_sites: Vec<CallSiteInfo> = Vec::new();
     let mut array_bytes = 0u64;
     let mut next_branch = 0u32;
@@ -707,6 +729,7 @@ fn build(
             obvious: Vec::new(),
             loop_counts: Vec::new(),
             first_site: call_sites.len() as u32,
+            op_offsets: Vec::new(),
         };
         if mode == Mode::None && contexts == ContextMode::Off {
             functions.push(fp);
@@ -911,7 +934,12 @@ fn build(
     layout.hash_capacity = 1 << cap_log2;
     layout.hash_base = bump.alloc(24 * layout.hash_capacity as u64);
     if mode == Mode::Pep && opts.pep_every.is_none() {
-        layout.ring_entries = 1 << opts.ring_log2.clamp(4, 20);
+        let ring_log2 = if path_windows {
+            opts.ring_log2.max(PATH_WINDOW_RING_LOG2)
+        } else {
+            opts.ring_log2
+        };
+        layout.ring_entries = 1 << ring_log2.clamp(4, 20);
         layout.ring_base = bump.alloc(8 * layout.ring_entries as u64);
     }
     let counters = contexts != ContextMode::Off && opts.site_counters;
@@ -967,6 +995,7 @@ fn build(
         rewritten: false,
         entry_counters,
         given_entries: given,
+        path_windows,
         warnings,
     };
     let context_code = contexts.shadow() || counters || plan.layout.call_log_entries > 0;
@@ -989,6 +1018,7 @@ fn build(
     let enter_fn = hash_fn + 1;
     let miss_fn = hash_fn + 2;
     let mut bodies: Vec<Option<Function>> = Vec::with_capacity(plan.functions.len());
+    let mut op_offsets = Vec::new();
     let entry_counter: std::collections::HashMap<u32, u32> =
         plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
     for (k, fp) in plan.functions.iter().enumerate() {
@@ -1054,7 +1084,7 @@ fn build(
             entry_counter: entry_counter.get(&fp.index.0).copied(),
             imported_funcs: facts.num_imported_funcs,
         });
-        bodies.push(Some(emit_body(
+        let (body, offsets) = emit_body(
             facts,
             k,
             a,
@@ -1063,7 +1093,14 @@ fn build(
             mem,
             kind,
             ctx.map(|c| (c, fp.first_site)),
-        )?));
+        )?;
+        bodies.push(Some(body));
+        if plan.path_windows {
+            op_offsets.push((k, offsets));
+        }
+    }
+    for (k, offsets) in op_offsets {
+        plan.functions[k].op_offsets = offsets;
     }
     let path_table = HashTable {
         base: plan.layout.hash_base,
@@ -1111,7 +1148,7 @@ fn emit_body<'f>(
     mem: u32,
     kind: EmitKind<'_>,
     ctx: Option<(ContextEmit<'_>, u32)>,
-) -> Result<Function, InstrumentError> {
+) -> Result<(Function, Vec<u32>), InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     let body = &facts.bodies[k];
     let enc = |e: &dyn std::fmt::Display| {
@@ -1173,6 +1210,8 @@ fn emit_body<'f>(
     // `returns` is in operator order, so one cursor walks it alongside the operators.
     let mut returns = a.returns.iter().peekable();
     let mut reenc = RoundtripReencoder;
+    // Where each operator's own code begins in `out` (after the actions before it).
+    let mut op_at = Vec::with_capacity(a.num_ops);
     for i in 0..a.num_ops {
         let op = reader.read().map_err(|e| enc(&e))?;
         let mut trampoline = false;
@@ -1183,6 +1222,7 @@ fn emit_body<'f>(
             trampoline |= em.action(&mut out, next, act);
             next += 1;
         }
+        op_at.push(out.len());
         let is_last = i + 1 == a.num_ops;
         let return_here = returns.next_if(|r| r.0 == i);
         if let (true, wasmparser::Operator::BrIf { relative_depth }) = (trampoline, &op) {
@@ -1244,10 +1284,13 @@ fn emit_body<'f>(
         }
     }
     let mut f = Function::new(locals);
+    let mut at = Vec::with_capacity(out.len() + 1);
     for ins in &out {
+        at.push(f.byte_len() as u32);
         f.instruction(ins);
     }
-    Ok(f)
+    at.push(f.byte_len() as u32);
+    Ok((f, op_at.iter().map(|&k| at[k]).collect()))
 }
 
 /// A hashed function's cache miss, `(func, r, slot)`: the entry at `slot` (absolute

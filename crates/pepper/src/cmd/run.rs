@@ -61,6 +61,13 @@ pub struct Args {
     /// site's count among its contexts by calls seen rather than by sampled time.
     #[arg(long)]
     call_windows: bool,
+    /// PEP with native stacks: do not replay the path ends each stack sample copies from
+    /// PEP's ring as calls ("path windows", on by default: the same call windows as
+    /// --call-windows without any code in the guest; the ring grows to 16,384 path ends,
+    /// 128 KB copied with each sample). Call estimates then split each call site's count
+    /// among its contexts by sampled time.
+    #[arg(long)]
+    no_path_windows: bool,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. The guest's cost
     /// does not depend on it (it writes every path end to the ring anyway); more ticks
     /// make the estimate more accurate (see bench/results/analysis.md: 93% against 96%
@@ -233,6 +240,7 @@ pub fn run(a: Args) -> Result<i32> {
         site_counters: !a.no_call_counts,
         call_log_log2: (a.call_windows && contexts == pepper_wasm::ContextMode::Native)
             .then_some(14),
+        path_windows: !a.no_path_windows,
         array_max_paths: a.array_max_paths,
         hash_cache_log2: a.hash_cache_log2,
         loop_counts: !a.no_loop_counts,

@@ -1,0 +1,406 @@
+//! What PEP's path words say about calls: the call sites each path passes, in order, for
+//! call windows read off the ring (`pepper_cct::paths`).
+
+use crate::analysis::FunctionAnalysis;
+use crate::plan::{Counting, Plan};
+use pepper_cct::{CallGraph, PathCalls, PathEnd, Pos, Start};
+use pepper_cfg::{DagEdgeKind, NodeId, NumberedDag, Vertex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// One function's numbering and where its calls are.
+#[derive(Clone, Debug)]
+struct FuncPaths {
+    numbered: NumberedDag,
+    /// Call sites (module-wide ids) in each CFG node, in code order.
+    node_sites: Vec<Vec<u32>>,
+    /// CFG edges that end the activation abruptly (tail calls, throws).
+    abrupt: Vec<bool>,
+    /// Predecessors of each P-DAG vertex.
+    preds: Vec<Vec<Vertex>>,
+    /// Each call site of the function (by id less the first): its operator index and node.
+    calls: Vec<(usize, Option<NodeId>)>,
+    first_site: u32,
+    /// Module offset of each operator's code in the rewritten module, and the node after
+    /// it (empty unless the plan kept offsets).
+    op_offsets: Vec<u64>,
+    op_nodes: Vec<Option<NodeId>>,
+}
+
+/// The call sites every PEP path of a module passes, and the call graph facts the
+/// conversion of path ends into calls needs. Built once per run from the plan.
+#[derive(Debug, Default)]
+pub struct PathSites {
+    funcs: HashMap<u32, FuncPaths>,
+    /// Sites of each function, ascending.
+    sites_of: HashMap<u32, Vec<u32>>,
+    callee: Vec<Option<u32>>,
+    sig: Vec<Option<u32>>,
+    /// Calls that leave no path end: to imports and to functions that write none.
+    silent: Vec<bool>,
+    /// Canonical signature of each function an indirect call may reach.
+    indirect: HashMap<u32, u32>,
+    /// [`PathSites::sites_before`]'s answers so far, by (function, position).
+    before: Mutex<HashMap<(u32, u64), Sites>>,
+    /// [`CallGraph::resolve`]'s, by (function, start split node or `u32::MAX` for the
+    /// entry, position, callees); the same few loops recur.
+    resolved: Mutex<ResolveCache>,
+}
+
+impl PathSites {
+    /// `None` unless the plan asked for path windows (`InstrumentOptions::path_windows`).
+    /// `output` is the rewritten module (where the plan's operator offsets point).
+    pub fn for_plan(plan: &Plan, output: &[u8]) -> Option<PathSites> {
+        if !plan.path_windows {
+            return None;
+        }
+        let bodies = crate::module::ModuleFacts::parse(output).ok()?.bodies;
+        let mut funcs = HashMap::new();
+        for (fp, body) in plan.functions.iter().zip(&bodies) {
+            let (Some(a), Some(nd), Counting::Ring) = (&fp.analysis, &fp.numbered, fp.counting)
+            else {
+                continue;
+            };
+            let mut f = FuncPaths::new(a, nd, fp.first_site);
+            if fp.op_offsets.len() == a.num_ops {
+                let start = body.range().start;
+                f.op_offsets = fp.op_offsets.iter().map(|&o| start + o as u64).collect();
+                f.op_nodes = a.op_nodes.clone();
+            }
+            funcs.insert(fp.index.0, f);
+        }
+        let mut sites_of: HashMap<u32, Vec<u32>> = HashMap::new();
+        for (id, s) in plan.call_sites.iter().enumerate() {
+            sites_of.entry(s.func).or_default().push(id as u32);
+        }
+        let silent = plan
+            .call_sites
+            .iter()
+            .map(|s| s.callee.is_some_and(|g| !funcs.contains_key(&g)))
+            .collect();
+        Some(PathSites {
+            sites_of,
+            callee: plan.call_sites.iter().map(|s| s.callee).collect(),
+            sig: plan.call_sites.iter().map(|s| s.sig).collect(),
+            silent,
+            indirect: plan
+                .entry_counters
+                .iter()
+                .map(|&(f, _, sig)| (f, sig))
+                .collect(),
+            funcs,
+            before: Mutex::default(),
+            resolved: Mutex::default(),
+        })
+    }
+
+    /// The calls of the path a PEP ring word names; `None` if it does not decode.
+    pub fn decode(&self, word: u64) -> Option<PathCalls> {
+        let (func, r) = crate::plan::pep_untag(word)?;
+        let fp = self.funcs.get(&func)?;
+        let dag = &fp.numbered.dag;
+        let edges = fp.numbered.numbering.regenerate(dag, r).ok()?;
+        let from_entry = dag.edge(*edges.first()?).kind == DagEdgeKind::FunctionEntry;
+        let end = match dag.edge(*edges.last()?).kind {
+            DagEdgeKind::SplitExit(h) => PathEnd::Split(h.0),
+            DagEdgeKind::Real(e) if fp.abrupt[e.index()] => PathEnd::Abrupt,
+            DagEdgeKind::DeadEnd(_) => PathEnd::Abrupt,
+            _ => PathEnd::Exit,
+        };
+        let mut sites = Vec::new();
+        for &e in &edges {
+            let v = dag.edge(e).dst;
+            // A node runs in this path when the path enters its body (a split node's top
+            // half is where the path ends, before its code).
+            if let Some(n) = dag.node_of(v).filter(|&n| dag.body(n) == Some(v)) {
+                sites.extend_from_slice(&fp.node_sites[n.index()]);
+            }
+        }
+        Some(PathCalls {
+            func,
+            sites,
+            from_entry,
+            end,
+        })
+    }
+}
+
+impl FuncPaths {
+    fn new(a: &FunctionAnalysis, nd: &NumberedDag, first_site: u32) -> FuncPaths {
+        let mut node_sites = vec![Vec::new(); a.cfg.num_nodes()];
+        for (k, &(_, n)) in a.call_nodes.iter().enumerate() {
+            if let Some(n) = n {
+                node_sites[n.index()].push(first_site + k as u32);
+            }
+        }
+        let mut preds = vec![Vec::new(); nd.dag.num_vertices()];
+        for (_, e) in nd.dag.edges() {
+            preds[e.dst.index()].push(e.src);
+        }
+        FuncPaths {
+            numbered: nd.clone(),
+            node_sites,
+            abrupt: a
+                .edges
+                .iter()
+                .map(|e| e.tail_call.is_some() || e.throw.is_some())
+                .collect(),
+            preds,
+            calls: a.call_nodes.clone(),
+            first_site,
+            op_offsets: Vec::new(),
+            op_nodes: Vec::new(),
+        }
+    }
+
+    /// The sites a path can pass before operator `limit` of node `n`: the node's own
+    /// sites before it, and those of every node whose body reaches `n` in the P-DAG
+    /// (within one path: a split node's body is entered only where a path starts).
+    fn sites_before(&self, n: NodeId, limit: usize) -> Vec<u32> {
+        let dag = &self.numbered.dag;
+        let mut out: Vec<u32> = self.node_sites[n.index()]
+            .iter()
+            .copied()
+            .filter(|&s| self.calls[(s - self.first_site) as usize].0 < limit)
+            .collect();
+        let Some(start) = dag.body(n) else {
+            return out;
+        };
+        let mut seen = vec![false; self.preds.len()];
+        let mut todo = vec![start];
+        seen[start.index()] = true;
+        while let Some(v) = todo.pop() {
+            for &p in &self.preds[v.index()] {
+                if !seen[p.index()] {
+                    seen[p.index()] = true;
+                    todo.push(p);
+                    if let Some(m) = dag.node_of(p).filter(|&m| dag.body(m) == Some(p)) {
+                        out.extend_from_slice(&self.node_sites[m.index()]);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+}
+
+impl FuncPaths {
+    /// [`CallGraph::resolve`] from vertex `from` to before operator `limit` of node `n`.
+    fn resolve(
+        &self,
+        g: &PathSites,
+        from: Vertex,
+        (n, limit): (NodeId, usize),
+        callees: &[u32],
+    ) -> Option<Vec<u32>> {
+        let mut search = Search {
+            fp: self,
+            g,
+            target: (self.numbered.dag.body(n)?, limit),
+            callees,
+            memo: HashMap::new(),
+        };
+        match search.fit(from, 0) {
+            Fit::One(sites) => Some(sites.to_vec()),
+            Fit::None | Fit::Many => None,
+        }
+    }
+
+    /// The operator and node of call site `site` (module-wide id).
+    fn call(&self, site: u32) -> Option<(usize, NodeId)> {
+        let (op, n) = self
+            .calls
+            .get(site.checked_sub(self.first_site)? as usize)?;
+        Some((*op, (*n)?))
+    }
+}
+
+/// The call sites a path passes from a vertex on: none fits, one sequence, or several.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Fit {
+    None,
+    One(Arc<[u32]>),
+    Many,
+}
+
+/// A depth-first walk of the P-DAG for the one path whose calls fit a list of callees.
+struct Search<'a> {
+    fp: &'a FuncPaths,
+    g: &'a PathSites,
+    /// The vertex of the node the path ends in, and the operator it ends before.
+    target: (Vertex, usize),
+    callees: &'a [u32],
+    /// Results by (vertex, callees matched before it).
+    memo: HashMap<(Vertex, usize), Fit>,
+}
+
+impl Search<'_> {
+    fn fit(&mut self, v: Vertex, k: usize) -> Fit {
+        if let Some(f) = self.memo.get(&(v, k)) {
+            return f.clone();
+        }
+        let f = self.fit_new(v, k);
+        self.memo.insert((v, k), f.clone());
+        f
+    }
+
+    fn fit_new(&mut self, v: Vertex, k: usize) -> Fit {
+        let dag = &self.fp.numbered.dag;
+        // Only node bodies run code; a split node's top half and the exit end paths.
+        let Some(m) = dag.node_of(v).filter(|&m| dag.body(m) == Some(v)) else {
+            return Fit::None;
+        };
+        let last = v == self.target.0;
+        let mut here = Vec::new();
+        for &s in &self.fp.node_sites[m.index()] {
+            if last && self.fp.calls[(s - self.fp.first_site) as usize].0 >= self.target.1 {
+                break;
+            }
+            if self.g.silent(s) {
+                continue;
+            }
+            match self.callees.get(k + here.len()) {
+                Some(&c) if self.g.can_call(s, c) => here.push(s),
+                _ => return Fit::None,
+            }
+        }
+        let k = k + here.len();
+        if last {
+            return if k == self.callees.len() {
+                Fit::One(here.into())
+            } else {
+                Fit::None
+            };
+        }
+        let mut fit = Fit::None;
+        for &e in dag.succs(v) {
+            fit = match (fit, self.fit(dag.edge(e).dst, k)) {
+                (Fit::None, f) | (f, Fit::None) => f,
+                (Fit::One(a), Fit::One(b)) if a == b => Fit::One(a),
+                _ => Fit::Many,
+            };
+            if fit == Fit::Many {
+                break;
+            }
+        }
+        match fit {
+            Fit::One(rest) if !here.is_empty() => {
+                here.extend_from_slice(&rest);
+                Fit::One(here.into())
+            }
+            f => f,
+        }
+    }
+}
+
+/// A position: before operator `limit` of node `n`.
+fn pos(n: NodeId, limit: usize) -> Pos {
+    Pos(((n.index() as u64) << 32) | limit as u64)
+}
+
+fn unpos(at: Pos) -> Option<(NodeId, usize)> {
+    (at != Pos::UNKNOWN).then_some((NodeId((at.0 >> 32) as u32), (at.0 & 0xffff_ffff) as usize))
+}
+
+impl PathSites {
+    /// Where the function `func` is at module offset `offset` (a sampled program
+    /// counter's): before the operator after the one whose code holds it.
+    pub fn pos_at(&self, func: u32, offset: u64) -> Pos {
+        let Some(fp) = self.funcs.get(&func) else {
+            return Pos::UNKNOWN;
+        };
+        match fp.op_offsets.partition_point(|&o| o <= offset) {
+            // In the prologue, before the first operator: at the entry node.
+            0 if !fp.op_offsets.is_empty() => fp
+                .op_nodes
+                .first()
+                .copied()
+                .flatten()
+                .map_or(Pos::UNKNOWN, |n| pos(n, 0)),
+            0 => Pos::UNKNOWN,
+            // After a branch (`br`, `return`) no node is current; the branch ran in the
+            // node of the last operator that has one.
+            i => fp.op_nodes[..i]
+                .iter()
+                .rev()
+                .find_map(|n| *n)
+                .map_or(Pos::UNKNOWN, |n| pos(n, i)),
+        }
+    }
+}
+
+/// Call sites, ascending, shared by the answers that hold them.
+type Sites = Arc<[u32]>;
+type ResolveCache = HashMap<(u32, u32, u64, Vec<u32>), Option<Vec<u32>>>;
+
+impl PathSites {
+    fn lock_resolved(&self) -> std::sync::MutexGuard<'_, ResolveCache> {
+        self.resolved.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The call sites of `func` that a path may pass before `at` (all of them where `at`
+    /// is unknown), ascending.
+    fn sites_before(&self, func: u32, at: Pos) -> Arc<[u32]> {
+        let (Some(fp), Some((n, limit))) = (self.funcs.get(&func), unpos(at)) else {
+            return self.sites_of.get(&func).map_or(&[][..], |v| v).into();
+        };
+        let mut cache = self.before.lock().unwrap_or_else(|e| e.into_inner());
+        cache
+            .entry((func, at.0))
+            .or_insert_with(|| fp.sites_before(n, limit).into())
+            .clone()
+    }
+}
+
+impl CallGraph for PathSites {
+    fn site_pos(&self, func: u32, site: u32) -> Pos {
+        self.funcs
+            .get(&func)
+            .and_then(|fp| fp.call(site))
+            .map_or(Pos::UNKNOWN, |(op, n)| pos(n, op))
+    }
+
+    fn may_have_called(&self, func: u32, at: Pos, callee: u32) -> bool {
+        self.sites_before(func, at)
+            .iter()
+            .any(|&s| !self.silent(s) && self.can_call(s, callee))
+    }
+
+    fn resolve(&self, func: u32, from: Start, at: Pos, callees: &[u32]) -> Option<Vec<u32>> {
+        let (Some(fp), Some(to)) = (self.funcs.get(&func), unpos(at)) else {
+            return callees.is_empty().then(Vec::new);
+        };
+        let dag = &fp.numbered.dag;
+        let (start, key) = match from {
+            Start::Entry => (dag.edge(dag.function_entry()).dst, u32::MAX),
+            Start::Split(h) => (dag.body(NodeId(h))?, h),
+        };
+        let key = (func, key, at.0, callees.to_vec());
+        if let Some(r) = self.lock_resolved().get(&key) {
+            return r.clone();
+        }
+        let r = fp.resolve(self, start, to, callees);
+        let mut cache = self.lock_resolved();
+        if cache.len() >= 1 << 16 {
+            cache.clear();
+        }
+        cache.insert(key, r.clone());
+        r
+    }
+
+    fn can_call(&self, site: u32, callee: u32) -> bool {
+        let s = site as usize;
+        match self.callee.get(s) {
+            Some(Some(g)) => *g == callee,
+            Some(None) => {
+                self.sig[s].is_some() && self.indirect.get(&callee) == self.sig[s].as_ref()
+            }
+            None => false,
+        }
+    }
+
+    fn silent(&self, site: u32) -> bool {
+        self.silent.get(site as usize).copied().unwrap_or(true)
+    }
+}
