@@ -137,6 +137,13 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
+            label: "pep+native-500us",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(500)),
+            what: "pepper's default with a stack sample (and path window) every other PEP tick, every 500 µs",
+            ..native.clone()
+        },
+        Spec {
             label: "pep+native-250us",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(250)),
