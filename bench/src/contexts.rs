@@ -124,30 +124,30 @@ fn specs() -> Vec<Spec> {
         Spec {
             label: "pep+native",
             mode: Mode::Pep,
-            interval: Some(ms(1)),
-            what: "pepper's default: PEP(64,17) bursts every 250 µs + native stack samples every 1 ms, each replaying the PEP ring's newest 16,384 path ends as calls (path windows) + call-site counters, one sampler thread",
-            ..native.clone()
-        },
-        Spec {
-            label: "pep+native-nopw",
-            mode: Mode::Pep,
-            interval: Some(ms(1)),
-            path_windows: false,
-            what: "the same without path windows (`--no-path-windows`): call estimates split by sampled time",
+            interval: Some(Duration::from_micros(250)),
+            what: "pepper's default: PEP(64,17) bursts and native stack samples at every 250 µs tick, each sample replaying the PEP ring's 4,096 path ends as calls (path windows), + call-site counters, one sampler thread",
             ..native.clone()
         },
         Spec {
             label: "pep+native-500us",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(500)),
-            what: "pepper's default with a stack sample (and path window) every other PEP tick, every 500 µs",
+            what: "the same with stack samples every 500 µs (`--stack-interval 500us`)",
             ..native.clone()
         },
         Spec {
-            label: "pep+native-250us",
+            label: "pep+native-1ms",
             mode: Mode::Pep,
-            interval: Some(Duration::from_micros(250)),
-            what: "pepper's default with a stack sample (and path window) at every PEP tick, every 250 µs",
+            interval: Some(ms(1)),
+            what: "the same with stack samples every 1 ms (`--stack-interval 1ms`)",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+native-1ms-nopw",
+            mode: Mode::Pep,
+            interval: Some(ms(1)),
+            path_windows: false,
+            what: "stacks every 1 ms without path windows (`--no-path-windows`: call estimates split by sampled time; the default before path windows)",
             ..native.clone()
         },
         Spec {
@@ -155,7 +155,8 @@ fn specs() -> Vec<Spec> {
             mode: Mode::Pep,
             interval: Some(ms(1)),
             windows: true,
-            what: "pepper's default plus call windows (`--call-windows`)",
+            path_windows: false,
+            what: "PEP + stacks every 1 ms + call windows from a call log in the guest (`--call-windows`)",
             ..native.clone()
         },
         Spec {

@@ -74,15 +74,28 @@ pub trait CallGraph {
     fn site_pos(&self, func: u32, site: u32) -> Pos;
     /// Whether a call site of `func` that a path may pass before `at` may call `callee`.
     fn may_have_called(&self, func: u32, at: Pos, callee: u32) -> bool;
+    /// Whether `at` is in the code that ends a path of `func` the way `end` says (a
+    /// sampled leaf there may or may not have written that path end yet).
+    fn ends_at(&self, func: u32, at: Pos, end: PathEnd) -> bool;
     /// The call sites that the paths of `func` from `from` to `at` whose calls (sites
-    /// that are not silent) are exactly `callees`, in order, pass; `None` unless there is
-    /// such a path and all such paths pass the same sites. Where `at` is unknown, only no
-    /// calls resolve (to none).
-    fn resolve(&self, func: u32, from: Start, at: Pos, callees: &[u32]) -> Option<Vec<u32>>;
+    /// that are not silent) are exactly `callees`, in order, pass. Where `at` is unknown,
+    /// only no calls resolve (to none).
+    fn resolve(&self, func: u32, from: Start, at: Pos, callees: &[u32]) -> Resolution;
     /// Whether `site` may call `callee` (a direct call names it; an indirect one by type).
     fn can_call(&self, site: u32, callee: u32) -> bool;
     /// Whether a call from `site` leaves no path end (an import, an uninstrumented callee).
     fn silent(&self, site: u32) -> bool;
+}
+
+/// What [`CallGraph::resolve`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Resolution {
+    /// No path fits.
+    NoPath,
+    /// The paths that fit all pass these sites.
+    One(Vec<u32>),
+    /// Paths that fit pass different sites.
+    Several,
 }
 
 /// A return whose call site is not known yet.
@@ -156,14 +169,13 @@ pub fn path_events(
         .collect();
     out.clear();
     let mut used = 0;
-    'records: for rec in records.iter().rev() {
+    'records: for (k, rec) in records.iter().rev().enumerate() {
         let Some(rec) = *rec else { break };
         if rec.end == PathEnd::Abrupt {
             break;
         }
         let before = (out.len(), used);
         loop {
-            let outermost = frames.len() == 1;
             let Some(top) = frames.last_mut() else {
                 break 'records;
             };
@@ -190,6 +202,18 @@ pub fn path_events(
                 frames.push(Seg::known(rec));
                 break;
             }
+            if k == 0 && rec.func == top.func && g.ends_at(top.func, top.at, rec.end) {
+                // The leaf is in the code that ends its path, and has written that path
+                // end already: it is the leaf's own path (unless it may have called
+                // itself: then the path end may be that call's return).
+                if rec.end == PathEnd::Exit && g.may_have_called(top.func, top.at, top.func) {
+                    break 'records;
+                }
+                top.known = true;
+                top.pending = &rec.sites;
+                top.from_entry = rec.from_entry;
+                break;
+            }
             if rec.end == PathEnd::Exit && g.may_have_called(top.func, top.at, rec.func) {
                 // A return to the unfinished path: its site is known once its start is.
                 if top.held.is_empty() {
@@ -202,14 +226,41 @@ pub fn path_events(
             }
             // The unfinished path began here: where the frame's previous path ended, or
             // (a path end the frame cannot explain) at its entry, after that path end.
-            let from = match rec.end {
-                PathEnd::Split(h) if rec.func == top.func => Start::Split(h),
-                _ if outermost => break 'records,
-                _ => Start::Entry,
-            };
+            let n = frames.len();
+            let (below, top) = frames.split_at_mut(n - 1);
+            let top = &mut top[0];
             let callees: Vec<u32> = top.held.iter().rev().map(|h| h.0).collect();
+            // Whether the frame may have begun after the older returns, made by a frame
+            // below it, its path calling only the newest `k`.
+            let began_later = |k: usize| {
+                let (older, newest) = callees.split_at(callees.len() - k);
+                g.resolve(top.func, Start::Entry, top.at, newest) != Resolution::NoPath
+                    && older
+                        .iter()
+                        .all(|&h| below.iter().any(|f| g.may_have_called(f.func, f.at, h)))
+            };
+            let from = match rec.end {
+                PathEnd::Split(h) if rec.func == top.func => {
+                    // Its own previous path, unless a frame below runs the same function
+                    // and this one may have begun after that frame's path end.
+                    if below.iter().any(|f| f.func == rec.func)
+                        && (0..=callees.len()).any(began_later)
+                    {
+                        break 'records;
+                    }
+                    Start::Split(h)
+                }
+                _ if below.is_empty() => break 'records,
+                _ => {
+                    // Some of the returns may be the caller's, from before the frame began.
+                    if (0..callees.len()).any(began_later) {
+                        break 'records;
+                    }
+                    Start::Entry
+                }
+            };
             // Returns that do not resolve stay held back: the window ends before them.
-            let Some(sites) = g.resolve(top.func, from, top.at, &callees) else {
+            let Resolution::One(sites) = g.resolve(top.func, from, top.at, &callees) else {
                 break 'records;
             };
             for (&(_, at), s) in top.held.iter().rev().zip(sites) {
@@ -296,9 +347,11 @@ mod tests {
     /// main (0): one path through sites 0 -> a, 1 -> b, 2 -> an import, 3 indirect (a or
     /// b), 8 -> c. a (1): one path through 4 -> b, 5 -> b. b (2): no calls. c (3): two
     /// paths (the arms of an `if`), through 6 -> b or 7 -> b. A position is the site the
-    /// frame is at (`END`: past them all).
+    /// frame is at (`END`: past them all; `EXITING`: in the code that ends its path at
+    /// the exit).
     struct G;
     const END: Pos = Pos(100);
+    const EXITING: Pos = Pos(200);
     fn paths(func: u32) -> &'static [&'static [u32]] {
         match func {
             0 => &[&[0, 1, 2, 3, 8]],
@@ -317,9 +370,16 @@ mod tests {
                 .flat_map(|p| p.iter())
                 .any(|&s| (s as u64) < at.0 && !self.silent(s) && self.can_call(s, callee))
         }
-        fn resolve(&self, func: u32, _: Start, at: Pos, callees: &[u32]) -> Option<Vec<u32>> {
+        fn ends_at(&self, _: u32, at: Pos, end: PathEnd) -> bool {
+            at == EXITING && end == PathEnd::Exit
+        }
+        fn resolve(&self, func: u32, _: Start, at: Pos, callees: &[u32]) -> Resolution {
             if at == Pos::UNKNOWN {
-                return callees.is_empty().then(Vec::new);
+                return if callees.is_empty() {
+                    Resolution::One(Vec::new())
+                } else {
+                    Resolution::NoPath
+                };
             }
             let mut fits = paths(func).iter().filter_map(|p| {
                 let calls: Vec<u32> = p
@@ -335,8 +395,9 @@ mod tests {
                 ok.then_some(calls)
             });
             match (fits.next(), fits.next()) {
-                (Some(f), None) => Some(f),
-                _ => None,
+                (None, _) => Resolution::NoPath,
+                (Some(f), None) => Resolution::One(f),
+                _ => Resolution::Several,
             }
         }
         fn can_call(&self, site: u32, callee: u32) -> bool {
@@ -418,6 +479,14 @@ mod tests {
         assert_eq!(log, vec![1, 2, 4 | RET, 2]);
         // Without main's path end the start of a's path is never known: nothing.
         assert_eq!(events(&records[1..], &stack, Pos::UNKNOWN), (vec![], 0));
+        // b sampled in the code that ends its path, which it has written: the newest
+        // path end is b's own, and the one before it a's call from 4.
+        let exiting = [records[0].clone(), records[1].clone(), records[1].clone()];
+        let (log, used) = events(&exiting, &stack, EXITING);
+        assert_eq!((log, used), (vec![1, 2, 4 | RET, 2], 3));
+        // Taken for a return to a's unfinished path, b's own path end makes two returns
+        // that a's one path to 5 cannot fit: nothing (never a misplaced call).
+        assert_eq!(events(&exiting, &stack, Pos::UNKNOWN), (vec![], 0));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::analysis::FunctionAnalysis;
 use crate::plan::{Counting, Plan};
-use pepper_cct::{CallGraph, PathCalls, PathEnd, Pos, Start};
+use pepper_cct::{CallGraph, PathCalls, PathEnd, Pos, Resolution, Start};
 use pepper_cfg::{DagEdgeKind, NodeId, NumberedDag, Vertex};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -153,19 +153,35 @@ impl FuncPaths {
         }
     }
 
-    /// The sites a path can pass before operator `limit` of node `n`: the node's own
-    /// sites before it, and those of every node whose body reaches `n` in the P-DAG
-    /// (within one path: a split node's body is entered only where a path starts).
-    fn sites_before(&self, n: NodeId, limit: usize) -> Vec<u32> {
+    /// The P-DAG vertex of a position and the operator it is before (`usize::MAX`: all
+    /// of the vertex's code, or none: a path that ends there).
+    fn vertex(&self, (n, limit): (u32, u32)) -> Option<(Vertex, usize)> {
         let dag = &self.numbered.dag;
-        let mut out: Vec<u32> = self.node_sites[n.index()]
-            .iter()
-            .copied()
-            .filter(|&s| self.calls[(s - self.first_site) as usize].0 < limit)
-            .collect();
-        let Some(start) = dag.body(n) else {
-            return out;
-        };
+        match (n, limit) {
+            (EXIT, END) => Some((dag.exit(), usize::MAX)),
+            (n, END) => Some((dag.edge(dag.split_exit(NodeId(n))?).src, usize::MAX)),
+            (n, limit) => Some((dag.body(NodeId(n))?, limit as usize)),
+        }
+    }
+
+    /// The node whose code vertex `v` runs (`None` for a split node's top half, where
+    /// paths end, and for the entry and the exit).
+    fn code(&self, v: Vertex) -> Option<NodeId> {
+        let dag = &self.numbered.dag;
+        dag.node_of(v).filter(|&m| dag.body(m) == Some(v))
+    }
+
+    /// The sites a path can pass before operator `limit` of vertex `start`: its node's
+    /// own sites before it, and those of every node whose body reaches it in the P-DAG
+    /// (within one path: a split node's body is entered only where a path starts).
+    fn sites_before(&self, (start, limit): (Vertex, usize)) -> Vec<u32> {
+        let mut out: Vec<u32> = self.code(start).map_or_else(Vec::new, |n| {
+            self.node_sites[n.index()]
+                .iter()
+                .copied()
+                .filter(|&s| self.calls[(s - self.first_site) as usize].0 < limit)
+                .collect()
+        });
         let mut seen = vec![false; self.preds.len()];
         let mut todo = vec![start];
         seen[start.index()] = true;
@@ -174,7 +190,7 @@ impl FuncPaths {
                 if !seen[p.index()] {
                     seen[p.index()] = true;
                     todo.push(p);
-                    if let Some(m) = dag.node_of(p).filter(|&m| dag.body(m) == Some(p)) {
+                    if let Some(m) = self.code(p) {
                         out.extend_from_slice(&self.node_sites[m.index()]);
                     }
                 }
@@ -186,24 +202,25 @@ impl FuncPaths {
 }
 
 impl FuncPaths {
-    /// [`CallGraph::resolve`] from vertex `from` to before operator `limit` of node `n`.
+    /// [`CallGraph::resolve`] from vertex `from` to `target` (see [`FuncPaths::vertex`]).
     fn resolve(
         &self,
         g: &PathSites,
         from: Vertex,
-        (n, limit): (NodeId, usize),
+        target: (Vertex, usize),
         callees: &[u32],
-    ) -> Option<Vec<u32>> {
+    ) -> Resolution {
         let mut search = Search {
             fp: self,
             g,
-            target: (self.numbered.dag.body(n)?, limit),
+            target,
             callees,
             memo: HashMap::new(),
         };
         match search.fit(from, 0) {
-            Fit::One(sites) => Some(sites.to_vec()),
-            Fit::None | Fit::Many => None,
+            Fit::One(sites) => Resolution::One(sites.to_vec()),
+            Fit::None => Resolution::NoPath,
+            Fit::Many => Resolution::Several,
         }
     }
 
@@ -247,11 +264,15 @@ impl Search<'_> {
 
     fn fit_new(&mut self, v: Vertex, k: usize) -> Fit {
         let dag = &self.fp.numbered.dag;
-        // Only node bodies run code; a split node's top half and the exit end paths.
-        let Some(m) = dag.node_of(v).filter(|&m| dag.body(m) == Some(v)) else {
-            return Fit::None;
-        };
         let last = v == self.target.0;
+        // Only node bodies run code; a split node's top half and the exit end paths.
+        let Some(m) = self.fp.code(v) else {
+            return if last && k == self.callees.len() {
+                Fit::One(Arc::from([]))
+            } else {
+                Fit::None
+            };
+        };
         let mut here = Vec::new();
         for &s in &self.fp.node_sites[m.index()] {
             if last && self.fp.calls[(s - self.fp.first_site) as usize].0 >= self.target.1 {
@@ -294,45 +315,61 @@ impl Search<'_> {
     }
 }
 
-/// A position: before operator `limit` of node `n`.
-fn pos(n: NodeId, limit: usize) -> Pos {
-    Pos(((n.index() as u64) << 32) | limit as u64)
+/// A position's operator limit where the path ends at the node (a split node: at its
+/// top half), and the node that stands for the function's exit.
+const END: u32 = u32::MAX;
+const EXIT: u32 = u32::MAX - 1;
+
+/// A position: before operator `limit` of node `n` (or the end of a path there).
+fn pos(n: u32, limit: u32) -> Pos {
+    Pos(((n as u64) << 32) | limit as u64)
 }
 
-fn unpos(at: Pos) -> Option<(NodeId, usize)> {
-    (at != Pos::UNKNOWN).then_some((NodeId((at.0 >> 32) as u32), (at.0 & 0xffff_ffff) as usize))
+fn unpos(at: Pos) -> Option<(u32, u32)> {
+    (at != Pos::UNKNOWN).then_some(((at.0 >> 32) as u32, at.0 as u32))
 }
 
 impl PathSites {
     /// Where the function `func` is at module offset `offset` (a sampled program
-    /// counter's): before the operator after the one whose code holds it.
+    /// counter's): before the operator after the one whose code holds it; or, in the code
+    /// that ends a path (recording it), at the end of that path.
     pub fn pos_at(&self, func: u32, offset: u64) -> Pos {
         let Some(fp) = self.funcs.get(&func) else {
             return Pos::UNKNOWN;
         };
-        match fp.op_offsets.partition_point(|&o| o <= offset) {
+        let node = |n: NodeId| n.index() as u32;
+        let i = fp.op_offsets.partition_point(|&o| o <= offset);
+        if i == 0 {
             // In the prologue, before the first operator: at the entry node.
-            0 if !fp.op_offsets.is_empty() => fp
+            return fp
                 .op_nodes
                 .first()
                 .copied()
                 .flatten()
-                .map_or(Pos::UNKNOWN, |n| pos(n, 0)),
-            0 => Pos::UNKNOWN,
-            // After a branch (`br`, `return`) no node is current; the branch ran in the
-            // node of the last operator that has one.
-            i => fp.op_nodes[..i]
-                .iter()
-                .rev()
-                .find_map(|n| *n)
-                .map_or(Pos::UNKNOWN, |n| pos(n, i)),
+                .map_or(Pos::UNKNOWN, |n| pos(node(n), 0));
         }
+        if i == fp.op_offsets.len() {
+            // The final `end`: the epilogue records the path that reaches the exit.
+            return pos(EXIT, END);
+        }
+        // After a branch (`br`, `return`) no node is current; the branch ran in the node
+        // of the last operator that has one.
+        let Some(n) = fp.op_nodes[..i].iter().rev().find_map(|n| *n) else {
+            return Pos::UNKNOWN;
+        };
+        // The operator that starts a split node (a `loop`) is followed by the code that
+        // records the path arriving there.
+        let starts = i == 1 || fp.op_nodes[i - 2] != Some(n);
+        if starts && fp.numbered.dag.is_split(n) {
+            return pos(node(n), END);
+        }
+        pos(node(n), i as u32)
     }
 }
 
 /// Call sites, ascending, shared by the answers that hold them.
 type Sites = Arc<[u32]>;
-type ResolveCache = HashMap<(u32, u32, u64, Vec<u32>), Option<Vec<u32>>>;
+type ResolveCache = HashMap<(u32, u32, u64, Vec<u32>), Resolution>;
 
 impl PathSites {
     fn lock_resolved(&self) -> std::sync::MutexGuard<'_, ResolveCache> {
@@ -342,13 +379,14 @@ impl PathSites {
     /// The call sites of `func` that a path may pass before `at` (all of them where `at`
     /// is unknown), ascending.
     fn sites_before(&self, func: u32, at: Pos) -> Arc<[u32]> {
-        let (Some(fp), Some((n, limit))) = (self.funcs.get(&func), unpos(at)) else {
+        let fp = self.funcs.get(&func);
+        let Some((fp, v)) = fp.and_then(|fp| Some((fp, fp.vertex(unpos(at)?)?))) else {
             return self.sites_of.get(&func).map_or(&[][..], |v| v).into();
         };
         let mut cache = self.before.lock().unwrap_or_else(|e| e.into_inner());
         cache
             .entry((func, at.0))
-            .or_insert_with(|| fp.sites_before(n, limit).into())
+            .or_insert_with(|| fp.sites_before(v).into())
             .clone()
     }
 }
@@ -358,7 +396,15 @@ impl CallGraph for PathSites {
         self.funcs
             .get(&func)
             .and_then(|fp| fp.call(site))
-            .map_or(Pos::UNKNOWN, |(op, n)| pos(n, op))
+            .map_or(Pos::UNKNOWN, |(op, n)| pos(n.index() as u32, op as u32))
+    }
+
+    fn ends_at(&self, _: u32, at: Pos, end: PathEnd) -> bool {
+        match (unpos(at), end) {
+            (Some((EXIT, END)), PathEnd::Exit) => true,
+            (Some((n, END)), PathEnd::Split(h)) => n == h,
+            _ => false,
+        }
     }
 
     fn may_have_called(&self, func: u32, at: Pos, callee: u32) -> bool {
@@ -367,14 +413,22 @@ impl CallGraph for PathSites {
             .any(|&s| !self.silent(s) && self.can_call(s, callee))
     }
 
-    fn resolve(&self, func: u32, from: Start, at: Pos, callees: &[u32]) -> Option<Vec<u32>> {
-        let (Some(fp), Some(to)) = (self.funcs.get(&func), unpos(at)) else {
-            return callees.is_empty().then(Vec::new);
+    fn resolve(&self, func: u32, from: Start, at: Pos, callees: &[u32]) -> Resolution {
+        let fp = self.funcs.get(&func);
+        let Some((fp, to)) = fp.and_then(|fp| Some((fp, fp.vertex(unpos(at)?)?))) else {
+            return if callees.is_empty() {
+                Resolution::One(Vec::new())
+            } else {
+                Resolution::NoPath
+            };
         };
         let dag = &fp.numbered.dag;
         let (start, key) = match from {
             Start::Entry => (dag.edge(dag.function_entry()).dst, u32::MAX),
-            Start::Split(h) => (dag.body(NodeId(h))?, h),
+            Start::Split(h) => match dag.body(NodeId(h)) {
+                Some(v) => (v, h),
+                None => return Resolution::NoPath,
+            },
         };
         let key = (func, key, at.0, callees.to_vec());
         if let Some(r) = self.lock_resolved().get(&key) {

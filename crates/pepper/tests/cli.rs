@@ -306,23 +306,38 @@ fn burst_weights_are_recorded() {
 #[test]
 fn stack_samples_keep_their_own_period_and_say_when_it_is_rounded() {
     let program = fixture("nested.wat");
-    let (code, _, stderr, p) = run("pep", &program, &["--interval", "10ms"], &[]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_eq!(p.sampling.as_ref().unwrap().interval_us, 10_000);
-    if let Some(c) = &p.contexts {
-        // A stack sample cannot come more often than a tick: the 1 ms default became 10 ms,
-        // and the run says so.
-        assert_eq!(c.sampling.as_ref().unwrap().interval_us, 10_000);
-        assert!(
-            stderr.contains("stack samples every 10ms (--stack-interval 1ms"),
-            "{stderr}"
-        );
-    }
+    let stack_us = |p: &pepper_profile::Profile| {
+        p.contexts
+            .as_ref()
+            .map(|c| c.sampling.as_ref().unwrap().interval_us)
+    };
+    // By default a stack sample comes with every PEP tick.
     let (code, _, stderr, p) = run("pep", &program, &[], &[]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(p.sampling.as_ref().unwrap().interval_us, 250);
     assert!(!stderr.contains("stack samples every"), "{stderr}");
-    if let Some(c) = &p.contexts {
-        assert_eq!(c.sampling.as_ref().unwrap().interval_us, 1_000);
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(250));
+    }
+    let (_, _, stderr, p) = run("pep", &program, &["--interval", "10ms"], &[]);
+    assert!(!stderr.contains("stack samples every"), "{stderr}");
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(10_000));
+    }
+    // A period of its own, kept; one shorter than a tick becomes a tick, and the run
+    // says so.
+    let (_, _, _, p) = run("pep", &program, &["--stack-interval", "1ms"], &[]);
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(1_000));
+    }
+    let flags = ["--interval", "10ms", "--stack-interval", "1ms"];
+    let (code, _, stderr, p) = run("pep", &program, &flags, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(10_000));
+        assert!(
+            stderr.contains("stack samples every 10ms (--stack-interval 1ms"),
+            "{stderr}"
+        );
     }
 }
