@@ -22,7 +22,10 @@
 //! end the frame cannot explain (then the path began at the frame's entry, after it). The
 //! [`CallGraph`] then finds the one path from that start to where the frame is whose calls
 //! fit the returns, in order; if none or several fit, or the window begins first, the
-//! window ends before the first held-back return. No call is ever placed by a guess.
+//! window ends before the first held-back return. It ends there too where another
+//! reading fits as well: the frame may have begun after some of the returns (its caller's,
+//! then), or a loop path end of its function may be a frame's further down. No call is
+//! ever placed by a guess (`tests/path_props.rs` checks it on random programs).
 
 use crate::pcct::Pcct;
 use crate::window::{Replay, SiteInfo, RET};
@@ -231,9 +234,9 @@ pub fn path_events(
             let top = &mut top[0];
             let callees: Vec<u32> = top.held.iter().rev().map(|h| h.0).collect();
             // Whether the frame may have begun after the older returns, made by a frame
-            // below it, its path calling only the newest `k`.
-            let began_later = |k: usize| {
-                let (older, newest) = callees.split_at(callees.len() - k);
+            // below it, its path calling only the newest `mine`.
+            let began_later = |mine: usize| {
+                let (older, newest) = callees.split_at(callees.len() - mine);
                 g.resolve(top.func, Start::Entry, top.at, newest) != Resolution::NoPath
                     && older
                         .iter()

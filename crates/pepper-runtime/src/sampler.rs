@@ -772,6 +772,63 @@ impl Stack for MemStack<'_> {
     }
 }
 
+/// Path windows' state in the sampler thread: decoded path words (regenerating a path
+/// takes microseconds; the same few thousand paths recur), found through a direct-mapped
+/// cache (a few nanoseconds per word: a window is thousands of words), and the
+/// conversion's buffers.
+#[derive(Default)]
+struct PathWindows {
+    decoded: Vec<Option<pepper_cct::PathCalls>>,
+    /// (word + 1, index in `decoded`) by the word's hash.
+    cache: Vec<(u64, u32)>,
+    records: Vec<u32>,
+    events: Vec<u32>,
+}
+
+impl PathWindows {
+    /// Cache slots (a power of two), and the most decoded paths kept before starting over.
+    const SLOTS: usize = 1 << 16;
+    const MAX_DECODED: usize = 1 << 16;
+
+    /// Replays `words` (the newest path words, oldest first, standing for `since` path
+    /// ends) from the last sample's stack into call windows; `top`: where the leaf is.
+    fn replay(
+        &mut self,
+        pcct: &mut Pcct,
+        ps: &pepper_wasm::PathSites,
+        (words, since): (&[u64], usize),
+        top: pepper_cct::Pos,
+        sites: &[pepper_cct::SiteInfo],
+        r: &mut pepper_cct::Replay,
+    ) {
+        if self.cache.is_empty() || self.decoded.len() >= Self::MAX_DECODED {
+            self.decoded.clear();
+            self.cache.clear();
+            self.cache.resize(Self::SLOTS, (0, 0));
+        }
+        self.records.clear();
+        for &w in words {
+            let slot = (w.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (Self::SLOTS - 1);
+            let (key, at) = self.cache[slot];
+            let at = if key == w.wrapping_add(1) {
+                at
+            } else {
+                self.decoded.push(ps.decode(w));
+                let at = (self.decoded.len() - 1) as u32;
+                self.cache[slot] = (w.wrapping_add(1), at);
+                at
+            };
+            self.records.push(at);
+        }
+        let refs: Vec<Option<&pepper_cct::PathCalls>> = self
+            .records
+            .iter()
+            .map(|&k| self.decoded[k as usize].as_ref())
+            .collect();
+        pcct.replay_paths(&refs, top, ps, sites, since as u64, r, &mut self.events);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -942,62 +999,5 @@ mod tests {
             ));
         }
         panic!("{seen:#?}");
-    }
-}
-
-/// Path windows' state in the sampler thread: decoded path words (regenerating a path
-/// takes microseconds; the same few thousand paths recur), found through a direct-mapped
-/// cache (a few nanoseconds per word: a window is thousands of words), and the
-/// conversion's buffers.
-#[derive(Default)]
-struct PathWindows {
-    decoded: Vec<Option<pepper_cct::PathCalls>>,
-    /// (word + 1, index in `decoded`) by the word's hash.
-    cache: Vec<(u64, u32)>,
-    records: Vec<u32>,
-    events: Vec<u32>,
-}
-
-impl PathWindows {
-    /// Cache slots (a power of two), and the most decoded paths kept before starting over.
-    const SLOTS: usize = 1 << 16;
-    const MAX_DECODED: usize = 1 << 18;
-
-    /// Replays `words` (the newest path words, oldest first, standing for `since` path
-    /// ends) from the last sample's stack into call windows; `top`: where the leaf is.
-    fn replay(
-        &mut self,
-        pcct: &mut Pcct,
-        ps: &pepper_wasm::PathSites,
-        (words, since): (&[u64], usize),
-        top: pepper_cct::Pos,
-        sites: &[pepper_cct::SiteInfo],
-        r: &mut pepper_cct::Replay,
-    ) {
-        if self.cache.is_empty() || self.decoded.len() >= Self::MAX_DECODED {
-            self.decoded.clear();
-            self.cache.clear();
-            self.cache.resize(Self::SLOTS, (0, 0));
-        }
-        self.records.clear();
-        for &w in words {
-            let slot = (w.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (Self::SLOTS - 1);
-            let (key, at) = self.cache[slot];
-            let at = if key == w.wrapping_add(1) {
-                at
-            } else {
-                self.decoded.push(ps.decode(w));
-                let at = (self.decoded.len() - 1) as u32;
-                self.cache[slot] = (w.wrapping_add(1), at);
-                at
-            };
-            self.records.push(at);
-        }
-        let refs: Vec<Option<&pepper_cct::PathCalls>> = self
-            .records
-            .iter()
-            .map(|&k| self.decoded[k as usize].as_ref())
-            .collect();
-        pcct.replay_paths(&refs, top, ps, sites, since as u64, r, &mut self.events);
     }
 }

@@ -112,7 +112,7 @@ impl PathSites {
             let v = dag.edge(e).dst;
             // A node runs in this path when the path enters its body (a split node's top
             // half is where the path ends, before its code).
-            if let Some(n) = dag.node_of(v).filter(|&n| dag.body(n) == Some(v)) {
+            if let Some(n) = fp.code(v) {
                 sites.extend_from_slice(&fp.node_sites[n.index()]);
             }
         }
@@ -216,6 +216,7 @@ impl FuncPaths {
             target,
             callees,
             memo: HashMap::new(),
+            depth: 0,
         };
         match search.fit(from, 0) {
             Fit::One(sites) => Resolution::One(sites.to_vec()),
@@ -250,14 +251,25 @@ struct Search<'a> {
     callees: &'a [u32],
     /// Results by (vertex, callees matched before it).
     memo: HashMap<(Vertex, usize), Fit>,
+    /// How deep the walk is (it recurses along paths).
+    depth: usize,
 }
 
 impl Search<'_> {
+    /// Deepest walk: a path longer than this (thousands of nodes between loop headers)
+    /// gives up as if several paths fit, so the sampler thread's stack stays small.
+    const MAX_DEPTH: usize = 2000;
+
     fn fit(&mut self, v: Vertex, k: usize) -> Fit {
         if let Some(f) = self.memo.get(&(v, k)) {
             return f.clone();
         }
+        if self.depth >= Self::MAX_DEPTH {
+            return Fit::Many;
+        }
+        self.depth += 1;
         let f = self.fit_new(v, k);
+        self.depth -= 1;
         self.memo.insert((v, k), f.clone());
         f
     }
