@@ -78,8 +78,8 @@ pub struct Args {
     /// microseconds), e.g. `250us`, `1ms`, `10ms`. Default: every --interval tick with PEP
     /// (each sample also replays PEP's ring as calls, so more samples make call
     /// estimates and hot functions more accurate: bench/results/contexts.md measured
-    /// every 250 µs at +3% over PEP alone, every 1 ms at +1%), else 1 ms. With PEP it is
-    /// rounded to a whole number of --interval ticks.
+    /// every 250 µs at +3.5% over PEP alone, every 1 ms at +1.8%), else 1 ms. With PEP it
+    /// is rounded to a whole number of --interval ticks.
     #[arg(long, value_parser = parse_duration)]
     stack_interval: Option<std::time::Duration>,
     /// PEP: what a burst's samples stand for. `rate` (default): the path ends the guest
