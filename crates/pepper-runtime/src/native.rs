@@ -46,29 +46,127 @@ pub(crate) struct Slot {
     /// pcs[0] is the interrupted instruction, then return addresses; fps alongside.
     pcs: [AtomicU64; MAX_FRAMES],
     fps: [AtomicU64; MAX_FRAMES],
-    /// The guest's call log, if it keeps one: host addresses of its head word and ring,
-    /// and the ring's length (a power of two). Set before the first sample.
-    log: LogAt,
-    /// The head when the handler copied the log, and the newest `events_n` events,
-    /// oldest first: the same instant as the frames, since the guest thread is the one
-    /// interrupted.
-    events_head: AtomicU32,
-    events_n: AtomicU32,
-    events: [AtomicU32; MAX_EVENTS],
-    /// PEP's ring, if path windows read it: the same for its u64 path words.
-    ring: LogAt,
-    words_head: AtomicU32,
-    words_n: AtomicU32,
-    words: [AtomicU64; MAX_WORDS],
+    /// The guest's call log (`--call-windows`) and PEP's ring (path windows), if they are
+    /// read: each sample copies their newest words with the frames (the same instant,
+    /// since the guest thread is the one interrupted).
+    log: RingCopy<u32, MAX_EVENTS>,
+    ring: RingCopy<u64, MAX_WORDS>,
 }
 
-/// Host addresses of a ring's u32 head (a count of words written) and of its words, and
-/// its length (a power of two); zero until set.
-#[derive(Default)]
-struct LogAt {
-    head: AtomicU64,
+/// A word of a guest ring: u32 call-log events, u64 path words.
+pub(crate) trait Word: Copy {
+    type Atomic;
+    fn atomic() -> Self::Atomic;
+    fn load(a: &Self::Atomic) -> Self;
+    fn ptr(a: &Self::Atomic) -> *mut Self;
+}
+
+impl Word for u32 {
+    type Atomic = AtomicU32;
+    fn atomic() -> AtomicU32 {
+        AtomicU32::new(0)
+    }
+    fn load(a: &AtomicU32) -> u32 {
+        a.load(Ordering::Relaxed)
+    }
+    fn ptr(a: &AtomicU32) -> *mut u32 {
+        a.as_ptr()
+    }
+}
+
+impl Word for u64 {
+    type Atomic = AtomicU64;
+    fn atomic() -> AtomicU64 {
+        AtomicU64::new(0)
+    }
+    fn load(a: &AtomicU64) -> u64 {
+        a.load(Ordering::Relaxed)
+    }
+    fn ptr(a: &AtomicU64) -> *mut u64 {
+        a.as_ptr()
+    }
+}
+
+/// A ring in pepper's memory whose newest `N` words the handler copies at each sample.
+struct RingCopy<T: Word, const N: usize> {
+    /// Host addresses of the ring's u32 head (a count of words written) and of its words,
+    /// and its length (a power of two); zero until set.
+    head_at: AtomicU64,
     base: AtomicU64,
     entries: AtomicU32,
+    /// The head when the handler copied, and the newest `n` words, oldest first.
+    head: AtomicU32,
+    n: AtomicU32,
+    words: [T::Atomic; N],
+}
+
+impl<T: Word, const N: usize> RingCopy<T, N> {
+    fn new() -> Self {
+        RingCopy {
+            head_at: AtomicU64::new(0),
+            base: AtomicU64::new(0),
+            entries: AtomicU32::new(0),
+            head: AtomicU32::new(0),
+            n: AtomicU32::new(0),
+            words: std::array::from_fn(|_| T::atomic()),
+        }
+    }
+
+    /// # Safety
+    /// As for [`NativeSampler::read_ring`].
+    unsafe fn set(&self, memory: u64, (head, base, entries): (u32, u32, u32)) {
+        self.base.store(memory + base as u64, Ordering::Relaxed);
+        self.entries.store(entries, Ordering::Relaxed);
+        self.head_at.store(memory + head as u64, Ordering::Release);
+    }
+
+    /// Copies the newest words (in the handler, while the guest is stopped, so nothing is
+    /// overwritten during the copy): two block copies, where the ring wraps.
+    ///
+    /// # Safety
+    /// The ring's addresses, if set, point into pepper's memory, which outlives the
+    /// sampler; the sampler thread reads the copy only after the handler's release store
+    /// of DONE.
+    unsafe fn copy(&self) {
+        let entries = self.entries.load(Ordering::Relaxed) as usize;
+        let head_at = self.head_at.load(Ordering::Relaxed);
+        if entries == 0 || head_at == 0 {
+            return;
+        }
+        let base = self.base.load(Ordering::Relaxed) as *const T;
+        // SAFETY: (caller) aligned words inside pepper's memory; the guest, the only
+        // writer, is the thread this handler interrupted.
+        let head = unsafe { std::ptr::read_volatile(head_at as *const u32) };
+        let n = N.min(entries).min(head as usize);
+        let first = head.wrapping_sub(n as u32) as usize & (entries - 1);
+        let tail = n.min(entries - first);
+        let dst = T::ptr(&self.words[0]);
+        // SAFETY: both stretches lie inside the ring, `words` has room for `n ≤ N` of
+        // them, and atomics have their integer's layout.
+        unsafe {
+            std::ptr::copy_nonoverlapping(base.add(first), dst, tail);
+            std::ptr::copy_nonoverlapping(base, dst.add(tail), n - tail);
+        }
+        self.head.store(head, Ordering::Relaxed);
+        self.n.store(n as u32, Ordering::Relaxed);
+    }
+
+    /// The last copy, for the sampler thread.
+    fn read(&self, out: &mut Window<T>) {
+        out.words.clear();
+        let n = self.n.load(Ordering::Relaxed) as usize;
+        out.words.extend(self.words[..n].iter().map(T::load));
+        out.head = self.head.load(Ordering::Relaxed);
+    }
+}
+
+/// Which guest ring a sample copies.
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum Ring {
+    /// The call log (`--call-windows`), u32 events.
+    CallLog,
+    /// PEP's ring of path words (path windows), u64 words.
+    PathWords,
 }
 
 static SLOT: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
@@ -200,65 +298,36 @@ fn take_sample(ctx: *mut libc::c_void) {
             fp = next;
         }
         slot.n.store(n as u32, Ordering::Relaxed);
-        copy_log(slot);
+        slot.log.copy();
+        slot.ring.copy();
         slot.state.store(DONE, Ordering::Release);
     }
 }
 
-/// Copies the newest call-log events and PEP path words (in the handler, while the guest
-/// is stopped, so nothing is overwritten during the copy).
-///
-/// # Safety
-/// The ring addresses, if set, point into pepper's memory, which outlives the sampler.
-unsafe fn copy_log(slot: &Slot) {
-    // SAFETY: (caller); atomics have their integer's layout, and the sampler thread reads
-    // these only after the handler's release store of DONE.
-    unsafe {
-        let (head, n) = copy_newest(&slot.log, MAX_EVENTS, slot.events[0].as_ptr());
-        slot.events_head.store(head, Ordering::Relaxed);
-        slot.events_n.store(n as u32, Ordering::Relaxed);
-        let (head, n) = copy_newest(&slot.ring, MAX_WORDS, slot.words[0].as_ptr());
-        slot.words_head.store(head, Ordering::Relaxed);
-        slot.words_n.store(n as u32, Ordering::Relaxed);
+/// The newest words of one guest ring, oldest first, and its head (words written so
+/// far) at the sample.
+#[derive(Debug, Default)]
+pub(crate) struct Window<T> {
+    pub words: Vec<T>,
+    pub head: u32,
+}
+
+impl<T> Window<T> {
+    /// The words written since the head `last` (of the previous window; updated), and
+    /// how many that was (the copy may hold fewer).
+    pub(crate) fn since(&self, last: &mut u32) -> (&[T], usize) {
+        let n = self.head.wrapping_sub(*last) as usize;
+        *last = self.head;
+        (&self.words[self.words.len() - n.min(self.words.len())..], n)
     }
 }
 
-/// Copies the newest `max` words of the ring at `at` to `dst`, oldest first (two block
-/// copies: where the ring wraps); returns the ring's head and how many were copied (none
-/// when it is not set).
-///
-/// # Safety
-/// As for [`copy_log`]; `T` is the ring's word type and `dst` holds `max` of them.
-unsafe fn copy_newest<T: Copy>(at: &LogAt, max: usize, dst: *mut T) -> (u32, usize) {
-    let entries = at.entries.load(Ordering::Relaxed) as usize;
-    let head_at = at.head.load(Ordering::Relaxed);
-    if entries == 0 || head_at == 0 {
-        return (0, 0);
-    }
-    let base = at.base.load(Ordering::Relaxed) as *const T;
-    // SAFETY: (caller) aligned words inside pepper's memory; the guest, the only writer,
-    // is the thread this handler interrupted.
-    let head = unsafe { std::ptr::read_volatile(head_at as *const u32) };
-    let n = max.min(entries).min(head as usize);
-    let first = head.wrapping_sub(n as u32) as usize & (entries - 1);
-    let tail = n.min(entries - first);
-    // SAFETY: both stretches lie inside the ring and `dst` has room for `n ≤ max` words.
-    unsafe {
-        std::ptr::copy_nonoverlapping(base.add(first), dst, tail);
-        std::ptr::copy_nonoverlapping(base, dst.add(tail), n - tail);
-    }
-    (head, n)
-}
-
-/// What a native sample copies besides the frames, oldest first, with the head (words
-/// written so far) at that instant: the call log's newest events and PEP's newest path
-/// words.
+/// What a native sample copies besides the frames: the call log's newest events and
+/// PEP's newest path words.
 #[derive(Debug, Default)]
 pub(crate) struct Copied {
-    pub events: Vec<u32>,
-    pub events_head: u32,
-    pub words: Vec<u64>,
-    pub words_head: u32,
+    pub events: Window<u32>,
+    pub words: Window<u64>,
 }
 
 /// Samples one thread's native stack on request.
@@ -296,14 +365,8 @@ impl NativeSampler {
             n: AtomicU32::new(0),
             pcs: std::array::from_fn(|_| AtomicU64::new(0)),
             fps: std::array::from_fn(|_| AtomicU64::new(0)),
-            log: LogAt::default(),
-            events_head: AtomicU32::new(0),
-            events_n: AtomicU32::new(0),
-            events: std::array::from_fn(|_| AtomicU32::new(0)),
-            ring: LogAt::default(),
-            words_head: AtomicU32::new(0),
-            words_n: AtomicU32::new(0),
-            words: std::array::from_fn(|_| AtomicU64::new(0)),
+            log: RingCopy::new(),
+            ring: RingCopy::new(),
         });
         // One sampled thread per process at a time: the signal handler has one slot.
         SLOT.compare_exchange(
@@ -318,27 +381,32 @@ impl NativeSampler {
         Some(NativeSampler { slot, thread })
     }
 
-    /// Lets every sample also copy the guest's call log (`ring` false) or PEP's ring of
-    /// path words (`ring` true): `memory` is pepper's memory's host address, `(head, base,
-    /// entries)` the ring's layout in it. Call before the first sample.
+    /// Lets every sample also copy the newest words of a guest ring: `memory` is pepper's
+    /// memory (host address, length), `(head, base, entries)` the ring's layout in it.
+    /// Call before the first sample.
     ///
     /// # Safety
-    /// `memory` must be the start of pepper's memory, mapped for as long as this sampler
-    /// samples, and the layout must lie inside it.
-    pub(crate) unsafe fn set_log(
+    /// `memory` must be pepper's memory, mapped for as long as this sampler samples.
+    pub(crate) unsafe fn read_ring(
         &self,
-        memory: u64,
-        ring: bool,
-        (head, base, entries): (u32, u32, u32),
+        ring: Ring,
+        (memory, len): (u64, usize),
+        layout: (u32, u32, u32),
     ) {
-        let at = if ring {
-            &self.slot.ring
-        } else {
-            &self.slot.log
+        let (head, base, entries) = layout;
+        let word = match ring {
+            Ring::CallLog => 4,
+            Ring::PathWords => 8,
         };
-        at.base.store(memory + base as u64, Ordering::Relaxed);
-        at.entries.store(entries, Ordering::Relaxed);
-        at.head.store(memory + head as u64, Ordering::Release);
+        assert!(base as usize + word * entries as usize <= len && head as usize + 4 <= len);
+        // SAFETY: the layout lies inside pepper's memory (checked above), which the
+        // caller keeps alive and unmoved.
+        unsafe {
+            match ring {
+                Ring::CallLog => self.slot.log.set(memory, layout),
+                Ring::PathWords => self.slot.ring.set(memory, layout),
+            }
+        }
     }
 
     /// Interrupts the guest thread and copies its frame chain into `out` as
@@ -371,19 +439,8 @@ impl NativeSampler {
                 self.slot.fps[k].load(Ordering::Relaxed),
             ));
         }
-        let s = &self.slot;
-        copied.events.clear();
-        let m = s.events_n.load(Ordering::Relaxed) as usize;
-        copied
-            .events
-            .extend(s.events[..m].iter().map(|e| e.load(Ordering::Relaxed)));
-        copied.events_head = s.events_head.load(Ordering::Relaxed);
-        copied.words.clear();
-        let m = s.words_n.load(Ordering::Relaxed) as usize;
-        copied
-            .words
-            .extend(s.words[..m].iter().map(|w| w.load(Ordering::Relaxed)));
-        copied.words_head = s.words_head.load(Ordering::Relaxed);
+        self.slot.log.read(&mut copied.events);
+        self.slot.ring.read(&mut copied.words);
         self.slot.state.store(IDLE, Ordering::Release);
         true
     }

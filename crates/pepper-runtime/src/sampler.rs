@@ -330,26 +330,22 @@ impl Sampler {
             ptr: m.data_ptr(&store) as usize,
             len: m.data_size(&store),
         });
-        // The call log's events are u32, PEP's path words u64.
-        let logs = cfg.stacks.as_ref().map_or([None, None], |s| {
-            [
-                s.call_log.map(|l| (l, 4, false)),
-                s.path_windows
-                    .as_ref()
-                    .map(|_| ((cfg.head, cfg.base, cfg.entries), 8, true)),
-            ]
-        });
-        for (log, word, ring) in logs.into_iter().flatten() {
-            let Some((sampler, _)) = native.as_ref().filter(|_| mem.len > 0) else {
-                break;
-            };
-            let (head, base, entries) = log;
-            assert!(
-                base as usize + word * entries as usize <= mem.len && head as usize + 4 <= mem.len
-            );
-            // SAFETY: the layout lies inside pepper's memory (checked above), which the
-            // caller keeps alive and unmoved until the sampler is finished.
-            unsafe { sampler.set_log(mem.ptr as u64, ring, log) };
+        if let (Some((sampler, _)), Some(sc), true) = (&native, &cfg.stacks, mem.len > 0) {
+            let path_words = sc
+                .path_windows
+                .as_ref()
+                .map(|_| (cfg.head, cfg.base, cfg.entries));
+            let rings = [
+                (crate::native::Ring::CallLog, sc.call_log),
+                (crate::native::Ring::PathWords, path_words),
+            ];
+            for (ring, layout) in rings {
+                if let Some(layout) = layout {
+                    // SAFETY: pepper's memory, which the caller keeps alive and unmoved
+                    // until the sampler is finished.
+                    unsafe { sampler.read_ring(ring, (mem.ptr as u64, mem.len), layout) };
+                }
+            }
         }
         Sampler(Worker::spawn("pepper-sampler", move |stop| {
             sample_loop(mem, &cfg, stop, &in_host, native)
@@ -425,20 +421,14 @@ fn sample_loop(
                 if sampler.sample(&mut raw, &mut copied) {
                     // Events and path words since the last window: the newest of them
                     // are replayed.
-                    let since = copied.events_head.wrapping_sub(last_events_head) as usize;
-                    last_events_head = copied.events_head;
-                    let words_since = copied.words_head.wrapping_sub(last_words_head) as usize;
-                    last_words_head = copied.words_head;
+                    let (events, since) = copied.events.since(&mut last_events_head);
+                    let (words, words_since) = copied.words.since(&mut last_words_head);
                     if crate::native::wasm_frames(&raw, map, &mut frames) {
                         let mut stack =
                             crate::native::NativeStack::new(&frames, &previous, raw.len());
                         pcct.sample(&mut stack, weight);
-                        let events = &copied.events;
-                        let fresh = &events[events.len() - since.min(events.len())..];
-                        pcct.replay_calls(fresh, &sc.sites, since as u64, &mut replay);
+                        pcct.replay_calls(events, &sc.sites, since as u64, &mut replay);
                         if let Some(ps) = &sc.path_windows {
-                            let words = &copied.words;
-                            let fresh = &words[words.len() - words_since.min(words.len())..];
                             // Where the leaf is: what its unfinished path may have called.
                             let top = frames
                                 .last()
@@ -446,7 +436,7 @@ fn sample_loop(
                                 .map_or(pepper_cct::Pos::UNKNOWN, |(&(func, _, _), offset)| {
                                     ps.pos_at(func, offset)
                                 });
-                            let w = (fresh, words_since);
+                            let w = (words, words_since);
                             paths.replay(pcct, ps, w, top, &sc.sites, &mut replay);
                         }
                         std::mem::swap(&mut frames, &mut previous);

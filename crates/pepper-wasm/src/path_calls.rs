@@ -6,25 +6,30 @@ use crate::plan::{Counting, Plan};
 use pepper_cct::{CallGraph, PathCalls, PathEnd, Pos, Resolution, Start};
 use pepper_cfg::{DagEdgeKind, NodeId, NumberedDag, Vertex};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// One function's numbering and where its calls are.
-#[derive(Clone, Debug)]
+/// One function's numbering and analysis, shared with the plan, and where its calls are.
+#[derive(Debug)]
 struct FuncPaths {
-    numbered: NumberedDag,
+    a: Arc<FunctionAnalysis>,
+    numbered: Arc<NumberedDag>,
+    first_site: u32,
+    /// Module offset of the rewritten body, and where each operator's code begins in it
+    /// (`FunctionPlan::op_offsets`; empty if the plan kept none).
+    body: u64,
+    op_offsets: Arc<[u32]>,
+    /// Built on first use, in the sampler thread: a run pays only for the functions its
+    /// windows meet, not for every function at start-up.
+    built: OnceLock<Built>,
+}
+
+/// [`FuncPaths`]' indexes.
+#[derive(Debug)]
+struct Built {
     /// Call sites (module-wide ids) in each CFG node, in code order.
     node_sites: Vec<Vec<u32>>,
-    /// CFG edges that end the activation abruptly (tail calls, throws).
-    abrupt: Vec<bool>,
     /// Predecessors of each P-DAG vertex.
     preds: Vec<Vec<Vertex>>,
-    /// Each call site of the function (by id less the first): its operator index and node.
-    calls: Vec<(usize, Option<NodeId>)>,
-    first_site: u32,
-    /// Module offset of each operator's code in the rewritten module, and the node after
-    /// it (empty unless the plan kept offsets).
-    op_offsets: Vec<u64>,
-    op_nodes: Vec<Option<NodeId>>,
 }
 
 /// The call sites every PEP path of a module passes, and the call graph facts the
@@ -61,12 +66,19 @@ impl PathSites {
             else {
                 continue;
             };
-            let mut f = FuncPaths::new(a, nd, fp.first_site);
-            if fp.op_offsets.len() == a.num_ops {
-                let start = body.range().start;
-                f.op_offsets = fp.op_offsets.iter().map(|&o| start + o as u64).collect();
-                f.op_nodes = a.op_nodes.clone();
-            }
+            let offsets = fp.op_offsets.len() == a.num_ops;
+            let f = FuncPaths {
+                a: a.clone(),
+                numbered: nd.clone(),
+                first_site: fp.first_site,
+                body: body.range().start,
+                op_offsets: if offsets {
+                    fp.op_offsets.clone()
+                } else {
+                    Arc::from([])
+                },
+                built: OnceLock::new(),
+            };
             funcs.insert(fp.index.0, f);
         }
         let mut sites_of: HashMap<u32, Vec<u32>> = HashMap::new();
@@ -103,7 +115,7 @@ impl PathSites {
         let from_entry = dag.edge(*edges.first()?).kind == DagEdgeKind::FunctionEntry;
         let end = match dag.edge(*edges.last()?).kind {
             DagEdgeKind::SplitExit(h) => PathEnd::Split(h.0),
-            DagEdgeKind::Real(e) if fp.abrupt[e.index()] => PathEnd::Abrupt,
+            DagEdgeKind::Real(e) if fp.abrupt(e) => PathEnd::Abrupt,
             DagEdgeKind::DeadEnd(_) => PathEnd::Abrupt,
             _ => PathEnd::Exit,
         };
@@ -113,7 +125,7 @@ impl PathSites {
             // A node runs in this path when the path enters its body (a split node's top
             // half is where the path ends, before its code).
             if let Some(n) = fp.code(v) {
-                sites.extend_from_slice(&fp.node_sites[n.index()]);
+                sites.extend_from_slice(&fp.built().node_sites[n.index()]);
             }
         }
         Some(PathCalls {
@@ -126,31 +138,27 @@ impl PathSites {
 }
 
 impl FuncPaths {
-    fn new(a: &FunctionAnalysis, nd: &NumberedDag, first_site: u32) -> FuncPaths {
-        let mut node_sites = vec![Vec::new(); a.cfg.num_nodes()];
-        for (k, &(_, n)) in a.call_nodes.iter().enumerate() {
-            if let Some(n) = n {
-                node_sites[n.index()].push(first_site + k as u32);
+    fn built(&self) -> &Built {
+        self.built.get_or_init(|| {
+            let mut node_sites = vec![Vec::new(); self.a.cfg.num_nodes()];
+            for (k, &(_, n)) in self.a.call_nodes.iter().enumerate() {
+                if let Some(n) = n {
+                    node_sites[n.index()].push(self.first_site + k as u32);
+                }
             }
-        }
-        let mut preds = vec![Vec::new(); nd.dag.num_vertices()];
-        for (_, e) in nd.dag.edges() {
-            preds[e.dst.index()].push(e.src);
-        }
-        FuncPaths {
-            numbered: nd.clone(),
-            node_sites,
-            abrupt: a
-                .edges
-                .iter()
-                .map(|e| e.tail_call.is_some() || e.throw.is_some())
-                .collect(),
-            preds,
-            calls: a.call_nodes.clone(),
-            first_site,
-            op_offsets: Vec::new(),
-            op_nodes: Vec::new(),
-        }
+            let dag = &self.numbered.dag;
+            let mut preds = vec![Vec::new(); dag.num_vertices()];
+            for (_, e) in dag.edges() {
+                preds[e.dst.index()].push(e.src);
+            }
+            Built { node_sites, preds }
+        })
+    }
+
+    /// Whether CFG edge `e` ends the activation abruptly (a tail call, a throw).
+    fn abrupt(&self, e: pepper_cfg::EdgeId) -> bool {
+        let info = &self.a.edges[e.index()];
+        info.tail_call.is_some() || info.throw.is_some()
     }
 
     /// The P-DAG vertex of a position and the operator it is before (`usize::MAX`: all
@@ -175,23 +183,24 @@ impl FuncPaths {
     /// own sites before it, and those of every node whose body reaches it in the P-DAG
     /// (within one path: a split node's body is entered only where a path starts).
     fn sites_before(&self, (start, limit): (Vertex, usize)) -> Vec<u32> {
+        let b = self.built();
         let mut out: Vec<u32> = self.code(start).map_or_else(Vec::new, |n| {
-            self.node_sites[n.index()]
+            b.node_sites[n.index()]
                 .iter()
                 .copied()
-                .filter(|&s| self.calls[(s - self.first_site) as usize].0 < limit)
+                .filter(|&s| self.call_op(s) < limit)
                 .collect()
         });
-        let mut seen = vec![false; self.preds.len()];
+        let mut seen = vec![false; b.preds.len()];
         let mut todo = vec![start];
         seen[start.index()] = true;
         while let Some(v) = todo.pop() {
-            for &p in &self.preds[v.index()] {
+            for &p in &b.preds[v.index()] {
                 if !seen[p.index()] {
                     seen[p.index()] = true;
                     todo.push(p);
                     if let Some(m) = self.code(p) {
-                        out.extend_from_slice(&self.node_sites[m.index()]);
+                        out.extend_from_slice(&b.node_sites[m.index()]);
                     }
                 }
             }
@@ -225,10 +234,16 @@ impl FuncPaths {
         }
     }
 
+    /// The operator index of call site `s`, one of this function's.
+    fn call_op(&self, s: u32) -> usize {
+        self.a.call_nodes[(s - self.first_site) as usize].0
+    }
+
     /// The operator and node of call site `site` (module-wide id).
     fn call(&self, site: u32) -> Option<(usize, NodeId)> {
         let (op, n) = self
-            .calls
+            .a
+            .call_nodes
             .get(site.checked_sub(self.first_site)? as usize)?;
         Some((*op, (*n)?))
     }
@@ -286,8 +301,8 @@ impl Search<'_> {
             };
         };
         let mut here = Vec::new();
-        for &s in &self.fp.node_sites[m.index()] {
-            if last && self.fp.calls[(s - self.fp.first_site) as usize].0 >= self.target.1 {
+        for &s in &self.fp.built().node_sites[m.index()] {
+            if last && self.fp.call_op(s) >= self.target.1 {
                 break;
             }
             if self.g.silent(s) {
@@ -350,11 +365,16 @@ impl PathSites {
             return Pos::UNKNOWN;
         };
         let node = |n: NodeId| n.index() as u32;
-        let i = fp.op_offsets.partition_point(|&o| o <= offset);
+        if fp.op_offsets.is_empty() {
+            return Pos::UNKNOWN;
+        }
+        let op_nodes = &fp.a.op_nodes;
+        let i = fp
+            .op_offsets
+            .partition_point(|&o| fp.body + o as u64 <= offset);
         if i == 0 {
             // In the prologue, before the first operator: at the entry node.
-            return fp
-                .op_nodes
+            return op_nodes
                 .first()
                 .copied()
                 .flatten()
@@ -366,12 +386,12 @@ impl PathSites {
         }
         // After a branch (`br`, `return`) no node is current; the branch ran in the node
         // of the last operator that has one.
-        let Some(n) = fp.op_nodes[..i].iter().rev().find_map(|n| *n) else {
+        let Some(n) = op_nodes[..i].iter().rev().find_map(|n| *n) else {
             return Pos::UNKNOWN;
         };
         // The operator that starts a split node (a `loop`) is followed by the code that
         // records the path arriving there.
-        let starts = i == 1 || fp.op_nodes[i - 2] != Some(n);
+        let starts = i == 1 || op_nodes[i - 2] != Some(n);
         if starts && fp.numbered.dag.is_split(n) {
             return pos(node(n), END);
         }

@@ -9,6 +9,7 @@ use pepper_cfg::{
     eliminate_obvious, number_pruned, DagEdgeKind, EdgeCounting, NumberedDag, PathDag,
     REGISTER_PATH_LIMIT,
 };
+use std::sync::Arc;
 
 /// A counter that `br_table` arms without their own counter increment; never read.
 const DISCARD: u32 = 16;
@@ -395,8 +396,9 @@ pub struct FunctionPlan {
     pub name: Option<String>,
     /// Why the function was left alone, if it was.
     pub skipped: Option<String>,
-    pub analysis: Option<FunctionAnalysis>,
-    pub numbered: Option<NumberedDag>,
+    /// Shared: path windows read it from the sampler thread during the run.
+    pub analysis: Option<Arc<FunctionAnalysis>>,
+    pub numbered: Option<Arc<NumberedDag>>,
     pub counting: Counting,
     /// Global id of this function's first branch site.
     pub first_branch: u32,
@@ -424,7 +426,7 @@ pub struct FunctionPlan {
     /// PEP with native stacks: where each original operator's code begins in the
     /// rewritten body (bytes from the start of the body's locals), so that a sampled
     /// program counter maps back to its CFG node (`PathSites`). Empty otherwise.
-    pub op_offsets: Vec<u32>,
+    pub op_offsets: Arc<[u32]>,
 }
 
 /// Exact edges: a loop whose induction variable gives the executions of the node that
@@ -731,7 +733,7 @@ fn build(
             obvious: Vec::new(),
             loop_counts: Vec::new(),
             first_site: call_sites.len() as u32,
-            op_offsets: Vec::new(),
+            op_offsets: Arc::from([]),
         };
         if mode == Mode::None && contexts == ContextMode::Off {
             functions.push(fp);
@@ -833,7 +835,7 @@ fn build(
                                     .collect();
                                 nd.obvious = Some(ob);
                             }
-                            fp.numbered = Some(nd);
+                            fp.numbered = Some(Arc::new(nd));
                         }
                         Err(e) => fp.skipped = Some(e.to_string()),
                     }
@@ -876,7 +878,7 @@ fn build(
                     fp.edge_counter = vec![None; a.cfg.num_edges()];
                 }
             }
-            fp.analysis = Some(a);
+            fp.analysis = Some(Arc::new(a));
         }
         if contexts != ContextMode::Off {
             // Listed for every function, instrumented or not: native stack samples name
@@ -1102,7 +1104,7 @@ fn build(
         }
     }
     for (k, offsets) in op_offsets {
-        plan.functions[k].op_offsets = offsets;
+        plan.functions[k].op_offsets = Arc::from(offsets);
     }
     let path_table = HashTable {
         base: plan.layout.hash_base,
@@ -1480,7 +1482,7 @@ mod tests {
         instrument(&wasm, &opts).unwrap().plan
     }
 
-    fn analysis_of(wat: &str, func: usize) -> FunctionAnalysis {
+    fn analysis_of(wat: &str, func: usize) -> Arc<FunctionAnalysis> {
         edges_plan(wat).functions[func].analysis.clone().unwrap()
     }
 
