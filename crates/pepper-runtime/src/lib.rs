@@ -113,6 +113,17 @@ pub fn engine(cache_dir: Option<&PathBuf>, epoch_interruption: bool) -> Result<E
     config.wasm_multi_memory(true);
     config.wasm_exceptions(true);
     config.wasm_tail_call(true);
+    // `perf` users: PEPPER_PERF=perfmap (function names in /tmp/perf-PID.map) or jitdump
+    // (`perf record -k 1`, then `perf inject --jit`, for annotated machine code).
+    match std::env::var("PEPPER_PERF").as_deref() {
+        Ok("perfmap") => {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
+        Ok("jitdump") => {
+            config.profiler(wasmtime::ProfilingStrategy::JitDump);
+        }
+        _ => {}
+    }
     if let Some(dir) = cache_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating cache directory {}", dir.display()))?;

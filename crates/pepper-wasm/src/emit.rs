@@ -114,9 +114,12 @@ fn mem32(mem: u32, offset: u32) -> MemArg {
     memarg(mem, offset, 2)
 }
 
-/// The path-register update of CFG edge `e`.
-pub fn update(numbered: &NumberedDag, e: EdgeId) -> Update {
-    numbered.edge_val(e).map_or(Update::Poison, Update::Add)
+/// The path-register update of CFG edge `e`, for a register that holds the path number
+/// times `scale` (see [`Counting::scale`]).
+pub fn update(numbered: &NumberedDag, e: EdgeId, scale: u64) -> Update {
+    numbered
+        .edge_val(e)
+        .map_or(Update::Poison, |v| Update::Add(v * scale))
 }
 
 impl Emitter<'_> {
@@ -129,7 +132,9 @@ impl Emitter<'_> {
 
     fn upd(&self, e: EdgeId) -> Update {
         match &self.kind {
-            EmitKind::Paths { numbered, .. } => update(numbered, e),
+            EmitKind::Paths {
+                numbered, counting, ..
+            } => update(numbered, e, counting.scale()),
             EmitKind::Edges { .. } => Update::Add(0),
         }
     }
@@ -154,14 +159,20 @@ impl Emitter<'_> {
     /// Sets the register to the start value of a path entering the DAG by `e` (function
     /// entry or a split node's restart), or to the poison if no hot path starts there.
     fn restart(&self, out: &mut Vec<I<'_>>, e: Option<pepper_cfg::DagEdgeId>, always: bool) {
-        let EmitKind::Paths { numbered, tag, .. } = &self.kind else {
+        let EmitKind::Paths {
+            numbered,
+            tag,
+            counting,
+            ..
+        } = &self.kind
+        else {
             return;
         };
         let v = match e {
             // Only obvious paths start here: nothing reads the register before they end.
             Some(e) if !numbered.restarts(e) => return,
             Some(e) if !numbered.numbering.is_hot(e) => self.poison(),
-            Some(e) => (numbered.numbering.val(e) + tag) as i64,
+            Some(e) => (numbered.numbering.val(e) * counting.scale() + tag) as i64,
             None => *tag as i64,
         };
         if v != 0 || always {
@@ -343,10 +354,12 @@ impl Emitter<'_> {
                 out.push(I::End);
             }
             Counting::Array { base } => {
-                // Targeted: a poisoned register lands in the cold slots past the array's
-                // `n` path slots (its low bits are `n` plus hot increments), so unlike TPP
-                // A.1 not even a conditional move is needed.
-                out.extend([I::LocalGet(r), I::I32WrapI64, I::I32Const(3), I::I32Shl]);
+                // The register holds the slot's byte offset (TPP A.1's addressing mode):
+                // the path end is one memory increment, no shift. Targeted: a poisoned
+                // register lands in the cold slots past the array's `n` path slots (its
+                // low bits are `8n` plus hot increments), so unlike TPP A.1 not even a
+                // conditional move is needed.
+                out.extend([I::LocalGet(r), I::I32WrapI64]);
                 self.add_to_counter(out, base, true, &[I::I64Const(1)]);
             }
             Counting::Hash { cache } => {
@@ -648,9 +661,12 @@ impl Emitter<'_> {
                 let n = arms.len() as u32 - 1;
                 match &self.kind {
                     EmitKind::Paths {
-                        numbered, tables, ..
+                        numbered,
+                        tables,
+                        counting,
+                        ..
                     } => {
-                        let table = paths_table(numbered, arms, self.poison());
+                        let table = paths_table(numbered, arms, self.poison(), counting.scale());
                         if table.is_none() {
                             self.apply(out, self.upd(arms[0]));
                         } else if table.is_some_and(|t| t.iter().any(|&v| (v as i64) < 0)) {
@@ -727,10 +743,15 @@ fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {
 
 /// Whether a `br_table` action needs an increment table in paths mode.
 /// Entries are increments, or `poison` (negative) for cold arms.
-pub fn paths_table(numbered: &NumberedDag, arms: &[EdgeId], poison: i64) -> Option<Vec<u64>> {
+pub fn paths_table(
+    numbered: &NumberedDag,
+    arms: &[EdgeId],
+    poison: i64,
+    scale: u64,
+) -> Option<Vec<u64>> {
     let vals: Vec<u64> = arms
         .iter()
-        .map(|&e| match update(numbered, e) {
+        .map(|&e| match update(numbered, e, scale) {
             Update::Add(v) => v,
             Update::Poison => poison as u64,
         })

@@ -191,6 +191,18 @@ pub enum Counting {
     Every { k: u32 },
 }
 
+impl Counting {
+    /// What the path register holds per unit of path number: array functions keep the
+    /// slot's byte offset (8 × the number, TPP A.1's addressing mode: a path end is
+    /// `count[r]` with no shift), the others the number itself.
+    pub fn scale(self) -> u64 {
+        match self {
+            Counting::Array { .. } => 8,
+            _ => 1,
+        }
+    }
+}
+
 /// Default entries in each hashed function's path cache (4 KB per function).
 pub const HASH_CACHE_ENTRIES: u32 = 256;
 
@@ -411,10 +423,11 @@ pub struct FunctionPlan {
     pub cold_counter: Option<u32>,
     pub cold_edges: u32,
     /// Targeted mode: the value a cold edge puts in the path register. Negative, so no path
-    /// number is ever mistaken for it; in array functions its low 32 bits are the path
-    /// count `n`, so that a poisoned register plus the hot increments after it (less than
-    /// `n` in all) indexes slots `n..2n`, which count cold executions with no test at the
-    /// path end.
+    /// number is ever mistaken for it; in array functions (whose register holds 8 × the
+    /// path number, [`Counting::scale`]) its low 32 bits are `8n` for `n` paths, so that a
+    /// poisoned register plus the hot increments after it (less than `8n` in all) is the
+    /// byte offset of one of the slots `n..2n`, which count cold executions with no test
+    /// at the path end.
     pub poison: i64,
     /// Targeted mode: the counter of each obvious path (TPP §4.2), on its defining edge.
     pub obvious: Vec<ObviousCounter>,
@@ -797,7 +810,7 @@ fn build(
                                 && array_bytes + 8 * slots <= opts.array_budget
                             {
                                 array_bytes += 8 * slots;
-                                fp.poison = POISON + n as i64;
+                                fp.poison = POISON + 8 * n as i64;
                                 Counting::Array {
                                     base: bump.alloc(8 * slots),
                                 }
@@ -913,7 +926,7 @@ fn build(
                 Mode::ExactPaths | Mode::Pep | Mode::Targeted => fp
                     .numbered
                     .as_ref()
-                    .and_then(|nd| paths_table(nd, arms, fp.poison))
+                    .and_then(|nd| paths_table(nd, arms, fp.poison, fp.counting.scale()))
                     .map(|vals| vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
                 Mode::ExactEdges => {
                     let addrs = arms
