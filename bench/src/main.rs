@@ -150,6 +150,9 @@ struct Spec {
     weights: pepper_runtime::BurstWeights,
     /// Exact edges: read loops' induction variables instead of counting iterations.
     loop_counts: bool,
+    /// Targeted mode: count loops' most frequent paths in locals (`--loop-threshold 0`
+    /// when false).
+    register_loops: bool,
     /// Path modes: count as Ball-Larus' PP did (the TPP paper's baseline): arrays up to
     /// [`CLASSIC_ARRAY_MAX_PATHS`] paths, a hash table call at every path end beyond, no
     /// cache in front of the table.
@@ -170,6 +173,7 @@ fn specs() -> Vec<Spec> {
         obvious: false,
         weights: pepper_runtime::BurstWeights::Rate,
         loop_counts: true,
+        register_loops: true,
         classic: false,
         interval: INTERVAL,
         what: "uninstrumented (the baseline)",
@@ -283,7 +287,15 @@ fn specs() -> Vec<Spec> {
             label: "targeted(same input)",
             mode: Mode::Targeted,
             guide: Guide::SameInput,
-            what: "TPP cold path elimination (5%), the default, guide: exact profile of the measured input",
+            what: "TPP cold path elimination (5%) and register loops (a short loop's most frequent path counted in a local), the default, guide: exact profile of the measured input",
+            ..base.clone()
+        },
+        Spec {
+            label: "targeted-no-register-loops(same input)",
+            mode: Mode::Targeted,
+            guide: Guide::SameInput,
+            register_loops: false,
+            what: "TPP cold path elimination (5%) without register loops (`--loop-threshold 0`: every loop iteration's path end is a memory increment, targeted mode before the thirteenth session), guide: exact profile of the measured input",
             ..base.clone()
         },
         Spec {
@@ -299,7 +311,7 @@ fn specs() -> Vec<Spec> {
             mode: Mode::Targeted,
             guide: Guide::SameInput,
             classic: true,
-            what: "TPP cold path elimination (5%) with PP's counters (arrays up to 4,096 paths, a hash call beyond, no cache): the TPP paper's experiment, against `exact-paths-classic`",
+            what: "TPP cold path elimination (5%) and register loops with PP's counters (arrays up to 4,096 paths, a hash call beyond, no cache): the TPP paper's experiment, against `exact-paths-classic`",
             ..base.clone()
         },
         Spec {
@@ -478,6 +490,9 @@ fn instrument(
         loop_counts: spec.loop_counts,
         ..Default::default()
     };
+    if !spec.register_loops {
+        opts.loop_threshold = 0.0;
+    }
     if spec.classic {
         opts.array_max_paths = CLASSIC_ARRAY_MAX_PATHS;
         // No cache in front of the table.

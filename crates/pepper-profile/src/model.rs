@@ -90,6 +90,10 @@ pub struct Function {
     pub obvious_paths: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uninstrumented_edges: Option<u32>,
+    /// Targeted mode: loops whose most frequent path was counted in a local and added to
+    /// its counter when the loop was left (no memory increment per iteration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub register_loops: Option<u32>,
 }
 
 /// The kind of a branch instruction.

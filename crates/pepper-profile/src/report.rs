@@ -69,6 +69,9 @@ pub struct JsonFunction {
     pub obvious_paths: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uninstrumented_edges: Option<u32>,
+    /// Targeted mode only: loops whose most frequent path was counted in a local.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub register_loops: Option<u32>,
 }
 
 #[derive(Serialize, Debug)]
@@ -147,6 +150,7 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
                 cold_executions: f.cold_executions,
                 obvious_paths: f.obvious_paths,
                 uninstrumented_edges: f.uninstrumented_edges,
+                register_loops: f.register_loops,
             }
         })
         .collect();
@@ -332,6 +336,18 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
                 o,
                 "targeted: {obvious} obvious paths in {funcs} functions counted on a defining edge; \
                  {bare} edges need no path-register code"
+            );
+        }
+        let (loop_funcs, loops) = p
+            .functions
+            .iter()
+            .filter_map(|f| f.register_loops.filter(|&n| n > 0))
+            .fold((0, 0u64), |(f, n), k| (f + 1, n + u64::from(k)));
+        if loops > 0 {
+            let _ = writeln!(
+                o,
+                "targeted: {loops} loops in {loop_funcs} functions counted their most frequent path \
+                 in a local"
             );
         }
         if pct(cold, hot + cold) > 1.0 {

@@ -125,6 +125,8 @@ pub struct FunctionAnalysis {
     /// per entry of the loop, which exact edge counting can read at the loop's exits
     /// instead of counting an edge on every iteration.
     pub loop_counters: Vec<LoopCounter>,
+    /// Every reachable loop: its header and the edge that falls into it (its only entry).
+    pub loops: Vec<(NodeId, EdgeId)>,
 }
 
 /// An induction variable of a loop (see [`FunctionAnalysis::loop_counters`]).
@@ -345,6 +347,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
     let mut loop_scan: Vec<LoopScan> = Vec::new();
     let mut recent: [Recent; 3] = [Recent::Other; 3];
     let mut loop_counters = Vec::new();
+    let mut loops = Vec::new();
     while !reader.eof() {
         let (op, offset) = reader
             .read_with_offset()
@@ -469,6 +472,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     b.depth -= 1;
                     if let Some(l) = loop_scan.pop() {
                         loop_counters.extend(l.counter());
+                        loops.extend(l.header);
                         // The enclosing loop contains this one's writes too.
                         if let Some(outer) = loop_scan.last_mut() {
                             for (x, n) in l.writes {
@@ -721,6 +725,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         op_nodes,
         func_refs,
         loop_counters,
+        loops,
     })
 }
 

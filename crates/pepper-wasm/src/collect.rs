@@ -298,6 +298,7 @@ impl Plan {
                         .and_then(|nd| nd.obvious.as_ref())
                         .map_or(0, |o| o.removed.iter().filter(|&&r| r).count() as u32)
                 }),
+                register_loops: fp.cold_counter.map(|_| fp.register_loops.len() as u32),
                 truncated_nodes: fp
                     .numbered
                     .as_ref()

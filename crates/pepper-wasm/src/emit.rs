@@ -6,7 +6,7 @@
 //! So they are valid at any point, including inside blocks with parameters (multi-value).
 
 use crate::analysis::{Action, FunctionAnalysis};
-use crate::plan::{Counting, LoopCount, MemoryLayout, ObviousCounter};
+use crate::plan::{Counting, LoopCount, MemoryLayout, ObviousCounter, RegisterLoop};
 use pepper_cfg::{DagEdgeId, EdgeId, NodeId, NumberedDag};
 use wasm_encoder::{Instruction as I, MemArg, MemArgTarget};
 
@@ -30,6 +30,7 @@ pub struct Locals {
     pub e: u32,
     /// Exact edges: the first of the locals holding each loop count's induction variable
     /// at loop entry (`x0`, one per `EmitKind::Edges::loops` entry, typed like `x`).
+    /// Paths modes: the first of the register loops' counts (i64 each).
     pub loops: u32,
 }
 
@@ -71,6 +72,9 @@ pub enum EmitKind<'p> {
         poison: i64,
         /// Targeted mode: counters of obvious paths, on their defining edges.
         obvious: &'p [ObviousCounter],
+        /// Targeted mode: loops whose most frequent path is counted in a local (the
+        /// `j`-th in local `Locals::loops + j`).
+        register_loops: &'p [RegisterLoop],
         hash_fn: u32,
         /// `(func, r, slot)`: a hashed function's cache miss (see `Counting::Hash`).
         miss_fn: u32,
@@ -465,6 +469,7 @@ impl Emitter<'_> {
             EmitKind::Paths { .. } => {
                 self.apply(out, self.upd(e));
                 self.bump_obvious(out, self.edge_obvious_counter(e));
+                self.flush_register_loops(out, e);
             }
             EmitKind::Edges { counter, loops, .. } => {
                 self.bump(out, counter[e.index()]);
@@ -479,6 +484,28 @@ impl Emitter<'_> {
                 }
             }
         }
+    }
+
+    fn register_loops(&self) -> &[RegisterLoop] {
+        match &self.kind {
+            EmitKind::Paths { register_loops, .. } => register_loops,
+            EmitKind::Edges { .. } => &[],
+        }
+    }
+
+    /// On an edge that leaves register loops: their counts go to their paths' slots.
+    fn flush_register_loops(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
+        for (j, l) in self.register_loops().iter().enumerate() {
+            if l.exits.contains(&e) {
+                let acc = self.locals.loops + j as u32;
+                self.add_to_counter(out, l.addr, false, &[I::LocalGet(acc)]);
+                out.extend([I::I64Const(0), I::LocalSet(acc)]);
+            }
+        }
+    }
+
+    fn leaves_register_loop(&self, e: EdgeId) -> bool {
+        self.register_loops().iter().any(|l| l.exits.contains(&e))
     }
 
     /// Whether edge `e` carries any code in edges mode.
@@ -597,6 +624,7 @@ impl Emitter<'_> {
                         self.apply(out, self.upd(*fall));
                     }
                     self.bump_obvious(out, self.edge_obvious_counter(*fall));
+                    self.flush_register_loops(out, *fall);
                 }
             },
             Action::NodeStart(n) => {
@@ -606,7 +634,27 @@ impl Emitter<'_> {
                         // at h_b. With cold elimination, a header whose body has no hot path
                         // restarts poisoned (TPP Fig. 6a/6c in the header-split variant).
                         let end = numbered.dag.split_exit(*n);
-                        self.record(out, end);
+                        let local = self.register_loops().iter().position(|l| l.header == *n);
+                        if let (Some(j), EmitKind::Paths { counting, .. }) = (local, &self.kind) {
+                            // if r == path { acc += 1 } else { count[r]++ }
+                            let (l, acc) =
+                                (&self.register_loops()[j], self.locals.loops + j as u32);
+                            out.extend([
+                                I::LocalGet(self.locals.r),
+                                I::I64Const((l.path * counting.scale()) as i64),
+                                I::I64Eq,
+                                I::If(wasm_encoder::BlockType::Empty),
+                                I::LocalGet(acc),
+                                I::I64Const(1),
+                                I::I64Add,
+                                I::LocalSet(acc),
+                                I::Else,
+                            ]);
+                            self.record(out, end);
+                            out.push(I::End);
+                        } else {
+                            self.record(out, end);
+                        }
                         self.bump_obvious(out, self.obvious_counter(end));
                         let start = numbered.dag.split_entry(*n);
                         self.restart(out, start, true);
@@ -618,12 +666,15 @@ impl Emitter<'_> {
                 EmitKind::Paths { .. } => {
                     let (ut, uf) = (self.upd(*taken), self.upd(*fall));
                     let counter = self.edge_obvious_counter(*taken);
-                    if *bare && (ut != Update::Add(0) || counter.is_some()) {
-                        // Trampoline: `if; <taken update>; br L+1; end` replaces the br_if,
-                        // so the not-taken path runs no extra code at all.
+                    if *bare
+                        && (ut != Update::Add(0)
+                            || counter.is_some()
+                            || self.leaves_register_loop(*taken))
+                    {
+                        // Trampoline: `if; <taken edge's code>; br L+1; end` replaces the
+                        // br_if, so the not-taken path runs no extra code at all.
                         out.push(I::If(wasm_encoder::BlockType::Empty));
-                        self.apply(out, ut);
-                        self.bump_obvious(out, counter);
+                        self.edge_code(out, *taken);
                         return true;
                     }
                     if let Some(o) = counter {

@@ -335,6 +335,11 @@ pub struct InstrumentOptions {
     /// Targeted mode: a branch outcome taken less than this fraction of its branch's
     /// executions in the guide is cold (TPP(5, 15)'s 5%).
     pub cold_threshold: f64,
+    /// Targeted mode: count a loop's most frequent path in a local ([`RegisterLoop`])
+    /// where its entry carries less than this fraction of its header's executions in the
+    /// guide (TPP(5, 15)'s 15% loop threshold: more than about 6.7 iterations per entry).
+    /// 0 turns register loops off.
+    pub loop_threshold: f64,
     /// Targeted mode: TPP's obvious path elimination (count obvious paths on a defining
     /// edge instead of with the path register). Off by default: counting an obvious path
     /// still takes one memory increment per execution, the same as `count[r]++`, and the
@@ -389,6 +394,7 @@ impl Default for InstrumentOptions {
             ring_log2: 12,
             guide: None,
             cold_threshold: 0.05,
+            loop_threshold: 0.15,
             obvious: false,
             contexts: ContextMode::Off,
             stack_log2: 14,
@@ -434,6 +440,8 @@ pub struct FunctionPlan {
     /// Edges mode: loops whose induction variable gives the count of the node that steps
     /// it, where the spanning tree found reading it cheaper than a counter.
     pub loop_counts: Vec<LoopCount>,
+    /// Targeted mode: loops whose most frequent path is counted in a local.
+    pub register_loops: Vec<RegisterLoop>,
     /// Module-wide id of this function's first call site (contexts).
     pub first_site: u32,
     /// PEP with native stacks: where each original operator's code begins in the
@@ -453,6 +461,145 @@ pub struct LoopCount {
     pub exits: Vec<pepper_cfg::EdgeId>,
 }
 
+/// A natural loop: the header and every node that reaches one of its back edges (in-edges
+/// other than the entry) without passing the header.
+fn natural_body(
+    cfg: &pepper_cfg::Cfg,
+    header: pepper_cfg::NodeId,
+    entry: pepper_cfg::EdgeId,
+) -> Vec<bool> {
+    let mut body = vec![false; cfg.num_nodes()];
+    body[header.index()] = true;
+    let mut stack: Vec<pepper_cfg::NodeId> = cfg
+        .preds(header)
+        .iter()
+        .filter(|&&e| e != entry)
+        .map(|&e| cfg.edge(e).0)
+        .collect();
+    while let Some(v) = stack.pop() {
+        if !std::mem::replace(&mut body[v.index()], true) {
+            stack.extend(cfg.preds(v).iter().map(|&e| cfg.edge(e).0));
+        }
+    }
+    body
+}
+
+/// The edges that leave a natural loop's `body`.
+fn loop_exits(cfg: &pepper_cfg::Cfg, body: &[bool]) -> Vec<pepper_cfg::EdgeId> {
+    (0..cfg.num_edges())
+        .map(pepper_cfg::EdgeId::new)
+        .filter(|&e| {
+            let (s, d) = cfg.edge(e);
+            body[s.index()] && !body[d.index()]
+        })
+        .collect()
+}
+
+/// Targeted mode: a loop whose iterations mostly take one path keeps that path's count in
+/// a local. Counting into an array slot is a load, an add and a store to the same slot
+/// every iteration, and the next iteration's load waits for that store: a short loop
+/// (musl's `memcmp`, zstd's match finders) then runs at the speed of store-to-load
+/// forwarding. Its header does `if r == path { acc += 1 } else { count[r]++ }` instead,
+/// and every edge that leaves the loop adds `acc` to the path's slot at `addr` (and
+/// clears it). Only for innermost loops without calls (nothing else runs while `acc`
+/// holds counts, so no `proc_exit` or unwinding can lose them; a trap can).
+#[derive(Clone, Debug)]
+pub struct RegisterLoop {
+    pub header: pepper_cfg::NodeId,
+    pub exits: Vec<pepper_cfg::EdgeId>,
+    /// The path's number (unscaled).
+    pub path: u64,
+    pub addr: u32,
+}
+
+/// Loops whose counted path is estimated to take at least this share of the header's
+/// path ends (each branch's more frequent outcome, multiplied along the path). Below it
+/// the `r == path` test is mispredicted too often: at 0.3 Lua's `fmod` loop (two paths
+/// about even) made Lua 2 points slower; 0.6 and 0.9 left it unchanged, and 0.6 kept
+/// more of zstd's gain (5-round runs).
+const REGISTER_LOOP_MIN_SHARE: f64 = 0.6;
+/// Loops bigger than this (operators in the natural body) keep plain recording: there
+/// `acc` would compete for registers, and an iteration is long enough to hide the store.
+const REGISTER_LOOP_MAX_OPS: usize = 100;
+
+/// [`RegisterLoop`]s of an array function (slots at `base`): innermost loops without
+/// calls whose exits have a place for code, that run more than about 6.7 iterations per
+/// entry (`loop_threshold`, TPP(5, 15)'s 15%: fewer and the flush at the exit costs what
+/// it saves), counting the path that follows each branch's more frequent outcome from the
+/// header back to it, when that path's estimated share of the header's path ends is at
+/// least [`REGISTER_LOOP_MIN_SHARE`].
+fn register_loops(
+    a: &FunctionAnalysis,
+    nd: &pepper_cfg::NumberedDag,
+    freqs: &[u64],
+    base: u32,
+    loop_threshold: f64,
+) -> Vec<RegisterLoop> {
+    let (cfg, dag, num) = (&a.cfg, &nd.dag, &nd.numbering);
+    let costs = counter_costs(a);
+    let weight = |e: pepper_cfg::DagEdgeId| match dag.edge(e).kind {
+        pepper_cfg::DagEdgeKind::Real(c) => freqs[c.index()],
+        _ => 0,
+    };
+    a.loops
+        .iter()
+        .filter_map(|&(h, entry)| {
+            if !dag.is_split(h) {
+                return None;
+            }
+            let body = natural_body(cfg, h, entry);
+            let inner = a.loops.iter().any(|&(g, _)| g != h && body[g.index()]);
+            let calls = (0..cfg.num_nodes()).any(|n| body[n] && a.node_calls[n]);
+            let ops = a
+                .op_nodes
+                .iter()
+                .flatten()
+                .filter(|n| body[n.index()])
+                .count();
+            if inner || calls || ops > REGISTER_LOOP_MAX_OPS {
+                return None;
+            }
+            let exits = loop_exits(cfg, &body);
+            if exits.iter().any(|e| costs[e.index()].is_none()) {
+                return None;
+            }
+            let header: u64 = cfg.preds(h).iter().map(|e| freqs[e.index()]).sum();
+            if header == 0 || freqs[entry.index()] as f64 >= loop_threshold * header as f64 {
+                return None;
+            }
+            // Follow the more frequent outcome of every branch from the header's start.
+            let start = dag.split_entry(h)?;
+            let (mut number, mut share, mut v) = (num.val(start), 1.0, dag.edge(start).dst);
+            let end = loop {
+                let succs: Vec<_> = dag
+                    .succs(v)
+                    .iter()
+                    .copied()
+                    .filter(|&e| num.is_hot(e))
+                    .collect();
+                let total: u64 = succs.iter().map(|&e| weight(e)).sum();
+                let e = *succs
+                    .iter()
+                    .max_by_key(|&&e| (weight(e), std::cmp::Reverse(e.index())))?;
+                if succs.len() > 1 {
+                    share *= weight(e) as f64 / total.max(1) as f64;
+                }
+                number += num.val(e);
+                v = dag.edge(e).dst;
+                if v == dag.exit() {
+                    break e;
+                }
+            };
+            (end == dag.split_exit(h)? && share >= REGISTER_LOOP_MIN_SHARE).then(|| RegisterLoop {
+                header: h,
+                exits,
+                path: number,
+                addr: base + 8 * number as u32,
+            })
+        })
+        .collect()
+}
+
 /// Loops of `a` whose induction variable exact edges can read: the node that steps it is
 /// in the loop's natural body (so it runs only between an entry and an exit), and every
 /// edge that leaves the body has a place for code. With the edges that leave each (and no
@@ -463,31 +610,11 @@ fn readable_loops(a: &FunctionAnalysis) -> Vec<LoopCount> {
     a.loop_counters
         .iter()
         .filter_map(|lc| {
-            // Natural loop: the header and every node that reaches one of its back edges
-            // (in-edges other than the entry) without passing the header.
-            let mut body = vec![false; cfg.num_nodes()];
-            body[lc.header.index()] = true;
-            let mut stack: Vec<pepper_cfg::NodeId> = cfg
-                .preds(lc.header)
-                .iter()
-                .filter(|&&e| e != lc.entry)
-                .map(|&e| cfg.edge(e).0)
-                .collect();
-            while let Some(v) = stack.pop() {
-                if !std::mem::replace(&mut body[v.index()], true) {
-                    stack.extend(cfg.preds(v).iter().map(|&e| cfg.edge(e).0));
-                }
-            }
+            let body = natural_body(cfg, lc.header, lc.entry);
             if !body[lc.node.index()] {
                 return None;
             }
-            let exits: Vec<pepper_cfg::EdgeId> = (0..cfg.num_edges())
-                .map(pepper_cfg::EdgeId::new)
-                .filter(|&e| {
-                    let (s, d) = cfg.edge(e);
-                    body[s.index()] && !body[d.index()]
-                })
-                .collect();
+            let exits = loop_exits(cfg, &body);
             let placeable = exits.iter().all(|e| costs[e.index()].is_some())
                 && costs[lc.entry.index()].is_some();
             placeable.then_some(LoopCount {
@@ -711,18 +838,21 @@ fn build(
     let mut any_hash = false;
 
     // Exact edges decide across functions which entry counts callers give (analyzing
-    // every body first); other modes analyze each body as they go.
+    // every body first); other modes analyze each body as they go. Loop counts (exact
+    // edges) and register loops (targeted) need to know whether anything can unwind.
     let mut analyses: Vec<Option<Result<FunctionAnalysis, crate::analysis::AnalysisError>>> =
         Vec::new();
     let mut given = crate::entries::GivenEntries::default();
     let mut may_unwind = false;
-    if mode == Mode::ExactEdges {
+    if mode == Mode::ExactEdges || mode == Mode::Targeted {
         let all: Vec<_> = facts.bodies.iter().map(analyze).collect();
         may_unwind = crate::entries::may_unwind(&all);
-        let skipped: Vec<bool> = (0..all.len())
-            .map(|k| force_skip.iter().any(|s| s.0 == k))
-            .collect();
-        given = crate::entries::GivenEntries::decide(facts, &all, &skipped);
+        if mode == Mode::ExactEdges {
+            let skipped: Vec<bool> = (0..all.len())
+                .map(|k| force_skip.iter().any(|s| s.0 == k))
+                .collect();
+            given = crate::entries::GivenEntries::decide(facts, &all, &skipped);
+        }
         analyses = all.into_iter().map(Some).collect();
     }
 
@@ -745,6 +875,7 @@ fn build(
             poison: POISON,
             obvious: Vec::new(),
             loop_counts: Vec::new(),
+            register_loops: Vec::new(),
             first_site: call_sites.len() as u32,
             op_offsets: Arc::from([]),
         };
@@ -847,6 +978,17 @@ fn build(
                                     })
                                     .collect();
                                 nd.obvious = Some(ob);
+                            }
+                            // Not with obvious paths, which count some iteration paths
+                            // on an edge already (into the same slot).
+                            if let (Mode::Targeted, Counting::Array { base }, false, false) =
+                                (mode, fp.counting, may_unwind, opts.obvious)
+                            {
+                                let observed =
+                                    opts.guide.as_ref().and_then(|g| g.observed(index.0, &a));
+                                let freqs = frequencies(&a, observed.as_deref());
+                                fp.register_loops =
+                                    register_loops(&a, &nd, &freqs, base, opts.loop_threshold);
                             }
                             fp.numbered = Some(Arc::new(nd));
                         }
@@ -1081,6 +1223,7 @@ fn build(
                 cold_counter: fp.cold_counter,
                 poison: fp.poison,
                 obvious: &fp.obvious,
+                register_loops: &fp.register_loops,
                 hash_fn,
                 miss_fn,
                 tables: &tables[k],
@@ -1197,17 +1340,23 @@ fn emit_body<'f>(
     locals.push((3, ValType::I32));
     locals.push((1, ValType::I64));
     locals.push((2, ValType::I32));
-    if let EmitKind::Edges { loops, .. } = &em.kind {
-        for l in loops.iter() {
-            locals.push((
-                1,
-                if l.counter.wide {
-                    ValType::I64
-                } else {
-                    ValType::I32
-                },
-            ));
+    match &em.kind {
+        EmitKind::Edges { loops, .. } => {
+            for l in loops.iter() {
+                locals.push((
+                    1,
+                    if l.counter.wide {
+                        ValType::I64
+                    } else {
+                        ValType::I32
+                    },
+                ));
+            }
         }
+        EmitKind::Paths { register_loops, .. } if !register_loops.is_empty() => {
+            locals.push((register_loops.len() as u32, ValType::I64));
+        }
+        EmitKind::Paths { .. } => {}
     }
     let paths = matches!(em.kind, EmitKind::Paths { .. });
     // Paths and contexts both need one place where every return meets.

@@ -76,6 +76,51 @@ fn mod3_loop_takes_the_if_34_times() {
     assert_eq!(path_executions(&p, "count"), 101);
 }
 
+/// Targeted mode counts a short loop's most frequent path in a local: every count still
+/// equals exact-paths' (`all_modes`: unguided, and hashed, where no loop qualifies), also
+/// with this run's own profile as the guide; the exits by `br` and by `return` both hand
+/// the local over; the outer of two nested loops and a loop with a call keep recording.
+#[test]
+fn register_loops_count_exactly() {
+    all_modes("tight_loops.wat");
+    let f = fixture("tight_loops.wat");
+    let (_, _, _, exact) = run("exact-paths", &f, &[], &[]);
+    assert_targeted_exact_with(&f, &[], &exact, &[], "0.05");
+    let file = tempdir().join("tight_loops.guide.json");
+    exact.write(std::fs::File::create(&file).unwrap()).unwrap();
+    let guide = ["--guide", file.to_str().unwrap()];
+    let (_, _, _, tpp) = run("targeted", &f, &guide, &[]);
+    let loops = |p: &Profile, name: &str| {
+        p.functions
+            .iter()
+            .find(|x| x.name.as_deref() == Some(name))
+            .and_then(|x| x.register_loops)
+    };
+    for (name, n) in [
+        ("one_path", 1),
+        ("rare_arm", 1),
+        ("exits", 1),
+        ("nested", 1),
+        ("with_call", 0),
+    ] {
+        assert_eq!(loops(&tpp, name), Some(n), "{name}");
+    }
+    // Off: the same hot counts (checked against exact-paths by the helper above) and the
+    // same cold executions, without register loops.
+    let mut off = guide.to_vec();
+    off.extend(["--loop-threshold", "0"]);
+    let (_, _, _, plain) = run("targeted", &f, &off, &[]);
+    assert!(plain
+        .functions
+        .iter()
+        .all(|x| x.register_loops.unwrap_or(0) == 0));
+    assert_eq!(paths_by_key(&plain), paths_by_key(&tpp));
+    let cold = |p: &Profile| -> Vec<Option<u64>> {
+        p.functions.iter().map(|x| x.cold_executions).collect()
+    };
+    assert_eq!(cold(&plain), cold(&tpp));
+}
+
 #[test]
 fn nested_loops() {
     let (p, _) = all_modes("nested.wat");

@@ -38,6 +38,7 @@ pub fn run(a: Args) -> Result<i32> {
         mode: a.mode.into(),
         guide,
         cold_threshold: a.guided.cold_threshold,
+        loop_threshold: a.guided.loop_threshold,
         obvious: a.guided.obvious,
         loop_counts: !a.no_loop_counts,
         ..Default::default()

@@ -251,6 +251,7 @@ pub fn run(a: Args) -> Result<i32> {
         pep_every: a.every,
         guide: guide.clone(),
         cold_threshold: a.guided.cold_threshold,
+        loop_threshold: a.guided.loop_threshold,
         obvious: a.guided.obvious,
         // The ring holds a whole burst four times over, so the sampler can copy it while
         // the guest keeps writing.
