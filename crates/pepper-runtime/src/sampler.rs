@@ -496,6 +496,15 @@ fn sample_loop(
             }
             begin = begin.max(start);
         }
+        // A run whose every tick found the guest completing nothing (in host calls, or
+        // descheduled by its own sampler when two runs share two cores) still gets the
+        // exit burst, from the newest paths in the ring, standing for all its path ends:
+        // a coarse profile rather than none.
+        let starved = last && total_weight == 0.0;
+        if starved {
+            begin = head.saturating_sub(ag.pending());
+            unrepresented = head;
+        }
         if head.saturating_sub(begin) > n - margin {
             let skip_to = head - (n - margin);
             if ag.armed() {
@@ -961,6 +970,34 @@ mod tests {
             ));
         }
         panic!("{seen:#?}");
+    }
+
+    /// A guest that completes its paths before the first tick and then completes none:
+    /// every tick is idle, and no path end is new at exit. The exit burst still samples
+    /// the newest paths, standing for all of them (before, such a run had no samples,
+    /// which is what a second concurrent run on a 2-core machine got when its own sampler
+    /// kept descheduling it).
+    #[test]
+    fn a_run_whose_every_tick_is_idle_still_gets_the_exit_burst() {
+        let phases = [
+            Phase {
+                word: Some(5),
+                per_path: Duration::ZERO,
+                length: Duration::from_micros(200),
+            },
+            Phase {
+                word: None,
+                per_path: Duration::ZERO,
+                length: Duration::from_secs(1),
+            },
+        ];
+        let (truth, est) = simulate(BurstWeights::Rate, &phases);
+        assert_eq!(truth.keys().collect::<Vec<_>>(), [&5]);
+        assert_eq!(
+            est.keys().collect::<Vec<_>>(),
+            [&5],
+            "the exit burst was taken"
+        );
     }
 
     /// Rate weights estimate the share of path ends; tick weights drift toward the share
