@@ -25,7 +25,7 @@ pub struct GuideArgs {
     pub cold_threshold: f64,
     /// Targeted mode: an innermost loop without calls counts its most frequent path in a
     /// local (a register increment instead of a memory increment that the next
-    /// iteration's waits on), added to the path's counter when the loop is left, where
+    /// iteration waits on), added to the path's counter when the loop is left, where
     /// the loop's entry carries less than this fraction of its header's executions in
     /// the guide (TPP(5, 15): 0.15, more than about 6.7 iterations per entry). 0: never.
     /// Counts stay exact, except that a trap inside such a loop loses the iterations of
