@@ -79,7 +79,8 @@ fn mod3_loop_takes_the_if_34_times() {
 /// Targeted mode counts a short loop's most frequent path in a local: every count still
 /// equals exact-paths' (`all_modes`: unguided, and hashed, where no loop qualifies), also
 /// with this run's own profile as the guide; the exits by `br` and by `return` both hand
-/// the local over; the outer of two nested loops and a loop with a call keep recording.
+/// the local over; the outer of two nested loops, a loop with a call and a loop split
+/// between two paths keep recording.
 #[test]
 fn register_loops_count_exactly() {
     all_modes("tight_loops.wat");
@@ -102,6 +103,7 @@ fn register_loops_count_exactly() {
         ("exits", 1),
         ("nested", 1),
         ("with_call", 0),
+        ("two_paths", 0),
     ] {
         assert_eq!(loops(&tpp, name), Some(n), "{name}");
     }
