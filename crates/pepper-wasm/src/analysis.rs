@@ -58,8 +58,10 @@ pub enum Action {
         fall: EdgeId,
         bare: bool,
     },
-    /// Before a `br_table` (index on the stack): per-arm edges, default last.
-    BrTable { arms: Vec<EdgeId> },
+    /// Before a `br_table` (index on the stack): per-arm edges, default last. `bare`: no
+    /// target label carries values (so an arm can be sent through a landing pad of its
+    /// own, `block ... end; <arm code>; br target`).
+    BrTable { arms: Vec<EdgeId>, bare: bool },
     /// Before the `end` of an `if` without `else`: insert `else` and the not-taken edge code.
     SynthElse { not_taken: EdgeId },
     /// A node starts here (a path ends and restarts if the node is split).
@@ -83,6 +85,31 @@ pub struct EdgeInfo {
     pub tail_call: Option<u64>,
     /// Edge into EXIT made by a `throw`/`throw_ref` at this offset.
     pub throw: Option<u64>,
+    /// A `br_table` arm whose target has no other predecessor: its code runs at the
+    /// target ([`Action::Edge`] there) as a constant, and the arm table, if the
+    /// `br_table` still needs one, holds a no-op for it.
+    pub at_target: bool,
+}
+
+impl EdgeInfo {
+    fn branch(site: LocalBranch, outcome: u32) -> Self {
+        EdgeInfo {
+            branch: Some((site, outcome)),
+            ..EdgeInfo::default()
+        }
+    }
+    fn tail_call(offset: u64) -> Self {
+        EdgeInfo {
+            tail_call: Some(offset),
+            ..EdgeInfo::default()
+        }
+    }
+    fn throw(offset: u64) -> Self {
+        EdgeInfo {
+            throw: Some(offset),
+            ..EdgeInfo::default()
+        }
+    }
 }
 
 /// The analysis of one function body.
@@ -412,15 +439,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 let site = b.site(offset, BranchKind::If, two_way());
                 let if_src = if let Some(c) = cur {
                     let then = b.node(NodeKind::Other, offset);
-                    let e = b.edge(
-                        c,
-                        then,
-                        EdgeInfo {
-                            branch: Some((site, 0)),
-                            tail_call: None,
-                            throw: None,
-                        },
-                    );
+                    let e = b.edge(c, then, EdgeInfo::branch(site, 0));
                     b.act(i, Slot::After, Action::Edge(e));
                     b.act(i, Slot::After, Action::NodeStart(then));
                     cur = Some(then);
@@ -450,15 +469,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 cur = None;
                 if let Some((src, site)) = if_src {
                     let arm = b.node(NodeKind::Other, offset);
-                    let e = b.edge(
-                        src,
-                        arm,
-                        EdgeInfo {
-                            branch: Some((site, 1)),
-                            tail_call: None,
-                            throw: None,
-                        },
-                    );
+                    let e = b.edge(src, arm, EdgeInfo::branch(site, 1));
                     b.act(i, Slot::After, Action::Edge(e));
                     b.act(i, Slot::After, Action::NodeStart(arm));
                     cur = Some(arm);
@@ -487,15 +498,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 }
                 if f.kind == FrameKind::If && !f.has_else {
                     if let Some((src, site)) = f.if_src {
-                        let e = b.edge(
-                            src,
-                            f.join,
-                            EdgeInfo {
-                                branch: Some((site, 1)),
-                                tail_call: None,
-                                throw: None,
-                            },
-                        );
+                        let e = b.edge(src, f.join, EdgeInfo::branch(site, 1));
                         b.act(i, Slot::Before, Action::SynthElse { not_taken: e });
                     }
                 }
@@ -507,6 +510,18 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 cur = (!b.cfg.preds(f.join).is_empty()).then_some(f.join);
                 if let Some(j) = cur {
                     b.node_offset[j.index()] = offset;
+                    // An interpreter's dispatch: each case is reached only by its arm, so
+                    // the arm's code is a constant here rather than a table load (with a
+                    // poison test) before the `br_table`.
+                    if let &[e] = b.cfg.preds(j) {
+                        let arm = b.edges[e.index()].branch.is_some_and(|(site, _)| {
+                            b.sites[site.0 as usize].kind == BranchKind::BrTable
+                        });
+                        if arm {
+                            b.edges[e.index()].at_target = true;
+                            b.act(i, Slot::After, Action::Edge(e));
+                        }
+                    }
                     b.act(i, Slot::After, Action::NodeStart(j));
                 }
             }
@@ -530,24 +545,8 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                         malformed(offset, &"branch to unreachable label from reachable code")
                     })?;
                     let fall = b.node(NodeKind::Other, offset);
-                    let taken = b.edge(
-                        c,
-                        t,
-                        EdgeInfo {
-                            branch: Some((site, 0)),
-                            tail_call: None,
-                            throw: None,
-                        },
-                    );
-                    let fe = b.edge(
-                        c,
-                        fall,
-                        EdgeInfo {
-                            branch: Some((site, 1)),
-                            tail_call: None,
-                            throw: None,
-                        },
-                    );
+                    let taken = b.edge(c, t, EdgeInfo::branch(site, 0));
+                    let fe = b.edge(c, fall, EdgeInfo::branch(site, 1));
                     let bare = frames[idx].bare_label;
                     b.act(
                         i,
@@ -613,25 +612,19 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 let site = b.site(offset, BranchKind::BrTable, outcomes);
                 if let Some(c) = cur {
                     let mut slot_edges = Vec::with_capacity(distinct.len());
+                    let mut bare = true;
                     for (k, &d) in distinct.iter().enumerate() {
                         let (idx, t) = target(&frames, d)?;
+                        bare &= frames[idx].bare_label;
                         let t = t.ok_or_else(|| {
                             malformed(offset, &"branch to unreachable label from reachable code")
                         })?;
-                        let e = b.edge(
-                            c,
-                            t,
-                            EdgeInfo {
-                                branch: Some((site, k as u32)),
-                                tail_call: None,
-                                throw: None,
-                            },
-                        );
+                        let e = b.edge(c, t, EdgeInfo::branch(site, k as u32));
                         note_back_edge(&frames[idx], t, &mut b.headers);
                         slot_edges.push(e);
                     }
                     let arms = arm_slot.iter().map(|&k| slot_edges[k]).collect();
-                    b.act(i, Slot::Before, Action::BrTable { arms });
+                    b.act(i, Slot::Before, Action::BrTable { arms, bare });
                 }
                 cur = None;
             }
@@ -650,15 +643,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                     if let Operator::ReturnCall { function_index } = op {
                         direct_calls.push((c, function_index));
                     }
-                    let e = b.edge(
-                        c,
-                        exit,
-                        EdgeInfo {
-                            branch: None,
-                            tail_call: Some(offset),
-                            throw: None,
-                        },
-                    );
+                    let e = b.edge(c, exit, EdgeInfo::tail_call(offset));
                     b.act(i, Slot::Before, Action::TailExit(e));
                 }
                 cur = None;
@@ -667,15 +652,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
                 // The activation ends here (pepper skips functions that could catch it), so
                 // the path is recorded before the throw, like a tail call.
                 if let Some(c) = cur {
-                    let e = b.edge(
-                        c,
-                        exit,
-                        EdgeInfo {
-                            branch: None,
-                            tail_call: None,
-                            throw: Some(offset),
-                        },
-                    );
+                    let e = b.edge(c, exit, EdgeInfo::throw(offset));
                     b.act(i, Slot::Before, Action::TailExit(e));
                 }
                 cur = None;

@@ -5,7 +5,7 @@
 //! `br_if` condition or `br_table` index is re-read from a scratch local after `local.tee`).
 //! So they are valid at any point, including inside blocks with parameters (multi-value).
 
-use crate::analysis::{Action, FunctionAnalysis};
+use crate::analysis::{Action, EdgeInfo, FunctionAnalysis};
 use crate::plan::{Counting, LoopCount, MemoryLayout, ObviousCounter, RegisterLoop};
 use pepper_cfg::{DagEdgeId, EdgeId, NodeId, NumberedDag};
 use wasm_encoder::{Instruction as I, MemArg, MemArgTarget};
@@ -22,7 +22,8 @@ pub struct Locals {
     /// PEP ring: this activation's copy of the ring head (i32), kept in a register so that
     /// recording a path is two stores and no load; reloaded after every call.
     pub h: u32,
-    /// Scratch (i64): a `br_table` increment that may be the poison.
+    /// Scratch (i64): a `br_table` increment that may be the poison, or the register saved
+    /// while a `br_table` poisons it for its shared arm (restored at the other arms).
     pub t: u32,
     /// Contexts: the shadow stack pointer at entry (i32), restored at every exit.
     pub s: u32,
@@ -467,7 +468,7 @@ impl Emitter<'_> {
     fn edge_code(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
         match &self.kind {
             EmitKind::Paths { .. } => {
-                self.apply(out, self.upd(e));
+                self.at_target_code(out, e);
                 self.bump_obvious(out, self.edge_obvious_counter(e));
                 self.flush_register_loops(out, e);
             }
@@ -483,6 +484,95 @@ impl Emitter<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// Edge `e`'s register update, where `e` is a `br_table` arm that runs its code at its
+    /// target: corrected for what the `br_table` did before branching ([`ArmCode`]). For
+    /// any other edge, its plain update.
+    fn at_target_code(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
+        let u = self.upd(e);
+        let before = self.analysis.edges[e.index()]
+            .at_target
+            .then(|| {
+                self.analysis
+                    .actions
+                    .iter()
+                    .find_map(|(_, _, act)| match act {
+                        Action::BrTable { arms, bare } if arms.contains(&e) => {
+                            self.arm_code(arms, *bare)
+                        }
+                        _ => None,
+                    })
+            })
+            .flatten();
+        match (u, before) {
+            (Update::Add(x), Some(ArmCode::Before(Update::Add(v)))) => {
+                self.add_const(out, x.wrapping_sub(v))
+            }
+            // The `br_table` saved the register in `t` and poisoned it for its shared arm.
+            (Update::Add(x), Some(ArmCode::Before(Update::Poison))) => out.extend([
+                I::LocalGet(self.locals.t),
+                I::I64Const(x as i64),
+                I::I64Add,
+                I::LocalSet(self.locals.r),
+            ]),
+            _ => self.apply(out, u),
+        }
+    }
+
+    /// [`arm_code`] of a `br_table` action, in paths mode.
+    fn arm_code(&self, arms: &[EdgeId], bare: bool) -> Option<ArmCode> {
+        let EmitKind::Paths {
+            numbered, counting, ..
+        } = &self.kind
+        else {
+            return None;
+        };
+        let (poison, scale) = (self.poison(), counting.scale());
+        Some(arm_code(
+            numbered,
+            &self.analysis.edges,
+            arms,
+            bare,
+            poison,
+            scale,
+        ))
+    }
+
+    /// After an action that opened code around its branch (`action` returned true), the
+    /// branch itself and what closes that code: a `br_if L` trampoline's `br L+1; end`, or
+    /// a `br_table` sent through landing pads (`block`s opened before it, innermost
+    /// first), then each pad's arm code and `br` to the arm's real target.
+    pub fn close_opened(&self, out: &mut Vec<I<'_>>, act: &Action, op: &wasmparser::Operator) {
+        match (act, op) {
+            (Action::BrIf { .. }, wasmparser::Operator::BrIf { relative_depth }) => {
+                out.extend([I::Br(relative_depth + 1), I::End]);
+            }
+            (Action::BrTable { arms, bare }, wasmparser::Operator::BrTable { targets }) => {
+                let Some(ArmCode::Pads(pads)) = self.arm_code(arms, *bare) else {
+                    unreachable!("only pads open code around a br_table");
+                };
+                let m = pads.len() as u32;
+                let depths: Vec<u32> = targets
+                    .targets()
+                    .chain(std::iter::once(Ok(targets.default())))
+                    .map(|d| d.expect("validated by the analysis"))
+                    .collect();
+                let pad = |arm: usize| pads.iter().position(|&e| e == arms[arm]);
+                let new: Vec<u32> = (0..arms.len())
+                    .map(|i| pad(i).map_or(depths[i] + m, |j| j as u32))
+                    .collect();
+                let (default, rest) = new.split_last().expect("a br_table has a default");
+                out.push(I::BrTable(rest.to_vec().into(), *default));
+                for (j, &e) in pads.iter().enumerate() {
+                    let depth = depths[arms.iter().position(|&a| a == e).expect("an arm")];
+                    out.push(I::End);
+                    self.edge_code(out, e);
+                    out.push(I::Br(depth + m - 1 - j as u32));
+                }
+            }
+            _ => unreachable!("only br_if and br_table actions open code"),
         }
     }
 
@@ -600,7 +690,8 @@ impl Emitter<'_> {
     }
 
     /// Code for action number `k`. Returns true when the code opened a `br_if` trampoline
-    /// (`if; ...`): the caller then writes `br L+1; end` in place of the `br_if L`.
+    /// (`if; ...`) or `br_table` landing pads: the caller then writes the branch through
+    /// [`Emitter::close_opened`] instead of copying it.
     pub fn action(&self, out: &mut Vec<I<'_>>, k: usize, action: &Action) -> bool {
         let (r, c) = (self.locals.r, self.locals.c);
         match action {
@@ -708,44 +799,59 @@ impl Emitter<'_> {
                     }
                 }
             },
-            Action::BrTable { arms } => {
+            Action::BrTable { arms, bare } => {
                 let n = arms.len() as u32 - 1;
                 match &self.kind {
-                    EmitKind::Paths {
-                        numbered,
-                        tables,
-                        counting,
-                        ..
-                    } => {
-                        let table = paths_table(numbered, arms, self.poison(), counting.scale());
-                        if table.is_none() {
-                            self.apply(out, self.upd(arms[0]));
-                        } else if table.is_some_and(|t| t.iter().any(|&v| (v as i64) < 0)) {
-                            // Entries are increments or the (negative) poison:
-                            // r = t < 0 ? t : r + t.
-                            let t = self.locals.t;
-                            self.table_lookup(out, n, table_addr(tables, k), true);
-                            out.extend([
-                                I::LocalSet(t),
-                                I::LocalGet(t),
-                                I::LocalGet(r),
-                                I::LocalGet(t),
-                                I::I64Add,
-                                I::LocalGet(t),
-                                I::I64Const(0),
-                                I::I64LtS,
-                                I::Select,
-                                I::LocalSet(r),
-                            ]);
-                        } else {
-                            self.table_lookup(out, n, table_addr(tables, k), true);
-                            out.extend([I::LocalGet(r), I::I64Add, I::LocalSet(r)]);
+                    EmitKind::Paths { tables, .. } => {
+                        match self.arm_code(arms, *bare).expect("paths mode") {
+                            // Arms that run their code at their targets correct for this
+                            // there (`at_target_code`).
+                            ArmCode::Before(Update::Poison) => {
+                                out.extend([I::LocalGet(r), I::LocalSet(self.locals.t)]);
+                                self.apply(out, Update::Poison);
+                            }
+                            ArmCode::Before(u) => self.apply(out, u),
+                            ArmCode::Pads(pads) => {
+                                out.push(I::LocalSet(c));
+                                out.extend(
+                                    pads.iter()
+                                        .map(|_| I::Block(wasm_encoder::BlockType::Empty)),
+                                );
+                                out.push(I::LocalGet(c));
+                                return true;
+                            }
+                            ArmCode::Table(table) if table.iter().any(|&v| (v as i64) < 0) => {
+                                // Entries are increments or the (negative) poison:
+                                // r = t < 0 ? t : r + t.
+                                let t = self.locals.t;
+                                self.table_lookup(out, n, table_addr(tables, k), true);
+                                out.extend([
+                                    I::LocalSet(t),
+                                    I::LocalGet(t),
+                                    I::LocalGet(r),
+                                    I::LocalGet(t),
+                                    I::I64Add,
+                                    I::LocalGet(t),
+                                    I::I64Const(0),
+                                    I::I64LtS,
+                                    I::Select,
+                                    I::LocalSet(r),
+                                ]);
+                            }
+                            ArmCode::Table(_) => {
+                                self.table_lookup(out, n, table_addr(tables, k), true);
+                                out.extend([I::LocalGet(r), I::I64Add, I::LocalSet(r)]);
+                            }
                         }
                     }
                     EmitKind::Edges {
                         counter, tables, ..
                     } => {
-                        if arms.iter().any(|e| counter[e.index()].is_some()) {
+                        let at_target = |e: &EdgeId| self.analysis.edges[e.index()].at_target;
+                        if arms
+                            .iter()
+                            .any(|e| counter[e.index()].is_some() && !at_target(e))
+                        {
                             self.table_lookup(out, n, table_addr(tables, k), false);
                             self.add_to_counter(out, 0, true, &[I::I64Const(1)]);
                         }
@@ -792,20 +898,56 @@ fn table_addr(tables: &[(usize, u32)], k: usize) -> u32 {
         .expect("a table is laid out for every br_table action that needs one")
 }
 
-/// Whether a `br_table` action needs an increment table in paths mode.
-/// Entries are increments, or `poison` (negative) for cold arms.
-pub fn paths_table(
+/// How a `br_table` updates the path register in paths mode. Arms that run their code at
+/// their targets ([`EdgeInfo::at_target`]) are left out of all three.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArmCode {
+    /// One update before the `br_table`, right for every other arm (they all need the same
+    /// one; there is usually one such arm, the default, or none). Each arm that runs its
+    /// code at its target corrects for it there.
+    Before(Update),
+    /// The other arms that need code go through landing pads of their own (their labels
+    /// carry no values): `block`s opened around the `br_table`, each closed by the arm's
+    /// code and a `br` to its real target (see [`Emitter::close_opened`]).
+    Pads(Vec<EdgeId>),
+    /// An i64 table indexed by the arm: increments, or `poison` (negative) for cold arms;
+    /// 0 for arms that run their code at their targets.
+    Table(Vec<u64>),
+}
+
+/// What a `br_table` action (`arms`, default last; `bare`: no target label carries
+/// values) does to the path register.
+pub fn arm_code(
     numbered: &NumberedDag,
+    edges: &[EdgeInfo],
     arms: &[EdgeId],
+    bare: bool,
     poison: i64,
     scale: u64,
-) -> Option<Vec<u64>> {
-    let vals: Vec<u64> = arms
-        .iter()
-        .map(|&e| match update(numbered, e, scale) {
-            Update::Add(v) => v,
-            Update::Poison => poison as u64,
-        })
-        .collect();
-    (!vals.iter().all(|&v| v == vals[0])).then_some(vals)
+) -> ArmCode {
+    let mut shared: Vec<EdgeId> = Vec::new();
+    for &e in arms {
+        if !edges[e.index()].at_target && !shared.contains(&e) {
+            shared.push(e);
+        }
+    }
+    let first = shared
+        .first()
+        .map_or(Update::Add(0), |&e| update(numbered, e, scale));
+    if shared.iter().all(|&e| update(numbered, e, scale) == first) {
+        return ArmCode::Before(first);
+    }
+    if bare {
+        shared.retain(|&e| update(numbered, e, scale) != Update::Add(0));
+        return ArmCode::Pads(shared);
+    }
+    ArmCode::Table(
+        arms.iter()
+            .map(|&e| match update(numbered, e, scale) {
+                _ if edges[e.index()].at_target => 0,
+                Update::Add(v) => v,
+                Update::Poison => poison as u64,
+            })
+            .collect(),
+    )
 }

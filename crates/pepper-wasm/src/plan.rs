@@ -2,7 +2,7 @@
 
 use crate::analysis::{analyze, Action, FunctionAnalysis, Slot};
 use crate::contexts::{CallSiteInfo, ContextEmit, ContextMode, FRAME_BYTES};
-use crate::emit::{memarg, paths_table, EmitKind, Emitter, Locals, POISON};
+use crate::emit::{arm_code, memarg, ArmCode, EmitKind, Emitter, Locals, POISON};
 use crate::module::{FuncIndex, ModuleFacts};
 use crate::rewrite::{write_module, Additions};
 use pepper_cfg::{
@@ -22,12 +22,16 @@ fn edge_weights(a: &FunctionAnalysis, freqs: &[u64]) -> Vec<u64> {
     counting_tree_weights(a, |e| freqs[e] * counter_cost(a, e))
 }
 
-/// What a counter on edge `e` costs: a `br_if`'s taken edge or a `br_table` arm more than
-/// an edge with a place of its own.
+/// What a counter on edge `e` costs: a `br_if`'s taken edge or a `br_table` arm (unless
+/// its code runs at its target) more than an edge with a place of its own.
 fn counter_cost(a: &FunctionAnalysis, e: usize) -> u64 {
-    match a.edges[e].branch {
+    let info = &a.edges[e];
+    match info.branch {
         Some((site, 0)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf => 3,
-        Some((site, _)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable => {
+        Some((site, _))
+            if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrTable
+                && !info.at_target =>
+        {
             3
         }
         _ => 2,
@@ -1061,19 +1065,26 @@ fn build(
             continue;
         };
         for (pos, (_, _, act)) in a.actions.iter().enumerate() {
-            let Action::BrTable { arms, .. } = act else {
+            let Action::BrTable { arms, bare } = act else {
                 continue;
             };
             let entries: Option<Vec<u8>> = match mode {
                 Mode::ExactPaths | Mode::Pep | Mode::Targeted => fp
                     .numbered
                     .as_ref()
-                    .and_then(|nd| paths_table(nd, arms, fp.poison, fp.counting.scale()))
+                    .and_then(|nd| {
+                        let (poison, scale) = (fp.poison, fp.counting.scale());
+                        match arm_code(nd, &a.edges, arms, *bare, poison, scale) {
+                            ArmCode::Table(vals) => Some(vals),
+                            ArmCode::Before(_) | ArmCode::Pads(_) => None,
+                        }
+                    })
                     .map(|vals| vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
                 Mode::ExactEdges => {
-                    let addrs = arms
-                        .iter()
-                        .map(|&e| fp.edge_counter[e.index()].unwrap_or(DISCARD));
+                    let addrs = arms.iter().map(|&e| match fp.edge_counter[e.index()] {
+                        Some(at) if !a.edges[e.index()].at_target => at,
+                        _ => DISCARD,
+                    });
                     Some(addrs.flat_map(|s| s.to_le_bytes()).collect())
                 }
                 Mode::None => None,
@@ -1380,19 +1391,21 @@ fn emit_body<'f>(
     let mut op_at = Vec::with_capacity(a.num_ops);
     for i in 0..a.num_ops {
         let op = reader.read().map_err(|e| enc(&e))?;
-        let mut trampoline = false;
+        let mut opened = None;
         while let Some((at, Slot::Before, act)) = a.actions.get(next) {
             if *at != i {
                 break;
             }
-            trampoline |= em.action(&mut out, next, act);
+            if em.action(&mut out, next, act) {
+                opened = Some(act);
+            }
             next += 1;
         }
         op_at.push(out.len());
         let is_last = i + 1 == a.num_ops;
         let return_here = returns.next_if(|r| r.0 == i);
-        if let (true, wasmparser::Operator::BrIf { relative_depth }) = (trampoline, &op) {
-            out.extend([I::Br(relative_depth + 1), I::End]);
+        if let Some(act) = opened {
+            em.close_opened(&mut out, act, &op);
         } else if funnel && is_last {
             out.push(I::End);
             em.epilogue(&mut out);
@@ -1445,7 +1458,7 @@ fn emit_body<'f>(
                 break;
             }
             let opened = em.action(&mut out, next, act);
-            debug_assert!(!opened, "trampolines open only before a br_if");
+            debug_assert!(!opened, "code opens only before a branch");
             next += 1;
         }
     }
@@ -1648,6 +1661,40 @@ mod tests {
         edges_plan(wat).functions[func].analysis.clone().unwrap()
     }
 
+    /// A `br_table` arm's code runs at its target exactly when nothing else reaches the
+    /// target: not where a case falls through, nor where another branch shares the label.
+    #[test]
+    fn br_table_arms_with_their_own_target_run_their_code_there() {
+        let a = analysis_of(
+            r#"(module (func (param $i i32)
+              (block $C
+                (block $B
+                  (block $A
+                    (br_table $A $B $A $C (local.get $i)))
+                  (br $C))
+                (nop))))"#,
+            0,
+        );
+        let at_target: Vec<(u32, bool)> = (0..a.cfg.num_edges())
+            .filter_map(|e| Some((a.edges[e].branch?.1, a.edges[e].at_target)))
+            .collect();
+        // $A (arms 0 and 2): only the table reaches it; $B: likewise ($A's code leaves by
+        // `br $C`); $C: the default arm, $A's `br` and $B's fall-through.
+        assert_eq!(at_target, vec![(0, true), (1, true), (2, false)]);
+        let placed = |e: usize| {
+            a.actions
+                .iter()
+                .filter(|(_, _, act)| matches!(act, Action::Edge(x) if x.index() == e))
+                .count()
+        };
+        for e in 0..a.cfg.num_edges() {
+            let expected = usize::from(a.edges[e].at_target);
+            if a.edges[e].branch.is_some() {
+                assert_eq!(placed(e), expected, "edge {e}");
+            }
+        }
+    }
+
     /// The CFG edge of outcome `o` of the function's `n`-th `if`.
     fn if_outcome(a: &FunctionAnalysis, n: usize, o: u32) -> usize {
         (0..a.cfg.num_edges())
@@ -1663,7 +1710,8 @@ mod tests {
     /// Which loops exact edges reads by their induction variable: a local written once in
     /// the loop, as `x = x ± c` (i32 or i64, any small step), directly in that loop; not one
     /// the loop writes twice, not an outer loop's variable stepped in an inner loop, and not
-    /// a loop that can leave through a `br_table` arm (no place for the read).
+    /// a loop that can leave through a `br_table` arm to a label that other branches share
+    /// (no place for the read).
     #[test]
     fn loop_counts_read_induction_variables() {
         let plan = edges_plan(
@@ -1694,6 +1742,12 @@ mod tests {
                 (block $out
                   (loop $l
                     (local.set $i (i32.add (local.get $i) (i32.const 1)))
+                    (br_if $out (i32.eq (local.get $i) (i32.const 50)))
+                    (br_table $l $out (i32.and (local.get $i) (i32.const 1))))))
+              (func (export "table_own_exit") (param $i i32)
+                (block $out
+                  (loop $l
+                    (local.set $i (i32.add (local.get $i) (i32.const 1)))
                     (br_table $l $out (i32.and (local.get $i) (i32.const 1)))))))"#,
         );
         let loops = |k: usize| {
@@ -1710,6 +1764,8 @@ mod tests {
         // loop has no variable of its own.
         assert_eq!(loops(3), vec![(0, false, 1)]);
         assert!(loops(4).is_empty(), "leaves through a br_table arm");
+        // Unless that arm is the only way to its target, where the read then goes.
+        assert_eq!(loops(5), vec![(0, false, 1)]);
         // Each read loop's node count replaced a counter on every iteration.
         let up = &plan.functions[0];
         let ec = up.edge_counting.as_ref().unwrap();

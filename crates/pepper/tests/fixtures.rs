@@ -151,6 +151,35 @@ fn br_table_counts_distinct_targets() {
     );
 }
 
+/// An interpreter's dispatch, every case but the exit reached only by its own arm: the
+/// exit arm's increment (or poison) runs before the `br_table`, the cases' increments (or
+/// poison), corrected for it, at the cases' starts. A second `br_table` has two shared
+/// targets: their arms go through landing pads. No tables; counts stay exact in every
+/// mode, whichever arm is cold.
+#[test]
+fn dispatch_cases_number_their_own_paths() {
+    let f = fixture("dispatch.wat");
+    let (p, _) = all_modes("dispatch.wat");
+    assert_eq!(branch(&p, "interp", BrTable, 0), vec![5, 10, 25, 1]);
+    assert_eq!(branch(&p, "shared", BrTable, 0), vec![10, 10, 10]);
+    // A 2% threshold keeps the loops' exits (1 in 30 and 1 in 41) hot: only arms the
+    // guide never saw are cold.
+    let mut guide = p.clone();
+    branch_mut(&mut guide, "interp", BrTable, 0).counts = vec![0, 10, 25, 1];
+    let cold = assert_targeted_exact_with(&f, &[], &guide, &[], "0.02");
+    assert_eq!(cold, 5, "case 0's iterations are cold");
+    // The shared arm cold: the br_table poisons the register for it, and every case
+    // restores what it saved.
+    branch_mut(&mut guide, "interp", BrTable, 0).counts = vec![5, 10, 25, 0];
+    let cold = assert_targeted_exact_with(&f, &[], &guide, &[], "0.02");
+    assert_eq!(cold, 1, "only the exit arm's path is cold");
+    // A padded arm cold: its pad poisons the register.
+    branch_mut(&mut guide, "interp", BrTable, 0).counts = vec![5, 10, 25, 1];
+    branch_mut(&mut guide, "shared", BrTable, 0).counts = vec![10, 0, 10];
+    let cold = assert_targeted_exact_with(&f, &[], &guide, &[], "0.02");
+    assert_eq!(cold, 10, "the second arm's iterations are cold");
+}
+
 #[test]
 fn early_returns_all_reach_the_exit() {
     let (p, _) = all_modes("early_return.wat");
