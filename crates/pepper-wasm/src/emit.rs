@@ -56,6 +56,9 @@ pub struct Emitter<'p> {
     pub mem: u32,
     pub analysis: &'p FunctionAnalysis,
     pub kind: EmitKind<'p>,
+    /// Per CFG edge: for a `br_table` arm that runs its code at its target, what its
+    /// `br_table` did before branching ([`ArmCode::Before`]), for the arm to correct.
+    arm_before: Vec<Option<Update>>,
 }
 
 pub enum EmitKind<'p> {
@@ -125,6 +128,35 @@ pub fn update(numbered: &NumberedDag, e: EdgeId, scale: u64) -> Update {
     numbered
         .edge_val(e)
         .map_or(Update::Poison, |v| Update::Add(v * scale))
+}
+
+impl<'p> Emitter<'p> {
+    pub fn new(
+        locals: Locals,
+        mem: u32,
+        analysis: &'p FunctionAnalysis,
+        kind: EmitKind<'p>,
+    ) -> Self {
+        let mut em = Emitter {
+            locals,
+            mem,
+            analysis,
+            kind,
+            arm_before: Vec::new(),
+        };
+        let mut before = vec![None; analysis.cfg.num_edges()];
+        for (_, _, act) in &analysis.actions {
+            if let Action::BrTable { arms, bare } = act {
+                if let Some(ArmCode::Before(u)) = em.arm_code(arms, *bare) {
+                    for e in arms.iter().filter(|e| analysis.edges[e.index()].at_target) {
+                        before[e.index()] = Some(u);
+                    }
+                }
+            }
+        }
+        em.arm_before = before;
+        em
+    }
 }
 
 impl Emitter<'_> {
@@ -492,26 +524,11 @@ impl Emitter<'_> {
     /// any other edge, its plain update.
     fn at_target_code(&self, out: &mut Vec<I<'_>>, e: EdgeId) {
         let u = self.upd(e);
-        let before = self.analysis.edges[e.index()]
-            .at_target
-            .then(|| {
-                self.analysis
-                    .actions
-                    .iter()
-                    .find_map(|(_, _, act)| match act {
-                        Action::BrTable { arms, bare } if arms.contains(&e) => {
-                            self.arm_code(arms, *bare)
-                        }
-                        _ => None,
-                    })
-            })
-            .flatten();
+        let before = self.arm_before.get(e.index()).copied().flatten();
         match (u, before) {
-            (Update::Add(x), Some(ArmCode::Before(Update::Add(v)))) => {
-                self.add_const(out, x.wrapping_sub(v))
-            }
+            (Update::Add(x), Some(Update::Add(v))) => self.add_const(out, x.wrapping_sub(v)),
             // The `br_table` saved the register in `t` and poisoned it for its shared arm.
-            (Update::Add(x), Some(ArmCode::Before(Update::Poison))) => out.extend([
+            (Update::Add(x), Some(Update::Poison)) => out.extend([
                 I::LocalGet(self.locals.t),
                 I::I64Const(x as i64),
                 I::I64Add,

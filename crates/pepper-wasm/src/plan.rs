@@ -1332,21 +1332,17 @@ fn emit_body<'f>(
         num_locals += n;
         locals.push((n, val_type(t)?));
     }
-    let em = Emitter {
-        locals: Locals {
-            r: num_locals,
-            c: num_locals + 1,
-            a: num_locals + 2,
-            h: num_locals + 3,
-            t: num_locals + 4,
-            s: num_locals + 5,
-            e: num_locals + 6,
-            loops: num_locals + 7,
-        },
-        mem,
-        analysis: a,
-        kind,
+    let locals_at = Locals {
+        r: num_locals,
+        c: num_locals + 1,
+        a: num_locals + 2,
+        h: num_locals + 3,
+        t: num_locals + 4,
+        s: num_locals + 5,
+        e: num_locals + 6,
+        loops: num_locals + 7,
     };
+    let em = Emitter::new(locals_at, mem, a, kind);
     locals.push((1, ValType::I64));
     locals.push((3, ValType::I32));
     locals.push((1, ValType::I64));
