@@ -84,6 +84,9 @@ pub enum EmitKind<'p> {
         miss_fn: u32,
         /// Address of the i64 increment table of each `br_table` action (by action position).
         tables: &'p [(usize, u32)],
+        /// What each `br_table` action does to the register (by action position), worked
+        /// out once, where the tables are laid out.
+        arm_codes: &'p [(usize, ArmCode)],
     },
     Edges {
         /// Per CFG edge: the address of its counter if it is a chord of the counting tree.
@@ -145,12 +148,15 @@ impl<'p> Emitter<'p> {
             arm_before: Vec::new(),
         };
         let mut before = vec![None; analysis.cfg.num_edges()];
-        for (_, _, act) in &analysis.actions {
-            if let Action::BrTable { arms, bare } = act {
-                if let Some(ArmCode::Before(u)) = em.arm_code(arms, *bare) {
-                    for e in arms.iter().filter(|e| analysis.edges[e.index()].at_target) {
-                        before[e.index()] = Some(u);
-                    }
+        if let EmitKind::Paths { arm_codes, .. } = &em.kind {
+            for (pos, code) in arm_codes.iter() {
+                let (ArmCode::Before(u), (_, _, Action::BrTable { arms, .. })) =
+                    (code, &analysis.actions[*pos])
+                else {
+                    continue;
+                };
+                for e in arms.iter().filter(|e| analysis.edges[e.index()].at_target) {
+                    before[e.index()] = Some(*u);
                 }
             }
         }
@@ -538,36 +544,31 @@ impl Emitter<'_> {
         }
     }
 
-    /// [`arm_code`] of a `br_table` action, in paths mode.
-    fn arm_code(&self, arms: &[EdgeId], bare: bool) -> Option<ArmCode> {
-        let EmitKind::Paths {
-            numbered, counting, ..
-        } = &self.kind
-        else {
+    /// [`arm_code`] of the `br_table` action at position `k`, in paths mode.
+    fn arm_code(&self, k: usize) -> Option<&ArmCode> {
+        let EmitKind::Paths { arm_codes, .. } = &self.kind else {
             return None;
         };
-        let (poison, scale) = (self.poison(), counting.scale());
-        Some(arm_code(
-            numbered,
-            &self.analysis.edges,
-            arms,
-            bare,
-            poison,
-            scale,
-        ))
+        arm_codes.iter().find(|(pos, _)| *pos == k).map(|(_, c)| c)
     }
 
     /// After an action that opened code around its branch (`action` returned true), the
     /// branch itself and what closes that code: a `br_if L` trampoline's `br L+1; end`, or
     /// a `br_table` sent through landing pads (`block`s opened before it, innermost
     /// first), then each pad's arm code and `br` to the arm's real target.
-    pub fn close_opened(&self, out: &mut Vec<I<'_>>, act: &Action, op: &wasmparser::Operator) {
+    pub fn close_opened(
+        &self,
+        out: &mut Vec<I<'_>>,
+        k: usize,
+        act: &Action,
+        op: &wasmparser::Operator,
+    ) {
         match (act, op) {
             (Action::BrIf { .. }, wasmparser::Operator::BrIf { relative_depth }) => {
                 out.extend([I::Br(relative_depth + 1), I::End]);
             }
-            (Action::BrTable { arms, bare }, wasmparser::Operator::BrTable { targets }) => {
-                let Some(ArmCode::Pads(pads)) = self.arm_code(arms, *bare) else {
+            (Action::BrTable { arms, .. }, wasmparser::Operator::BrTable { targets }) => {
+                let Some(ArmCode::Pads(pads)) = self.arm_code(k) else {
                     unreachable!("only pads open code around a br_table");
                 };
                 let m = pads.len() as u32;
@@ -816,18 +817,19 @@ impl Emitter<'_> {
                     }
                 }
             },
-            Action::BrTable { arms, bare } => {
+            Action::BrTable { arms, .. } => {
                 let n = arms.len() as u32 - 1;
                 match &self.kind {
                     EmitKind::Paths { tables, .. } => {
-                        match self.arm_code(arms, *bare).expect("paths mode") {
+                        let code = self.arm_code(k).expect("worked out for every br_table");
+                        match code {
                             // Arms that run their code at their targets correct for this
                             // there (`at_target_code`).
                             ArmCode::Before(Update::Poison) => {
                                 out.extend([I::LocalGet(r), I::LocalSet(self.locals.t)]);
                                 self.apply(out, Update::Poison);
                             }
-                            ArmCode::Before(u) => self.apply(out, u),
+                            ArmCode::Before(u) => self.apply(out, *u),
                             ArmCode::Pads(pads) => {
                                 out.push(I::LocalSet(c));
                                 out.extend(

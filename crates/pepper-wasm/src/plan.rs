@@ -1060,6 +1060,7 @@ fn build(
     let tables_start = bump.alloc(0);
     let mut table_bytes: Vec<u8> = Vec::new();
     let mut tables: Vec<Vec<(usize, u32)>> = vec![Vec::new(); functions.len()];
+    let mut arm_codes: Vec<Vec<(usize, ArmCode)>> = vec![Vec::new(); functions.len()];
     for (k, fp) in functions.iter().enumerate() {
         let Some(a) = fp.analysis.as_ref().filter(|_| fp.skipped.is_none()) else {
             continue;
@@ -1069,17 +1070,20 @@ fn build(
                 continue;
             };
             let entries: Option<Vec<u8>> = match mode {
-                Mode::ExactPaths | Mode::Pep | Mode::Targeted => fp
-                    .numbered
-                    .as_ref()
-                    .and_then(|nd| {
+                Mode::ExactPaths | Mode::Pep | Mode::Targeted => {
+                    fp.numbered.as_ref().and_then(|nd| {
                         let (poison, scale) = (fp.poison, fp.counting.scale());
-                        match arm_code(nd, &a.edges, arms, *bare, poison, scale) {
-                            ArmCode::Table(vals) => Some(vals),
+                        let code = arm_code(nd, &a.edges, arms, *bare, poison, scale);
+                        let bytes = match &code {
+                            ArmCode::Table(vals) => {
+                                Some(vals.iter().flat_map(|v| v.to_le_bytes()).collect())
+                            }
                             ArmCode::Before(_) | ArmCode::Pads(_) => None,
-                        }
+                        };
+                        arm_codes[k].push((pos, code));
+                        bytes
                     })
-                    .map(|vals| vals.iter().flat_map(|v| v.to_le_bytes()).collect()),
+                }
                 Mode::ExactEdges => {
                     let addrs = arms.iter().map(|&e| match fp.edge_counter[e.index()] {
                         Some(at) if !a.edges[e.index()].at_target => at,
@@ -1238,6 +1242,7 @@ fn build(
                 hash_fn,
                 miss_fn,
                 tables: &tables[k],
+                arm_codes: &arm_codes[k],
             },
             _ => EmitKind::Edges {
                 counter: &fp.edge_counter,
@@ -1393,15 +1398,15 @@ fn emit_body<'f>(
                 break;
             }
             if em.action(&mut out, next, act) {
-                opened = Some(act);
+                opened = Some((next, act));
             }
             next += 1;
         }
         op_at.push(out.len());
         let is_last = i + 1 == a.num_ops;
         let return_here = returns.next_if(|r| r.0 == i);
-        if let Some(act) = opened {
-            em.close_opened(&mut out, act, &op);
+        if let Some((k, act)) = opened {
+            em.close_opened(&mut out, k, act, &op);
         } else if funnel && is_last {
             out.push(I::End);
             em.epilogue(&mut out);
