@@ -19,6 +19,13 @@ use clap::Parser;
 use pepper_profile::compare::compare;
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
 use pepper_sampling::PepParams;
+use pepper_wasm::switch::SwitchPlacement;
+
+/// PEP(64,17), pepper's default bursts.
+const PEP_DEFAULT: PepParams = PepParams {
+    samples: 64,
+    stride: 17,
+};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -159,6 +166,8 @@ struct Spec {
     classic: bool,
     /// PEP with the host sampler: the timer period (the other variants use `INTERVAL`).
     interval: Duration,
+    /// PEP: switchable instrumentation, the flag checked where this says.
+    switch: Option<SwitchPlacement>,
     what: &'static str,
 }
 
@@ -176,6 +185,7 @@ fn specs() -> Vec<Spec> {
         register_loops: true,
         classic: false,
         interval: INTERVAL,
+        switch: None,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
@@ -183,6 +193,15 @@ fn specs() -> Vec<Spec> {
         mode: Mode::Pep,
         sampler: Some(PepParams { samples, stride }),
         interval: PEP_INTERVAL,
+        what,
+        ..base.clone()
+    };
+    let switched = |label, sampler, placement, what| Spec {
+        label,
+        mode: Mode::Pep,
+        sampler,
+        interval: PEP_INTERVAL,
+        switch: Some(placement),
         what,
         ..base.clone()
     };
@@ -246,6 +265,14 @@ fn specs() -> Vec<Spec> {
         },
         pep("pep(1,1)", 1, 1, "PEP, timer sampling (one path per tick)"),
         pep("pep(64,17)", 64, 17, "PEP default"),
+        switched("switch-entries-never", None, SwitchPlacement::Entries, "PEP with switchable instrumentation, the flag checked at function entries and never set: the clean code's cost"),
+        switched("switch-outer-never", None, SwitchPlacement::Outer, "PEP with switchable instrumentation, the flag checked at entries and outermost loop headers, never set"),
+        switched("switch-loops-never", None, SwitchPlacement::Loops, "PEP with switchable instrumentation, the flag checked at entries and the headers of loops that call or hold loops, never set"),
+        switched("switch-all-never", None, SwitchPlacement::All, "PEP with switchable instrumentation, the flag checked at entries and every loop header, never set"),
+        switched("pep(64,17)+switch-entries", Some(PEP_DEFAULT), SwitchPlacement::Entries, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at function entries"),
+        switched("pep(64,17)+switch-outer", Some(PEP_DEFAULT), SwitchPlacement::Outer, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and outermost loop headers"),
+        switched("pep(64,17)+switch-loops", Some(PEP_DEFAULT), SwitchPlacement::Loops, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and the headers of loops that call or hold loops"),
+        switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),
         Spec {
             weights: pepper_runtime::BurstWeights::Ticks,
@@ -488,6 +515,7 @@ fn instrument(
         guide: guide.cloned(),
         obvious: spec.obvious,
         loop_counts: spec.loop_counts,
+        switch: spec.switch,
         ..Default::default()
     };
     if !spec.register_loops {
@@ -510,6 +538,7 @@ fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_run
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         sampler: spec.sampler.map(|params| pepper_runtime::SamplerConfig {
             weights: spec.weights,
+            switch: plan.switch.map(|_| plan.layout.switch_flag),
             ..pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, spec.interval)
         }),
         epoch: spec.epoch.map(|gp| pepper_runtime::EpochConfig {

@@ -228,6 +228,18 @@ pub struct Sampling {
     /// nothing. Absent when zero and in older profiles.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub idle_ticks: u64,
+    /// Switchable instrumentation: where clean code checks the flag (`entries`, `outer`,
+    /// `loops`); empty when the instrumented code always runs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub switch: String,
+    /// Switch: microseconds the flag was set (the instrumented copies ran from each
+    /// function's next check until their next check after it was cleared).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switched_on_us: u64,
+    /// Switch: path ends the instrumented copies completed (`path_ends` is then the
+    /// estimate of all of them, from the rate at each burst).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub instrumented_path_ends: u64,
 }
 
 fn is_zero(n: &u64) -> bool {

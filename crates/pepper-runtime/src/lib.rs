@@ -50,6 +50,9 @@ pub struct RunConfig {
     /// each tick. Benchmarks use both as references: the epoch-enabled baseline and the
     /// sampling profiler wasmtime users have today.
     pub epoch: Option<EpochConfig>,
+    /// Switchable instrumentation: set the flag at this address of the counters memory
+    /// before the guest starts, and leave it set (the instrumented copies run all along).
+    pub switch_on: Option<u32>,
 }
 
 /// Epoch ticking for a run.
@@ -241,6 +244,15 @@ impl Prepared {
                     .get_typed_func::<(), ()>(&mut store, "_start")
                     .map_err(anyhow::Error::from)
                     .context("the module has no `_start` export: pepper runs WASI commands")?;
+                if let Some(at) = cfg.switch_on {
+                    let mem = cfg
+                        .counters_export
+                        .as_ref()
+                        .and_then(|name| instance.get_memory(&mut store, name))
+                        .context("switch: the module has no counters memory")?;
+                    mem.write(&mut store, at as usize, &1u32.to_le_bytes())
+                        .map_err(anyhow::Error::from)?;
+                }
                 let setup = Instant::now();
                 let sampler = match &cfg.sampler {
                     Some(sc) => {
@@ -268,13 +280,15 @@ impl Prepared {
                             });
                         }
                         let mut sc = sc.clone();
-                        let native = match sc.stacks.as_ref().and_then(|s| s.native.clone()) {
-                            Some(sites) => {
+                        let stacks = sc.stacks.as_ref();
+                        let native = match stacks.and_then(|s| s.native.clone().zip(Some(s))) {
+                            Some((sites, s)) => {
                                 let mut map = self
                                     .code_map
                                     .get_or_init(|| native::CodeMap::from_module(module))
                                     .clone();
                                 map.sites = sites;
+                                map.origins = s.origins.clone();
                                 let n = native::NativeSampler::for_current_thread();
                                 if n.is_none() {
                                     // The signal handler serves one guest thread per

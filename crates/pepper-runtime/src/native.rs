@@ -188,6 +188,8 @@ pub struct CodeMap {
     /// Module offset of a call instruction → pepper call-site id (shared with the run's
     /// `StackConfig`).
     pub sites: std::sync::Arc<std::collections::HashMap<u64, u32>>,
+    /// Switchable instrumentation: the function each copy is a copy of.
+    pub origins: std::sync::Arc<std::collections::HashMap<u32, u32>>,
 }
 
 impl CodeMap {
@@ -208,6 +210,7 @@ impl CodeMap {
             functions: functions.into(),
             address_map: address_map.into(),
             sites: Default::default(),
+            origins: Default::default(),
         }
     }
 
@@ -221,7 +224,7 @@ impl CodeMap {
             .partition_point(|f| f.0 <= off)
             .checked_sub(1)?;
         let (start, len, idx) = self.functions[i];
-        (off < start + len).then_some(idx)
+        (off < start + len).then(|| self.origins.get(&idx).copied().unwrap_or(idx))
     }
 
     /// The module offset of the wasm instruction whose code holds `pc`.
@@ -556,6 +559,7 @@ mod tests {
             functions: vec![(0, 100, 5), (100, 200, 6)].into(),
             address_map: vec![(0, 10), (150, 20), (170, 30)].into(),
             sites: std::sync::Arc::new([(20, 3)].into_iter().collect()),
+            origins: Default::default(),
         }
     }
 

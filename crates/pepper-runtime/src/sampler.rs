@@ -50,6 +50,10 @@ pub struct SamplerConfig {
     /// anyway) and gain accuracy from more ticks, while every native stack sample
     /// interrupts the guest, so stacks keep their own, longer period.
     pub stack_every: u32,
+    /// Switchable instrumentation: the address of the flag word that sends the guest into
+    /// its instrumented copies. Each tick sets it, lets the guest run instrumented until
+    /// the burst's path ends are written, and clears it (see `sample_loop`).
+    pub switch: Option<u32>,
 }
 
 /// How many executions a burst's samples stand for.
@@ -101,6 +105,8 @@ pub struct StackConfig {
     /// every stack sample are replayed as calls (`pepper_cct::paths`); what each path word
     /// says about calls. Set by [`SamplerConfig::for_plan`].
     pub path_windows: Option<Arc<pepper_wasm::PathSites>>,
+    /// Switchable instrumentation: the function each copy is a copy of.
+    pub origins: Arc<std::collections::HashMap<u32, u32>>,
 }
 
 impl StackConfig {
@@ -145,6 +151,13 @@ impl StackConfig {
                 .collect(),
             native,
             path_windows: None,
+            origins: Arc::new(
+                plan.functions
+                    .iter()
+                    .filter_map(|f| f.copies.map(|c| (f.index.0, c)))
+                    .flat_map(|(f, (inst, clean))| [(inst, f), (clean, f)])
+                    .collect(),
+            ),
         })
     }
 
@@ -198,6 +211,7 @@ impl SamplerConfig {
             table_capacity: 1 << 20,
             stacks: None,
             stack_every: 1,
+            switch: None,
         }
     }
 
@@ -215,6 +229,7 @@ impl SamplerConfig {
         let stacks = StackConfig::for_plan(plan, wasm);
         if plan.mode == pepper_profile::Mode::Pep && ring {
             let mut c = SamplerConfig::new(plan.layout.ring(), params, interval);
+            c.switch = plan.switch.map(|_| plan.layout.switch_flag);
             c.stacks = stacks.map(|mut s| {
                 if s.native.is_some() && s.call_log.is_none() {
                     s.path_windows = pepper_wasm::PathSites::for_plan(plan, wasm).map(Arc::new);
@@ -264,6 +279,10 @@ pub struct SamplerResult {
     pub in_host: u64,
     /// Call windows replayed into the tree.
     pub windows: pepper_cct::Replay,
+    /// Switchable instrumentation: how long the flag was set, and the path ends the
+    /// instrumented copies wrote (with the switch, `path_ends` is an estimate).
+    pub switched_on: Duration,
+    pub instrumented_ends: u64,
 }
 
 /// A raw view of the profiler memory that may be read from another thread.
@@ -295,6 +314,14 @@ impl MemView {
                 .compare_exchange(old, new, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         }
+    }
+
+    /// Stores a u32 the guest reads (the switch flag).
+    fn set_u32(&self, addr: u32, value: u32) {
+        let a = addr as usize;
+        assert!(a + 4 <= self.len && a.is_multiple_of(4));
+        // SAFETY: as for `u32_at`; the guest only reads this word.
+        unsafe { AtomicU32::from_ptr((self.ptr + a) as *mut u32).store(value, Ordering::Release) }
     }
 
     fn u64_at(&self, addr: u32) -> u64 {
@@ -468,6 +495,15 @@ fn sample_loop(
             }
             continue;
         }
+        // Switch: the guest runs instrumented code from its next check on; the first
+        // path ends after that come from wherever the checks are, so the burst is drawn
+        // only after a warm-up.
+        let switched = cfg.switch.filter(|_| !last).inspect(|&flag| {
+            mem.set_u32(flag, 1);
+            let from = (mem.u32_at(cfg.head), Instant::now());
+            watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT);
+        });
+        let switch_from = Instant::now();
         let t0 = Instant::now();
         let mut h = mem.u32_at(cfg.head);
         let mut rate = None;
@@ -495,6 +531,18 @@ fn sample_loop(
                 start = from + pick.below(start - from + 1);
             }
             begin = begin.max(start);
+        }
+        if let Some(flag) = switched {
+            // Until the burst's path ends are written (or the guest is too slow to).
+            let from = (head32, Instant::now());
+            let left = (begin + ag.pending()).saturating_sub(head);
+            let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT);
+            mem.set_u32(flag, 0);
+            res.switched_on += switch_from.elapsed();
+            let delta = h.wrapping_sub(head32) as u64;
+            head += delta;
+            head32 = h;
+            unrepresented += delta;
         }
         // A run whose every tick found the guest completing nothing (in host calls, or
         // descheduled by its own sampler when two runs share two cores) still gets the
@@ -569,10 +617,14 @@ fn sample_loop(
     }
     let h = if ring { mem.u32_at(cfg.head) } else { 0 };
     res.path_ends = head + h.wrapping_sub(head32) as u64;
-    // Rate weights are estimates to be brought to the counted total; tick weights add up
-    // to it already, except for the path ends after the last burst when the final pass
-    // took none (a guest that ended in a pause), which this spreads over the rest.
-    if total_weight > 0.0 {
+    if cfg.switch.is_some() {
+        // Clean code counts nothing: the rate estimates are all there is.
+        res.instrumented_ends = res.path_ends;
+        res.path_ends = total_weight.round() as u64;
+    } else if total_weight > 0.0 {
+        // Rate weights are estimates to be brought to the counted total; tick weights add
+        // up to it already, except for the path ends after the last burst when the final
+        // pass took none (a guest that ended in a pause), which this spreads over the rest.
         table.scale(res.path_ends as f64 / total_weight);
     }
     res.words = table.estimates();
@@ -612,7 +664,24 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 ///
 /// A guest that completes nothing while watched (in a host call, or descheduled) has a
 /// zero rate at that moment, and its burst weighs nothing.
-fn watch_rate(mem: MemView, head_at: u32, (h0, t0): (u32, Instant), span: u64) -> (u32, f64) {
+fn watch_rate(mem: MemView, head_at: u32, from: (u32, Instant), span: u64) -> (u32, f64) {
+    watch(mem, head_at, from, span, RATE_MAX)
+}
+
+/// Path ends the guest completes in its instrumented copies before a burst is drawn.
+const SWITCH_WARM_UP: u64 = 256;
+/// The longest the sampler waits for the switched guest, per wait.
+const SWITCH_WAIT: Duration = Duration::from_micros(200);
+
+/// Reads the head every `RATE_GAP` from `(h0, t0)` until `span` more path ends are
+/// written or `max` has passed; returns the head and the rate over the watch.
+fn watch(
+    mem: MemView,
+    head_at: u32,
+    (h0, t0): (u32, Instant),
+    span: u64,
+    max: Duration,
+) -> (u32, f64) {
     let mut previous = t0;
     loop {
         let mut t = Instant::now();
@@ -623,7 +692,7 @@ fn watch_rate(mem: MemView, head_at: u32, (h0, t0): (u32, Instant), span: u64) -
         previous = t;
         let h = mem.u32_at(head_at);
         let ends = h.wrapping_sub(h0) as u64;
-        if ends >= span || t - t0 >= RATE_MAX {
+        if ends >= span || t - t0 >= max {
             return (h, ends as f64 / (t - t0).as_secs_f64());
         }
     }

@@ -487,18 +487,30 @@ pub fn site_offsets(
     let facts = crate::module::ModuleFacts::parse(output)?;
     let original_funcs = plan.imports.len() as u32 + plan.functions.len() as u32;
     let mut out = std::collections::HashMap::new();
+    let imported = plan.imports.len() as u32;
     for (fp, body) in plan.functions.iter().zip(&facts.bodies) {
-        let here = call_sites(fp.index.0, body)?
-            .into_iter()
-            .filter(|s| s.callee.is_none_or(|c| c < original_funcs));
-        let ids = plan
-            .call_sites
-            .iter()
-            .enumerate()
-            .skip(fp.first_site as usize)
-            .take_while(|(_, s)| s.func == fp.index.0);
-        for (s, (id, _)) in here.zip(ids) {
-            out.insert(s.offset, id as u32);
+        // A function's switchable copies hold its call sites too, in the same order.
+        let copies = fp
+            .copies
+            .map_or(Vec::new(), |(inst, clean)| vec![inst, clean]);
+        let bodies = std::iter::once(body).chain(
+            copies
+                .iter()
+                .filter_map(|&c| facts.bodies.get((c - imported) as usize)),
+        );
+        for body in bodies {
+            let here = call_sites(fp.index.0, body)?
+                .into_iter()
+                .filter(|s| s.callee.is_none_or(|c| c < original_funcs));
+            let ids = plan
+                .call_sites
+                .iter()
+                .enumerate()
+                .skip(fp.first_site as usize)
+                .take_while(|(_, s)| s.func == fp.index.0);
+            for (s, (id, _)) in here.zip(ids) {
+                out.insert(s.offset, id as u32);
+            }
         }
     }
     Ok(out)

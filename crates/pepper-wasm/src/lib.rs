@@ -16,6 +16,7 @@ pub mod module;
 pub mod path_calls;
 pub mod plan;
 mod rewrite;
+pub mod switch;
 
 pub use collect::{Increments, RunOutcome};
 pub use contexts::{CallSiteInfo, ContextMode, SampledContexts};

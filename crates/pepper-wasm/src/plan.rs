@@ -5,6 +5,7 @@ use crate::contexts::{CallSiteInfo, ContextEmit, ContextMode, FRAME_BYTES};
 use crate::emit::{arm_code, memarg, ArmCode, EmitKind, Emitter, Locals, POISON};
 use crate::module::{FuncIndex, ModuleFacts};
 use crate::rewrite::{write_module, Additions};
+use crate::switch::SwitchedFunction;
 use pepper_cfg::{
     eliminate_obvious, number_pruned, DagEdgeKind, EdgeCounting, NumberedDag, PathDag,
     REGISTER_PATH_LIMIT,
@@ -370,6 +371,10 @@ pub struct InstrumentOptions {
     /// Exact edges: read loops' induction variables at their exits instead of counting an
     /// edge on every iteration (see [`LoopCount`]).
     pub loop_counts: bool,
+    /// PEP: keep a clean copy of every function next to its instrumented one and run the
+    /// instrumented copy only while pepper's switch flag is set (`crate::switch`), with
+    /// the flag checked where this says. Not with shadow stacks or call logs.
+    pub switch: Option<crate::switch::SwitchPlacement>,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -407,6 +412,7 @@ impl Default for InstrumentOptions {
             call_log_log2: None,
             path_windows: true,
             loop_counts: true,
+            switch: None,
         }
     }
 }
@@ -452,6 +458,9 @@ pub struct FunctionPlan {
     /// rewritten body (bytes from the start of the body's locals), so that a sampled
     /// program counter maps back to its CFG node (`PathSites`). Empty otherwise.
     pub op_offsets: Arc<[u32]>,
+    /// Switch: the function indices of its instrumented copy and its second clean copy
+    /// (see `crate::switch`); `None` when the function has one body.
+    pub copies: Option<(u32, u32)>,
 }
 
 /// Exact edges: a loop whose induction variable gives the executions of the node that
@@ -673,6 +682,8 @@ pub struct MemoryLayout {
     pub call_log_entries: u32,
     /// Exact contexts: the context table (same entry layout as the path hash table).
     pub cct: HashTable,
+    /// Switch: u32 flag, non-zero while instrumented copies should run (0 without one).
+    pub switch_flag: u32,
     pub size: u64,
 }
 
@@ -723,6 +734,8 @@ pub struct Plan {
     pub given_entries: crate::entries::GivenEntries,
     /// Whether stack samples replay PEP's ring as calls ([`InstrumentOptions::path_windows`]).
     pub path_windows: bool,
+    /// Where clean code checks the switch flag, when functions have switchable copies.
+    pub switch: Option<crate::switch::SwitchPlacement>,
     pub warnings: Vec<String>,
 }
 
@@ -831,7 +844,11 @@ fn build(
         l => 1 << l.min(16),
     };
     let contexts = opts.contexts;
+    let switch = opts
+        .switch
+        .filter(|_| mode == Mode::Pep && !contexts.shadow() && opts.call_log_log2.is_none());
     let path_windows = opts.path_windows
+        && switch.is_none()
         && mode == Mode::Pep
         && contexts == ContextMode::Native
         && opts.pep_every.is_none()
@@ -882,6 +899,7 @@ fn build(
             register_loops: Vec::new(),
             first_site: call_sites.len() as u32,
             op_offsets: Arc::from([]),
+            copies: None,
         };
         if mode == Mode::None && contexts == ContextMode::Off {
             functions.push(fp);
@@ -1149,6 +1167,9 @@ fn build(
         layout.call_log_entries = 1 << log2.clamp(8, 20);
         layout.call_log_base = bump.alloc(4 * layout.call_log_entries as u64);
     }
+    if switch.is_some() {
+        layout.switch_flag = bump.alloc(8);
+    }
     if contexts == ContextMode::Exact {
         layout.cct.capacity = 1 << opts.cct_capacity_log2.clamp(4, 24);
         layout.cct.base = bump.alloc(24 * layout.cct.capacity as u64);
@@ -1170,6 +1191,7 @@ fn build(
         entry_counters,
         given_entries: given,
         path_windows,
+        switch,
         warnings,
     };
     let context_code = contexts.shadow() || counters || plan.layout.call_log_entries > 0;
@@ -1193,6 +1215,14 @@ fn build(
     let miss_fn = hash_fn + 2;
     let mut bodies: Vec<Option<Function>> = Vec::with_capacity(plan.functions.len());
     let mut op_offsets = Vec::new();
+    let shapes = match switch {
+        Some(_) => crate::switch::shapes(wasm)?,
+        None => Vec::new(),
+    };
+    // Switch copies, appended after pepper's own functions: (type, body) and the copies
+    // of each function.
+    let mut copy_fns: Vec<(u32, Function)> = Vec::new();
+    let mut copies: Vec<(usize, (u32, u32))> = Vec::new();
     let entry_counter: std::collections::HashMap<u32, u32> =
         plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
     for (k, fp) in plan.functions.iter().enumerate() {
@@ -1222,7 +1252,7 @@ fn build(
                 BlockType::FunctionType(facts.num_types + pos as u32)
             }
         };
-        let kind = match mode {
+        let kind = || match mode {
             Mode::ExactPaths | Mode::Pep | Mode::Targeted => EmitKind::Paths {
                 numbered: fp
                     .numbered
@@ -1250,26 +1280,60 @@ fn build(
                 loops: &fp.loop_counts,
             },
         };
-        let ctx = context_code.then_some(ContextEmit {
-            mode: contexts,
-            layout: &plan.layout,
-            mem,
-            func: fp.index.0,
-            enter_fn,
-            counters,
-            entry_counter: entry_counter.get(&fp.index.0).copied(),
-            imported_funcs: facts.num_imported_funcs,
-        });
-        let (body, offsets) = emit_body(
-            facts,
-            k,
-            a,
-            sig.params.len() as u32,
-            wrapper,
-            mem,
-            kind,
-            ctx.map(|c| (c, fp.first_site)),
-        )?;
+        let ctx = || {
+            context_code.then_some((
+                ContextEmit {
+                    mode: contexts,
+                    layout: &plan.layout,
+                    mem,
+                    func: fp.index.0,
+                    enter_fn,
+                    counters,
+                    entry_counter: entry_counter.get(&fp.index.0).copied(),
+                    imported_funcs: facts.num_imported_funcs,
+                },
+                fp.first_site,
+            ))
+        };
+        let num_params = sig.params.len() as u32;
+        if let Some(placement) = switch {
+            let params: Vec<ValType> = sig
+                .params
+                .iter()
+                .map(|&t| val_type(t))
+                .collect::<Result<_, _>>()?;
+            let first = hash_fn + 3 + copy_fns.len() as u32;
+            let switched = SwitchedFunction {
+                facts,
+                k,
+                a,
+                wrapper,
+                mem,
+                flag: plan.layout.switch_flag,
+                params: &params,
+                results: &results,
+                shape: &shapes[k],
+                placement,
+                copies: (first, first + 1),
+            };
+            let no_counters = vec![None; a.cfg.num_edges()];
+            let clean = || EmitKind::Edges {
+                counter: &no_counters,
+                tables: &[],
+                loops: &[],
+            };
+            if let Some((f, inst, clean_copy, ty)) =
+                switched.emit(kind(), clean, ctx, &mut extra_types)?
+            {
+                let ty = facts.num_types + ty;
+                copy_fns.push((ty, inst));
+                copy_fns.push((ty, clean_copy));
+                copies.push((k, (first, first + 1)));
+                bodies.push(Some(f));
+                continue;
+            }
+        }
+        let (body, offsets) = emit_body(facts, k, a, num_params, wrapper, mem, kind(), ctx())?;
         bodies.push(Some(body));
         if plan.path_windows {
             op_offsets.push((k, offsets));
@@ -1277,6 +1341,9 @@ fn build(
     }
     for (k, offsets) in op_offsets {
         plan.functions[k].op_offsets = Arc::from(offsets);
+    }
+    for (k, c) in copies {
+        plan.functions[k].copies = Some(c);
     }
     let path_table = HashTable {
         base: plan.layout.hash_base,
@@ -1295,7 +1362,10 @@ fn build(
             (hash_type, hash_function(mem, &path_table, false)),
             (hash_type + 1, hash_function(mem, &cct, true)),
             (hash_type + 2, cache_miss_function(mem, hash_fn)),
-        ],
+        ]
+        .into_iter()
+        .chain(copy_fns)
+        .collect(),
         memory_pages: plan.layout.size.div_ceil(65536).max(1),
         memory_index: mem,
         data: (tables_start, table_bytes),
@@ -1304,7 +1374,7 @@ fn build(
     Ok((bytes, plan))
 }
 
-fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentError> {
+pub(crate) fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     RoundtripReencoder
         .val_type(t)
@@ -1325,17 +1395,101 @@ fn emit_body<'f>(
     kind: EmitKind<'_>,
     ctx: Option<(ContextEmit<'_>, u32)>,
 ) -> Result<(Function, Vec<u32>), InstrumentError> {
+    let e = emit_instructions(
+        facts,
+        k,
+        a,
+        num_params,
+        wrapper,
+        mem,
+        kind,
+        ctx,
+        BodyCopy::Only,
+    )?;
+    Ok(e.finish())
+}
+
+/// Which of a function's bodies is emitted.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum BodyCopy {
+    /// The function's only body, or its clean body `F` under the switch.
+    Only,
+    /// A copy that the switch enters (`F_inst`, `F_clean`): the original locals are
+    /// parameters, followed by the loop `id` (see `crate::switch`), and the entry
+    /// bookkeeping of contexts is `F`'s.
+    Entered,
+}
+
+/// One emitted body before encoding, with where its operators went.
+pub(crate) struct Emitted<'f> {
+    /// Declared locals (after the parameters).
+    pub locals: Vec<(u32, ValType)>,
+    /// The original locals (not parameters), in order, one entry each.
+    pub original_locals: Vec<ValType>,
+    pub out: Vec<I<'f>>,
+    /// Per original operator: where the code of the actions before it begins.
+    pub pre_at: Vec<usize>,
+    /// Per original operator: where its own code begins.
+    pub op_at: Vec<usize>,
+    /// Where the function's own code begins, after context and path bookkeeping.
+    pub start: usize,
+    pub locals_at: Locals,
+}
+
+impl Emitted<'_> {
+    /// Encodes the body; returns it with each original operator's code offset in it.
+    pub fn finish(self) -> (Function, Vec<u32>) {
+        encode(self.locals, &self.out, &self.op_at)
+    }
+}
+
+pub(crate) fn encode(
+    locals: Vec<(u32, ValType)>,
+    out: &[I<'_>],
+    op_at: &[usize],
+) -> (Function, Vec<u32>) {
+    let mut f = Function::new(locals);
+    let mut at = Vec::with_capacity(out.len() + 1);
+    for ins in out {
+        at.push(f.byte_len() as u32);
+        f.instruction(ins);
+    }
+    at.push(f.byte_len() as u32);
+    (f, op_at.iter().map(|&k| at[k]).collect())
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emit_instructions<'f>(
+    facts: &ModuleFacts<'f>,
+    k: usize,
+    a: &FunctionAnalysis,
+    num_params: u32,
+    wrapper: BlockType,
+    mem: u32,
+    kind: EmitKind<'_>,
+    ctx: Option<(ContextEmit<'_>, u32)>,
+    copy: BodyCopy,
+) -> Result<Emitted<'f>, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     let body = &facts.bodies[k];
     let enc = |e: &dyn std::fmt::Display| {
         InstrumentError::Encode(format!("function {}: {e}", facts.func_index(k).0))
     };
     let mut locals: Vec<(u32, ValType)> = Vec::new();
+    let mut original_locals = Vec::new();
     let mut num_locals = num_params;
     for l in body.get_locals_reader().map_err(|e| enc(&e))? {
         let (n, t) = l.map_err(|e| enc(&e))?;
         num_locals += n;
-        locals.push((n, val_type(t)?));
+        let t = val_type(t)?;
+        original_locals.extend(std::iter::repeat_n(t, n as usize));
+        if copy == BodyCopy::Only {
+            locals.push((n, t));
+        }
+    }
+    if copy == BodyCopy::Entered {
+        // The loop id parameter.
+        num_locals += 1;
     }
     let locals_at = Locals {
         r: num_locals,
@@ -1376,13 +1530,14 @@ fn emit_body<'f>(
     let mut next_site = ctx.as_ref().map_or(0, |c| c.1);
 
     let mut out: Vec<I<'f>> = Vec::new();
-    if let Some((c, _)) = &ctx {
+    if let (Some((c, _)), BodyCopy::Only) = (&ctx, copy) {
         c.push(&mut out, &em.locals);
     }
     if funnel {
         out.push(I::Block(wrapper));
         em.prologue(&mut out);
     }
+    let start = out.len();
     let mut reader = body.get_operators_reader().map_err(|e| enc(&e))?;
     let mut next = 0usize;
     // `returns` is in operator order, so one cursor walks it alongside the operators.
@@ -1390,8 +1545,10 @@ fn emit_body<'f>(
     let mut reenc = RoundtripReencoder;
     // Where each operator's own code begins in `out` (after the actions before it).
     let mut op_at = Vec::with_capacity(a.num_ops);
+    let mut pre_at = Vec::with_capacity(a.num_ops + 1);
     for i in 0..a.num_ops {
         let op = reader.read().map_err(|e| enc(&e))?;
+        pre_at.push(out.len());
         let mut opened = None;
         while let Some((at, Slot::Before, act)) = a.actions.get(next) {
             if *at != i {
@@ -1463,14 +1620,17 @@ fn emit_body<'f>(
             next += 1;
         }
     }
-    let mut f = Function::new(locals);
-    let mut at = Vec::with_capacity(out.len() + 1);
-    for ins in &out {
-        at.push(f.byte_len() as u32);
-        f.instruction(ins);
-    }
-    at.push(f.byte_len() as u32);
-    Ok((f, op_at.iter().map(|&k| at[k]).collect()))
+    pre_at.push(out.len());
+    let locals_at = em.locals;
+    Ok(Emitted {
+        locals,
+        original_locals,
+        out,
+        pre_at,
+        op_at,
+        start,
+        locals_at,
+    })
 }
 
 /// A hashed function's cache miss, `(func, r, slot)`: the entry at `slot` (absolute

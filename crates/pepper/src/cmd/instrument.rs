@@ -19,6 +19,12 @@ pub struct Args {
     /// induction variables at their exits (see `pepper run --help`).
     #[arg(long)]
     no_loop_counts: bool,
+    /// PEP: switchable copies, the flag checked where this says (see `pepper run --help`).
+    #[arg(long, value_enum, default_value = "off")]
+    switch: super::run::SwitchArg,
+    /// Calling contexts from native stack samples: call sites count their calls.
+    #[arg(long)]
+    contexts: bool,
     /// Output file.
     #[arg(short, long)]
     output: PathBuf,
@@ -41,6 +47,12 @@ pub fn run(a: Args) -> Result<i32> {
         loop_threshold: a.guided.loop_threshold,
         obvious: a.guided.obvious,
         loop_counts: !a.no_loop_counts,
+        switch: a.switch.placement(),
+        contexts: if a.contexts {
+            pepper_wasm::ContextMode::Native
+        } else {
+            pepper_wasm::ContextMode::Off
+        },
         ..Default::default()
     };
     let out = pepper_wasm::instrument(&wasm, &opts)

@@ -89,6 +89,19 @@ pub struct Args {
     /// burst's samples (slow code in a tick stands for the fast code around it).
     #[arg(long, value_enum, default_value = "rate")]
     burst_weights: BurstWeightsArg,
+    /// PEP: switchable instrumentation. Every function keeps a clean copy next to its
+    /// instrumented one; the clean code checks a flag where this says (`entries`:
+    /// function entries; `outer`: entries and outermost loop headers; `loops`: entries
+    /// and the headers of loops that call or hold loops; `all`: entries and every loop
+    /// header) and moves into the instrumented
+    /// copy while the sampler has it set, for each tick's burst. `off`: the
+    /// instrumented code always runs.
+    #[arg(long, value_enum, default_value = "off")]
+    switch: SwitchArg,
+    /// With --switch: keep the flag set for the whole run (tests: every path end goes
+    /// through the instrumented copies, so `--every 1` counts what exact-paths counts).
+    #[arg(long, hide = true)]
+    switch_always_on: bool,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
@@ -249,6 +262,7 @@ pub fn run(a: Args) -> Result<i32> {
         hash_cache_log2: a.hash_cache_log2,
         loop_counts: !a.no_loop_counts,
         pep_every: a.every,
+        switch: a.switch.placement(),
         guide: guide.clone(),
         cold_threshold: a.guided.cold_threshold,
         loop_threshold: a.guided.loop_threshold,
@@ -285,6 +299,8 @@ pub fn run(a: Args) -> Result<i32> {
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
         epoch: None,
+        switch_on: (a.switch_always_on && inst.plan.switch.is_some())
+            .then_some(inst.plan.layout.switch_flag),
         sampler: pepper_runtime::SamplerConfig::for_plan(
             &inst.plan,
             &inst.wasm,
@@ -297,6 +313,9 @@ pub fn run(a: Args) -> Result<i32> {
         )
         .map(|mut s| {
             s.weights = a.burst_weights.into();
+            if a.switch_always_on {
+                s.switch = None;
+            }
             s
         }),
     };
@@ -358,6 +377,9 @@ pub fn run(a: Args) -> Result<i32> {
                 path_ends: s.path_ends,
                 lost: s.lost,
                 idle_ticks: s.idle_ticks,
+                switch: inst.plan.switch.map_or(String::new(), |p| p.name().into()),
+                switched_on_us: s.switched_on.as_micros() as u64,
+                instrumented_path_ends: s.instrumented_ends,
                 guide: guide.as_ref().map(|g| g.id.clone()),
                 weights: if a.every.is_some() {
                     String::new()
@@ -478,6 +500,29 @@ impl From<BurstWeightsArg> for pepper_runtime::BurstWeights {
         match w {
             BurstWeightsArg::Rate => pepper_runtime::BurstWeights::Rate,
             BurstWeightsArg::Ticks => pepper_runtime::BurstWeights::Ticks,
+        }
+    }
+}
+
+/// `--switch`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SwitchArg {
+    Off,
+    Entries,
+    Outer,
+    Loops,
+    All,
+}
+
+impl SwitchArg {
+    pub(crate) fn placement(self) -> Option<pepper_wasm::switch::SwitchPlacement> {
+        use pepper_wasm::switch::SwitchPlacement as P;
+        match self {
+            SwitchArg::Off => None,
+            SwitchArg::Entries => Some(P::Entries),
+            SwitchArg::Outer => Some(P::Outer),
+            SwitchArg::Loops => Some(P::Loops),
+            SwitchArg::All => Some(P::All),
         }
     }
 }

@@ -1,0 +1,739 @@
+//! Switchable instrumentation: a clean copy and an instrumented copy of each function, and
+//! checks of one flag word that move a running activation from one to the other.
+//!
+//! Arnold and Ryder ("A framework for reducing the cost of instrumented code", PLDI 2001)
+//! keep a clean and an instrumented copy of every method and check a trigger at method
+//! entries and loop back edges. Wasm code cannot jump between functions, so pepper does
+//! the move with a tail call that hands over every local: function `F` keeps its index and
+//! runs clean code that checks the flag at entry and at chosen loop headers; when the flag
+//! is set, it `return_call`s `F_inst(params.., locals.., id)`, which starts at the loop
+//! numbered `id` (0: at entry). `F_inst` checks the flag at the same headers and, once it
+//! is clear, `return_call`s `F_clean` (the clean code again, enterable the same way).
+//!
+//! Entering a structured body at a loop header ([`splice`]): every construct around the
+//! loop skips the code in front of the loop with a `block` ending just before it, left
+//! by a `br_if` on `id`; an `if` on the way has its condition forced to the arm holding
+//! the loop; the loop sets `id` to 0 when it runs, so later passes run everything. This
+//! needs an empty operand stack wherever code is skipped and constructs without
+//! parameters on the way ([`Shape`] finds the loops that qualify); other loops have no
+//! check and are entered with their function.
+
+use wasm_encoder::{BlockType, Instruction as I};
+use wasmparser::Operator as O;
+
+/// Where clean code checks the flag.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum SwitchPlacement {
+    /// Function entries only: a long-running activation never switches.
+    Entries,
+    /// Function entries and the headers of outermost loops (loops in no other loop).
+    #[default]
+    Outer,
+    /// Function entries and the headers of loops that call or hold other loops; innermost
+    /// call-free loops are left without a check (HotSpot's rule for safepoint polls in
+    /// counted loops): they end, and the check around them runs, soon enough.
+    Loops,
+    /// Function entries and every loop header.
+    All,
+}
+
+impl SwitchPlacement {
+    pub const ALL: [SwitchPlacement; 4] = [
+        SwitchPlacement::Entries,
+        SwitchPlacement::Outer,
+        SwitchPlacement::Loops,
+        SwitchPlacement::All,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SwitchPlacement::Entries => "entries",
+            SwitchPlacement::Outer => "outer",
+            SwitchPlacement::Loops => "loops",
+            SwitchPlacement::All => "all",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SwitchPlacement> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// Whether a loop of `shape` gets a check.
+    fn wants(self, l: &ShapeLoop) -> bool {
+        match self {
+            SwitchPlacement::Entries => false,
+            SwitchPlacement::Outer => l.outermost,
+            SwitchPlacement::Loops => l.calls || !l.innermost,
+            SwitchPlacement::All => true,
+        }
+    }
+}
+
+/// One step from a construct into a child construct on the way to a loop.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The opener (`block`, `loop`, `if`, `else`) after which the parent's code starts;
+    /// `None`: the function body.
+    pub parent: Option<usize>,
+    /// An `if` parent: the `if`'s operator index and whether the way goes through `else`.
+    pub arm: Option<(usize, bool)>,
+    /// The child's opener (operator index).
+    pub child: usize,
+    pub child_is_if: bool,
+}
+
+/// A loop of the original body.
+#[derive(Clone, Debug)]
+pub struct ShapeLoop {
+    /// Operator index of the `loop`.
+    pub op: usize,
+    /// Holds no other loop.
+    pub innermost: bool,
+    /// Is in no other loop.
+    pub outermost: bool,
+    /// Holds a call.
+    pub calls: bool,
+    /// The way in from the function's start, outermost first (the last link's child is the
+    /// loop); `None` when the loop cannot be entered from outside (a non-empty operand
+    /// stack or a construct with parameters on the way, unreachable code, or labels
+    /// [`splice`] does not renumber).
+    pub chain: Option<Vec<Link>>,
+}
+
+/// What the switch needs to know about one function body.
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    pub loops: Vec<ShapeLoop>,
+}
+
+impl Shape {
+    /// The loops (indices into `loops`, in operator order) that get checks under
+    /// `placement`.
+    pub fn targets(&self, placement: SwitchPlacement) -> Vec<usize> {
+        (0..self.loops.len())
+            .filter(|&k| self.loops[k].chain.is_some() && placement.wants(&self.loops[k]))
+            .collect()
+    }
+}
+
+struct Open {
+    /// Where the parent's code starts for children (the opener, or `else`).
+    start: usize,
+    /// Operand stack empty at that start.
+    start_ok: bool,
+    /// `if` opener index, when this is an `if`.
+    if_op: Option<usize>,
+    in_else: bool,
+    /// This construct's own link from its parent, when it can be entered.
+    link: Option<Link>,
+    /// A loop: its index in `Shape::loops`.
+    loop_k: Option<usize>,
+}
+
+/// Reads the shape of every defined function body of `wasm` (which must validate): stack
+/// heights come from wasmparser's validator.
+pub fn shapes(wasm: &[u8]) -> Result<Vec<Shape>, wasmparser::BinaryReaderError> {
+    let mut validator = wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
+    let mut out = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        let payload = payload?;
+        if let wasmparser::ValidPayload::Func(func, body) = validator.payload(&payload)? {
+            let mut v = func.into_validator(Default::default());
+            out.push(shape(&mut v, &body)?);
+        }
+    }
+    Ok(out)
+}
+
+fn rel_height(v: &wasmparser::FuncValidator<wasmparser::ValidatorResources>) -> Option<usize> {
+    let f = v.get_control_frame(0)?;
+    (!f.unreachable).then(|| (v.operand_stack_height() as usize).saturating_sub(f.height))
+}
+
+fn shape(
+    v: &mut wasmparser::FuncValidator<wasmparser::ValidatorResources>,
+    body: &wasmparser::FunctionBody<'_>,
+) -> Result<Shape, wasmparser::BinaryReaderError> {
+    let mut locals = body.get_locals_reader()?;
+    for _ in 0..locals.get_count() {
+        let offset = locals.original_position();
+        let (n, t) = locals.read()?;
+        v.define_locals(offset, n, t)?;
+    }
+    let mut reader = body.get_operators_reader()?;
+    let mut shape = Shape::default();
+    let mut labels_ok = true;
+    let mut opens = vec![Open {
+        start: usize::MAX,
+        start_ok: true,
+        if_op: None,
+        in_else: false,
+        link: None,
+        loop_k: None,
+    }];
+    let mut i = 0usize;
+    while !reader.eof() {
+        let offset = reader.original_position();
+        let op = reader.read()?;
+        let before = rel_height(v);
+        v.op(offset, &op)?;
+        let after = rel_height(v);
+        match op {
+            O::Block { .. } | O::Loop { .. } | O::If { .. } => {
+                let is_if = matches!(op, O::If { .. });
+                let parent = opens.last().expect("the function frame");
+                let child_ok = before == Some(if is_if { 1 } else { 0 });
+                let link = (parent.start_ok && child_ok).then(|| Link {
+                    parent: (parent.start != usize::MAX).then_some(parent.start),
+                    arm: parent.if_op.map(|f| (f, parent.in_else)),
+                    child: i,
+                    child_is_if: is_if,
+                });
+                let loop_k = matches!(op, O::Loop { .. }).then(|| {
+                    for o in &opens {
+                        if let Some(k) = o.loop_k {
+                            shape.loops[k].innermost = false;
+                        }
+                    }
+                    let chain: Option<Vec<Link>> = opens
+                        .iter()
+                        .skip(1)
+                        .map(|o| o.link)
+                        .chain(std::iter::once(link))
+                        .collect();
+                    let outermost = opens.iter().all(|o| o.loop_k.is_none());
+                    shape.loops.push(ShapeLoop {
+                        op: i,
+                        innermost: true,
+                        outermost,
+                        calls: false,
+                        chain,
+                    });
+                    shape.loops.len() - 1
+                });
+                opens.push(Open {
+                    start: i,
+                    start_ok: after == Some(0),
+                    if_op: is_if.then_some(i),
+                    in_else: false,
+                    link,
+                    loop_k,
+                });
+            }
+            O::Else => {
+                let top = opens.last_mut().expect("else inside if");
+                top.start = i;
+                top.start_ok = after == Some(0);
+                top.in_else = true;
+            }
+            O::End => {
+                opens.pop();
+            }
+            O::Call { .. }
+            | O::CallIndirect { .. }
+            | O::CallRef { .. }
+            | O::ReturnCall { .. }
+            | O::ReturnCallIndirect { .. }
+            | O::ReturnCallRef { .. } => {
+                for o in &opens {
+                    if let Some(k) = o.loop_k {
+                        shape.loops[k].calls = true;
+                    }
+                }
+            }
+            O::TryTable { .. }
+            | O::Try { .. }
+            | O::Catch { .. }
+            | O::CatchAll
+            | O::Delegate { .. }
+            | O::Rethrow { .. }
+            | O::BrOnNull { .. }
+            | O::BrOnNonNull { .. }
+            | O::BrOnCast { .. }
+            | O::BrOnCastFail { .. } => labels_ok = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    if !labels_ok {
+        for l in &mut shape.loops {
+            l.chain = None;
+        }
+    }
+    Ok(shape)
+}
+
+/// Where the pieces of one emitted body are: for each original operator, where the code
+/// for the actions before it begins (`pre_at`) and where its own instruction is
+/// (`op_at`); `start`: where the function's own code begins (after entry bookkeeping).
+pub struct Positions<'a> {
+    pub pre_at: &'a [usize],
+    pub op_at: &'a [usize],
+    pub start: usize,
+}
+
+/// How a copy is entered and left.
+pub struct Splice<'s> {
+    /// The `id` parameter of a copy that can be entered at a loop; `None` for `F` itself,
+    /// which is entered at its start only.
+    pub entry: Option<u32>,
+    /// Loops (indices into `Shape::loops`) with their ids: where the copy checks the flag.
+    pub checks: Vec<(usize, u32)>,
+    /// Loops with their ids: where the copy can be entered (with `entry`).
+    pub entries: Vec<(usize, u32)>,
+    /// Code at `Positions::start`.
+    pub at_start: Vec<I<'static>>,
+    /// The check at target `id`'s header (after the header's own code).
+    pub check: &'s dyn Fn(u32) -> Vec<I<'static>>,
+}
+
+enum Piece {
+    Open(BlockType),
+    Close,
+    Code(Vec<I<'static>>),
+}
+
+/// A construct on the way in: (opener, is an `if`, lowest id, highest id) of the loops
+/// entered through it.
+type Child = (usize, bool, u32, u32);
+
+/// `entry - lo <= hi - lo` (unsigned): `entry` in `lo..=hi`, never for 0.
+fn in_range(entry: u32, lo: u32, hi: u32) -> [I<'static>; 5] {
+    [
+        I::LocalGet(entry),
+        I::I32Const(lo as i32),
+        I::I32Sub,
+        I::I32Const((hi - lo) as i32),
+        I::I32LeU,
+    ]
+}
+
+/// The body `out` with the switch's code spliced in: the start code, a check at each
+/// of `how.checks`, and, for a copy that can be entered at a loop, the skip blocks and
+/// forced conditions that lead to each of `how.entries`. Branches that cross a skip block
+/// are renumbered. Ids must grow with operator order, so that the ids inside one
+/// construct form a range.
+pub fn splice<'f>(
+    out: Vec<I<'f>>,
+    pos: &Positions<'_>,
+    shape: &Shape,
+    how: &Splice<'_>,
+) -> Vec<I<'f>> {
+    // (position, class, sequence, piece): at one position, skip blocks open (0) and
+    // test `id` (1) before a header's check (2), which comes before blocks that close
+    // there (3) and forced conditions (4).
+    let mut pieces: Vec<(usize, u8, usize, Piece)> = Vec::new();
+    let mut push = |at: usize, class: u8, p: Piece| {
+        let seq = pieces.len();
+        pieces.push((at, class, seq, p));
+    };
+    push(pos.start, 0, Piece::Code(how.at_start.clone()));
+    let header = |k: usize| pos.pre_at[shape.loops[k].op + 1];
+    if let Some(e) = how.entry {
+        // Arrived: from here on the copy runs everything.
+        for &(k, _) in &how.entries {
+            push(
+                header(k),
+                2,
+                Piece::Code(vec![I::I32Const(0), I::LocalSet(e)]),
+            );
+        }
+    }
+    for &(k, id) in &how.checks {
+        push(header(k), 2, Piece::Code((how.check)(id)));
+    }
+    if let Some(e) = how.entry {
+        // Per parent: its children on the way to targets, each with its range of ids.
+        let mut parents: std::collections::BTreeMap<Option<usize>, Vec<Child>> = Default::default();
+        // Per `if`: the id ranges in its then and else arms.
+        let mut ifs: std::collections::BTreeMap<usize, [Option<(u32, u32)>; 2]> =
+            Default::default();
+        let widen = |r: &mut Option<(u32, u32)>, id: u32| {
+            *r = Some(r.map_or((id, id), |(lo, hi)| (lo.min(id), hi.max(id))));
+        };
+        for &(k, id) in &how.entries {
+            for link in shape.loops[k].chain.as_ref().expect("targets have a chain") {
+                let children = parents.entry(link.parent).or_default();
+                match children.iter_mut().find(|c| c.0 == link.child) {
+                    Some(c) => (c.2, c.3) = (c.2.min(id), c.3.max(id)),
+                    None => children.push((link.child, link.child_is_if, id, id)),
+                }
+                if let Some((f, in_else)) = link.arm {
+                    widen(&mut ifs.entry(f).or_default()[in_else as usize], id);
+                }
+            }
+        }
+        for (parent, mut children) in parents {
+            let start = parent.map_or(pos.start, |p| pos.op_at[p] + 1);
+            // Nothing to skip in front of a child that starts its parent's code.
+            children.retain(|c| pos.pre_at[c.0] > start);
+            children.sort_unstable();
+            if children.is_empty() {
+                continue;
+            }
+            let ty = |is_if: bool| {
+                if is_if {
+                    BlockType::Result(wasm_encoder::ValType::I32)
+                } else {
+                    BlockType::Empty
+                }
+            };
+            for c in children.iter().rev() {
+                push(start, 0, Piece::Open(ty(c.1)));
+            }
+            let mut tests = Vec::new();
+            for (depth, &(_, is_if, lo, hi)) in children.iter().enumerate() {
+                if is_if {
+                    tests.push(I::I32Const(0));
+                }
+                tests.extend(in_range(e, lo, hi));
+                tests.push(I::BrIf(depth as u32));
+                if is_if {
+                    tests.push(I::Drop);
+                }
+            }
+            push(start, 1, Piece::Code(tests));
+            for c in &children {
+                push(pos.pre_at[c.0], 3, Piece::Close);
+            }
+        }
+        for (f, [then, els]) in ifs {
+            let mut code = Vec::new();
+            if let Some((lo, hi)) = then {
+                code.extend(in_range(e, lo, hi));
+                code.push(I::I32Or);
+            }
+            if let Some((lo, hi)) = els {
+                code.extend(in_range(e, lo, hi));
+                code.extend([I::I32Eqz, I::I32And]);
+            }
+            push(pos.op_at[f], 4, Piece::Code(code));
+        }
+    }
+    pieces.sort_by_key(|p| (p.0, p.1, p.2));
+
+    let mut res = Vec::with_capacity(out.len() + 16 * pieces.len());
+    // Open constructs, innermost last: true for a skip block.
+    let mut frames: Vec<bool> = Vec::new();
+    let mut next = pieces.into_iter().peekable();
+    for (j, ins) in out.into_iter().enumerate() {
+        while let Some((_, _, _, p)) = next.next_if(|p| p.0 == j) {
+            match p {
+                Piece::Open(bt) => {
+                    frames.push(true);
+                    res.push(I::Block(bt));
+                }
+                Piece::Close => {
+                    let skip = frames.pop();
+                    debug_assert_eq!(skip, Some(true), "a skip block closes in its parent");
+                    res.push(I::End);
+                }
+                Piece::Code(code) => res.extend(code),
+            }
+        }
+        let ins = match ins {
+            I::Block(_) | I::Loop(_) | I::If(_) | I::TryTable(..) | I::Try(_) => {
+                frames.push(false);
+                ins
+            }
+            I::End => {
+                frames.pop();
+                ins
+            }
+            I::Br(d) => I::Br(relabel(d, &frames)),
+            I::BrIf(d) => I::BrIf(relabel(d, &frames)),
+            I::BrTable(ds, d) => I::BrTable(
+                ds.iter().map(|&d| relabel(d, &frames)).collect(),
+                relabel(d, &frames),
+            ),
+            other => other,
+        };
+        res.push(ins);
+    }
+    debug_assert!(next.peek().is_none(), "every piece lands inside the body");
+    res
+}
+
+/// The depth of label `d` of the body without skip blocks, in the body with them.
+fn relabel(d: u32, frames: &[bool]) -> u32 {
+    let mut plain = 0;
+    for (k, &skip) in frames.iter().rev().enumerate() {
+        if !skip {
+            if plain == d {
+                return k as u32;
+            }
+            plain += 1;
+        }
+    }
+    frames.len() as u32 + (d - plain)
+}
+
+/// One function to give switchable copies: everything [`SwitchedFunction::emit`] needs.
+pub(crate) struct SwitchedFunction<'a, 'f> {
+    pub facts: &'a crate::module::ModuleFacts<'f>,
+    pub k: usize,
+    pub a: &'a crate::analysis::FunctionAnalysis,
+    pub wrapper: BlockType,
+    pub mem: u32,
+    /// Address of the flag word in pepper's memory.
+    pub flag: u32,
+    pub params: &'a [wasm_encoder::ValType],
+    pub results: &'a [wasm_encoder::ValType],
+    pub shape: &'a Shape,
+    pub placement: SwitchPlacement,
+    /// Function indices of `F_inst` and `F_clean`.
+    pub copies: (u32, u32),
+}
+
+/// Most parameters a copy may take (wasmparser's limit on a function's parameters).
+const MAX_COPY_PARAMS: usize = 1000;
+
+/// The zero of a defaultable local type, `None` for a non-nullable reference.
+fn zero(t: wasm_encoder::ValType) -> Option<I<'static>> {
+    use wasm_encoder::ValType as V;
+    Some(match t {
+        V::I32 => I::I32Const(0),
+        V::I64 => I::I64Const(0),
+        V::F32 => I::F32Const(0.0f32.into()),
+        V::F64 => I::F64Const(0.0f64.into()),
+        V::V128 => I::V128Const(0),
+        V::Ref(r) if r.nullable => I::RefNull(r.heap_type),
+        V::Ref(_) => return None,
+    })
+}
+
+fn positions<'e>(e: &'e crate::plan::Emitted<'_>) -> Positions<'e> {
+    Positions {
+        pre_at: &e.pre_at,
+        op_at: &e.op_at,
+        start: e.start,
+    }
+}
+
+/// A context, for the copies' emission: `None` without contexts.
+type Ctx<'p> = Option<(crate::contexts::ContextEmit<'p>, u32)>;
+
+impl SwitchedFunction<'_, '_> {
+    /// Emits `F` (clean, with checks), `F_inst` and `F_clean`, and returns them with the
+    /// copies' type (an index into `extra_types`, added when new); `None` when the
+    /// function cannot have copies (a local without a default value, too many locals).
+    pub fn emit<'p, 'q, 'c>(
+        &self,
+        instrumented: crate::emit::EmitKind<'p>,
+        clean: impl Fn() -> crate::emit::EmitKind<'q>,
+        ctx: impl Fn() -> Ctx<'c>,
+        extra_types: &mut Vec<(Vec<wasm_encoder::ValType>, Vec<wasm_encoder::ValType>)>,
+    ) -> Result<
+        Option<(
+            wasm_encoder::Function,
+            wasm_encoder::Function,
+            wasm_encoder::Function,
+            u32,
+        )>,
+        crate::plan::InstrumentError,
+    > {
+        use crate::plan::{emit_instructions, encode, BodyCopy};
+        let np = self.params.len() as u32;
+        let (facts, k, a, wrapper, mem) = (self.facts, self.k, self.a, self.wrapper, self.mem);
+        let only = emit_instructions(
+            facts,
+            k,
+            a,
+            np,
+            wrapper,
+            mem,
+            clean(),
+            ctx(),
+            BodyCopy::Only,
+        )?;
+        let zeros: Option<Vec<I<'static>>> =
+            only.original_locals.iter().map(|&t| zero(t)).collect();
+        let n = np as usize + only.original_locals.len();
+        let Some(zeros) = zeros.filter(|_| n < MAX_COPY_PARAMS) else {
+            return Ok(None);
+        };
+        let ty_params: Vec<_> = self
+            .params
+            .iter()
+            .chain(&only.original_locals)
+            .copied()
+            .chain([wasm_encoder::ValType::I32])
+            .collect();
+        let ty = match extra_types
+            .iter()
+            .position(|t| t.0 == ty_params && t.1 == self.results)
+        {
+            Some(p) => p,
+            None => {
+                extra_types.push((ty_params, self.results.to_vec()));
+                extra_types.len() - 1
+            }
+        } as u32;
+        let (inst_fn, clean_fn) = self.copies;
+        let entry = n as u32;
+        let flag = || {
+            [
+                I::I32Const(0),
+                I::I32Load(crate::emit::memarg(self.mem, self.flag, 2)),
+            ]
+        };
+        // `if flag { return_call to(locals.., id) }`, or `if !flag`.
+        let switch_to = |to: u32, when_set: bool, id: u32| {
+            let mut c: Vec<I<'static>> = flag().to_vec();
+            if !when_set {
+                c.push(I::I32Eqz);
+            }
+            c.push(I::If(BlockType::Empty));
+            c.extend((0..n as u32).map(I::LocalGet));
+            c.extend([I::I32Const(id as i32), I::ReturnCall(to), I::End]);
+            c
+        };
+        let targets = self.shape.targets(self.placement);
+        let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
+        // Clean code is entered only at outermost loops: the tests that skip to a loop
+        // run each time their construct starts, which for a construct in a loop is every
+        // iteration. The instrumented copy, which runs only in bursts, can be entered at
+        // any checked loop and leaves at outermost ones.
+        let outer: Vec<(usize, u32)> = ids
+            .iter()
+            .copied()
+            .filter(|&(k, _)| self.shape.loops[k].outermost)
+            .collect();
+
+        // F: the original code; at entry, the locals' zeros stand for the locals.
+        let mut at_start: Vec<I<'static>> = flag().to_vec();
+        at_start.push(I::If(BlockType::Empty));
+        at_start.extend((0..np).map(I::LocalGet));
+        at_start.extend(zeros);
+        at_start.extend([I::I32Const(0), I::ReturnCall(inst_fn), I::End]);
+        let to_inst = |id| switch_to(inst_fn, true, id);
+        let f_how = Splice {
+            entry: None,
+            checks: ids.clone(),
+            entries: Vec::new(),
+            at_start,
+            check: &to_inst,
+        };
+        let out = splice(only.out.clone(), &positions(&only), self.shape, &f_how);
+        let f = encode(only.locals.clone(), &out, &[]).0;
+
+        // F_inst: entered at a loop, the path so far is nobody's (0, which the sampler
+        // drops) until the loop's header starts one.
+        let inst = emit_instructions(
+            facts,
+            k,
+            a,
+            np,
+            wrapper,
+            mem,
+            instrumented,
+            ctx(),
+            BodyCopy::Entered,
+        )?;
+        let r = inst.locals_at.r;
+        let to_clean = |id| switch_to(clean_fn, false, id);
+        let inst_how = Splice {
+            entry: Some(entry),
+            checks: outer.clone(),
+            entries: ids.clone(),
+            at_start: vec![
+                I::LocalGet(entry),
+                I::If(BlockType::Empty),
+                I::I64Const(0),
+                I::LocalSet(r),
+                I::End,
+            ],
+            check: &to_clean,
+        };
+        let out = splice(inst.out.clone(), &positions(&inst), self.shape, &inst_how);
+        let inst_f = encode(inst.locals.clone(), &out, &[]).0;
+
+        // F_clean: the clean code again, enterable at a loop.
+        let again = emit_instructions(
+            facts,
+            k,
+            a,
+            np,
+            wrapper,
+            mem,
+            clean(),
+            ctx(),
+            BodyCopy::Entered,
+        )?;
+        let clean_how = Splice {
+            entry: Some(entry),
+            checks: ids,
+            entries: outer,
+            at_start: Vec::new(),
+            check: &to_inst,
+        };
+        let out = splice(
+            again.out.clone(),
+            &positions(&again),
+            self.shape,
+            &clean_how,
+        );
+        let clean_f = encode(again.locals.clone(), &out, &[]).0;
+        Ok(Some((f, inst_f, clean_f, ty)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape_of(wat: &str) -> Shape {
+        let wasm = wat::parse_str(wat).unwrap();
+        shapes(&wasm).unwrap().remove(0)
+    }
+
+    #[test]
+    fn loops_know_whether_they_can_be_entered() {
+        let s = shape_of(
+            r#"(module (func $f (param i32) (result i32)
+                 (block
+                   (loop                        ;; outer: holds a loop
+                     (loop                      ;; inner, call-free
+                       (br_if 0 (local.get 0)))
+                     (br_if 1 (local.get 0))
+                     (br 0)))
+                 (i32.const 1)
+                 (loop (param i32) (result i32)) ;; takes a parameter
+                 (drop)
+                 (if (local.get 0) (then (loop (call $f (i32.const 0)) (drop))))
+                 (i32.const 7)))"#,
+        );
+        let l = &s.loops;
+        assert_eq!(l.len(), 4);
+        assert!(!l[0].innermost && !l[0].calls && l[0].chain.is_some());
+        assert!(l[1].innermost && !l[1].calls);
+        assert_eq!(l[1].chain.as_ref().unwrap().len(), 3);
+        assert!(l[2].chain.is_none(), "a loop with a parameter");
+        assert!(l[3].calls);
+        let chain = l[3].chain.as_ref().unwrap();
+        assert!(chain[0].child_is_if && chain[1].arm.is_some());
+        assert_eq!(s.targets(SwitchPlacement::Outer), vec![0, 3]);
+        assert_eq!(s.targets(SwitchPlacement::Loops), vec![0, 3]);
+        assert_eq!(s.targets(SwitchPlacement::All), vec![0, 1, 3]);
+        assert!(s.targets(SwitchPlacement::Entries).is_empty());
+    }
+
+    #[test]
+    fn a_value_on_the_stack_keeps_a_loop_closed() {
+        let s = shape_of(
+            r#"(module (func (result i32)
+                 (i32.const 1)
+                 (block (loop (br_if 0 (i32.const 0))))))"#,
+        );
+        assert!(s.loops[0].chain.is_none());
+    }
+
+    #[test]
+    fn relabel_skips_skip_blocks() {
+        // frames: plain, skip, plain(innermost)
+        let f = [false, true, false];
+        assert_eq!(relabel(0, &f), 0);
+        assert_eq!(relabel(1, &f), 2);
+        assert_eq!(relabel(2, &f), 3, "the function's label");
+    }
+}
