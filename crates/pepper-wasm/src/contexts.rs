@@ -251,6 +251,25 @@ pub fn call_sites(
     Ok(out)
 }
 
+/// Offsets of the `return_call`s in `body` that switch function `func` between its copies.
+fn switch_offsets(
+    body: &wasmparser::FunctionBody<'_>,
+    func: u32,
+    copy_of: &std::collections::HashMap<u32, u32>,
+) -> Result<std::collections::HashSet<u64>, wasmparser::BinaryReaderError> {
+    let mut reader = body.get_operators_reader()?;
+    let mut out = std::collections::HashSet::new();
+    while !reader.eof() {
+        let offset = reader.original_position() as u64;
+        if let wasmparser::Operator::ReturnCall { function_index } = reader.read()? {
+            if copy_of.get(&function_index) == Some(&func) {
+                out.insert(offset);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// What the host sampler built from the shadow stack.
 #[derive(Clone, Debug)]
 pub struct SampledContexts {
@@ -488,6 +507,15 @@ pub fn site_offsets(
     let original_funcs = plan.imports.len() as u32 + plan.functions.len() as u32;
     let mut out = std::collections::HashMap::new();
     let imported = plan.imports.len() as u32;
+    // Switchable copies: a call to another function's instrumented copy is a call site; a
+    // `return_call` to the function's own copies is a switch, not a call (self tail calls
+    // are never redirected to a copy).
+    let copy_of: std::collections::HashMap<u32, u32> = plan
+        .functions
+        .iter()
+        .filter_map(|f| f.copies.map(|c| (f.index.0, c)))
+        .flat_map(|(f, (inst, clean))| [(inst, f), (clean, f)])
+        .collect();
     for (fp, body) in plan.functions.iter().zip(&facts.bodies) {
         // A function's switchable copies hold its call sites too, in the same order.
         let copies = fp
@@ -499,9 +527,12 @@ pub fn site_offsets(
                 .filter_map(|&c| facts.bodies.get((c - imported) as usize)),
         );
         for body in bodies {
-            let here = call_sites(fp.index.0, body)?
-                .into_iter()
-                .filter(|s| s.callee.is_none_or(|c| c < original_funcs));
+            let switches = switch_offsets(body, fp.index.0, &copy_of)?;
+            let here = call_sites(fp.index.0, body)?.into_iter().filter(|s| {
+                !switches.contains(&s.offset)
+                    && s.callee
+                        .is_none_or(|c| c < original_funcs || copy_of.contains_key(&c))
+            });
             let ids = plan
                 .call_sites
                 .iter()

@@ -375,6 +375,10 @@ pub struct InstrumentOptions {
     /// instrumented copy only while pepper's switch flag is set (`crate::switch`), with
     /// the flag checked where this says. Not with shadow stacks or call logs.
     pub switch: Option<crate::switch::SwitchPlacement>,
+    /// Switch, for tests: every check steps a pseudo-random generator kept in the flag
+    /// word and switches on one of its bits, so copies change at random checks in both
+    /// directions, with no host involved.
+    pub switch_chaos: bool,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -413,6 +417,7 @@ impl Default for InstrumentOptions {
             path_windows: true,
             loop_counts: true,
             switch: None,
+            switch_chaos: false,
         }
     }
 }
@@ -1220,9 +1225,33 @@ fn build(
         None => Vec::new(),
     };
     // Switch copies, appended after pepper's own functions: (type, body) and the copies
-    // of each function.
+    // of each function, decided first so that instrumented copies can call each other.
     let mut copy_fns: Vec<(u32, Function)> = Vec::new();
     let mut copies: Vec<(usize, (u32, u32))> = Vec::new();
+    let mut switchable: Vec<Option<(u32, Vec<I<'static>>)>> = vec![None; plan.functions.len()];
+    if switch.is_some() {
+        let mut next = hash_fn + 3;
+        for (k, fp) in plan.functions.iter().enumerate() {
+            if fp.analysis.is_none() || fp.skipped.is_some() {
+                continue;
+            }
+            let mut locals = Vec::new();
+            for l in facts.bodies[k].get_locals_reader()? {
+                let (n, t) = l?;
+                locals.extend(std::iter::repeat_n(val_type(t)?, n as usize));
+            }
+            let np = facts.defined_sig(k).map_or(0, |s| s.params.len());
+            if let Some(mut zeros) = crate::switch::copy_zeros(np, &locals) {
+                zeros.push(I::I32Const(0));
+                switchable[k] = Some((next, zeros));
+                next += 2;
+            }
+        }
+    }
+    let redirect = |f: u32| {
+        let k = f.checked_sub(facts.num_imported_funcs)? as usize;
+        switchable.get(k)?.clone()
+    };
     let entry_counter: std::collections::HashMap<u32, u32> =
         plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
     for (k, fp) in plan.functions.iter().enumerate() {
@@ -1296,13 +1325,14 @@ fn build(
             ))
         };
         let num_params = sig.params.len() as u32;
-        if let Some(placement) = switch {
+        if let (Some(placement), Some((first, _))) = (switch, &switchable[k]) {
+            let first = *first;
             let params: Vec<ValType> = sig
                 .params
                 .iter()
                 .map(|&t| val_type(t))
                 .collect::<Result<_, _>>()?;
-            let first = hash_fn + 3 + copy_fns.len() as u32;
+            let f = fp.index.0;
             let switched = SwitchedFunction {
                 facts,
                 k,
@@ -1314,6 +1344,10 @@ fn build(
                 results: &results,
                 shape: &shapes[k],
                 placement,
+                chaos: opts.switch_chaos,
+                entry_check: placement.entry_check(
+                    facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
+                ),
                 copies: (first, first + 1),
             };
             let no_counters = vec![None; a.cfg.num_edges()];
@@ -1322,16 +1356,16 @@ fn build(
                 tables: &[],
                 loops: &[],
             };
-            if let Some((f, inst, clean_copy, ty)) =
-                switched.emit(kind(), clean, ctx, &mut extra_types)?
-            {
-                let ty = facts.num_types + ty;
-                copy_fns.push((ty, inst));
-                copy_fns.push((ty, clean_copy));
-                copies.push((k, (first, first + 1)));
-                bodies.push(Some(f));
-                continue;
-            }
+            let (f, inst, clean_copy, ty) = switched
+                .emit(kind(), clean, ctx, &redirect, &mut extra_types)?
+                .ok_or_else(|| InstrumentError::Encode(format!("function {f}: no copies")))?;
+            let ty = facts.num_types + ty;
+            debug_assert_eq!(first, hash_fn + 3 + copy_fns.len() as u32);
+            copy_fns.push((ty, inst));
+            copy_fns.push((ty, clean_copy));
+            copies.push((k, (first, first + 1)));
+            bodies.push(Some(f));
+            continue;
         }
         let (body, offsets) = emit_body(facts, k, a, num_params, wrapper, mem, kind(), ctx())?;
         bodies.push(Some(body));
@@ -1405,6 +1439,7 @@ fn emit_body<'f>(
         kind,
         ctx,
         BodyCopy::Only,
+        None,
     )?;
     Ok(e.finish())
 }
@@ -1469,6 +1504,7 @@ pub(crate) fn emit_instructions<'f>(
     kind: EmitKind<'_>,
     ctx: Option<(ContextEmit<'_>, u32)>,
     copy: BodyCopy,
+    redirect: Option<crate::switch::Redirect<'_>>,
 ) -> Result<Emitted<'f>, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     let body = &facts.bodies[k];
@@ -1603,7 +1639,25 @@ pub(crate) fn emit_instructions<'f>(
                     c.log_stop(&mut out, &em.locals);
                 }
             }
-            out.push(reenc.instruction(op).map_err(|e| enc(&e))?);
+            let redirected = match (&op, redirect) {
+                (O::Call { function_index: f }, Some(r)) => r(*f).map(|c| (c, false)),
+                // Not a self tail call: a `return_call` to a function's own copy is how
+                // it switches (`contexts::site_offsets` tells them apart by that).
+                (O::ReturnCall { function_index: f }, Some(r))
+                    if *f != facts.func_index(k).0 =>
+                {
+                    r(*f).map(|c| (c, true))
+                }
+                _ => None,
+            };
+            match redirected {
+                // The callee's instrumented copy, entered at its start.
+                Some(((to, args), tail)) => {
+                    out.extend(args);
+                    out.push(if tail { I::ReturnCall(to) } else { I::Call(to) });
+                }
+                None => out.push(reenc.instruction(op).map_err(|e| enc(&e))?),
+            }
             if is_call {
                 em.after_call(&mut out);
             }

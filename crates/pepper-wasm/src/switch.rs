@@ -58,6 +58,17 @@ impl SwitchPlacement {
         Self::ALL.into_iter().find(|p| p.name() == s)
     }
 
+    /// Whether a function's clean code checks the flag at its entry. Everywhere under
+    /// `entries` and `all`; otherwise only where calls come from outside the module or
+    /// through tables (`outside`): direct calls from instrumented code go to the callee's
+    /// instrumented copy anyway ([`Redirect`]).
+    pub fn entry_check(self, outside: bool) -> bool {
+        match self {
+            SwitchPlacement::Entries | SwitchPlacement::All => true,
+            SwitchPlacement::Outer | SwitchPlacement::Loops => outside,
+        }
+    }
+
     /// Whether a loop of `shape` gets a check.
     fn wants(self, l: &ShapeLoop) -> bool {
         match self {
@@ -481,6 +492,10 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub results: &'a [wasm_encoder::ValType],
     pub shape: &'a Shape,
     pub placement: SwitchPlacement,
+    /// See `InstrumentOptions::switch_chaos`.
+    pub chaos: bool,
+    /// Whether `F` checks the flag at its entry (`SwitchPlacement::entry_check`).
+    pub entry_check: bool,
     /// Function indices of `F_inst` and `F_clean`.
     pub copies: (u32, u32),
 }
@@ -510,6 +525,88 @@ fn positions<'e>(e: &'e crate::plan::Emitted<'_>) -> Positions<'e> {
     }
 }
 
+/// Which locals (parameters included) each of `loop_ops`' headers may read before writing
+/// them: the only ones a switch there must hand over (the others are passed as zeros).
+/// Handing over every local would keep them all alive through the loop, which in a
+/// function with hundreds of locals (an interpreter's dispatch loop) spills registers on
+/// every iteration. Classic backward liveness over the analysis' CFG.
+pub fn live_at_headers(
+    a: &crate::analysis::FunctionAnalysis,
+    body: &wasmparser::FunctionBody<'_>,
+    num_locals: usize,
+    loop_ops: &[usize],
+) -> Result<Vec<Vec<bool>>, wasmparser::BinaryReaderError> {
+    let words = num_locals.div_ceil(64);
+    let nodes = a.cfg.num_nodes();
+    let bit = |set: &[u64], x: usize| set[x / 64] >> (x % 64) & 1 == 1;
+    let mut uses = vec![0u64; nodes * words];
+    let mut defs = vec![0u64; nodes * words];
+    let mut reader = body.get_operators_reader()?;
+    for i in 0..a.num_ops {
+        let op = reader.read()?;
+        let (x, write) = match op {
+            O::LocalGet { local_index } => (local_index as usize, false),
+            O::LocalSet { local_index } | O::LocalTee { local_index } => (local_index as usize, true),
+            _ => continue,
+        };
+        let Some(n) = a.op_nodes.get(i).copied().flatten() else {
+            continue;
+        };
+        let at = n.index() * words + x / 64;
+        if write {
+            defs[at] |= 1 << (x % 64);
+        } else if defs[at] >> (x % 64) & 1 == 0 {
+            uses[at] |= 1 << (x % 64);
+        }
+    }
+    let mut live_in = uses.clone();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for n in (0..nodes).rev() {
+            let node = pepper_cfg::NodeId::new(n);
+            for w in 0..words {
+                let mut out = 0u64;
+                for &e in a.cfg.succs(node) {
+                    let (_, d) = a.cfg.edge(e);
+                    out |= live_in[d.index() * words + w];
+                }
+                let v = uses[n * words + w] | (out & !defs[n * words + w]);
+                if v != live_in[n * words + w] {
+                    live_in[n * words + w] = v;
+                    changed = true;
+                }
+            }
+        }
+    }
+    Ok(loop_ops
+        .iter()
+        .map(|&op| match a.op_nodes.get(op).copied().flatten() {
+            Some(h) => {
+                let set = &live_in[h.index() * words..][..words];
+                (0..num_locals).map(|x| bit(set, x)).collect()
+            }
+            None => vec![true; num_locals],
+        })
+        .collect())
+}
+
+/// Where an instrumented copy's direct calls go: a callee with copies is called at its
+/// instrumented copy (index, and the arguments after the call's own: the callee's locals'
+/// zeros and loop id 0), so a burst spreads down the calls it makes without a check in
+/// the callee.
+pub(crate) type Redirect<'r> = &'r dyn Fn(u32) -> Option<(u32, Vec<I<'static>>)>;
+
+/// The zeros of a function's locals (not its parameters), which its copies take as
+/// parameters after its own; `None` when it cannot have copies: a local without a default
+/// value, or more locals than a function may take parameters.
+pub fn copy_zeros(num_params: usize, locals: &[wasm_encoder::ValType]) -> Option<Vec<I<'static>>> {
+    if num_params + locals.len() >= MAX_COPY_PARAMS {
+        return None;
+    }
+    locals.iter().map(|&t| zero(t)).collect()
+}
+
 /// A context, for the copies' emission: `None` without contexts.
 type Ctx<'p> = Option<(crate::contexts::ContextEmit<'p>, u32)>;
 
@@ -522,6 +619,7 @@ impl SwitchedFunction<'_, '_> {
         instrumented: crate::emit::EmitKind<'p>,
         clean: impl Fn() -> crate::emit::EmitKind<'q>,
         ctx: impl Fn() -> Ctx<'c>,
+        redirect: Redirect<'_>,
         extra_types: &mut Vec<(Vec<wasm_encoder::ValType>, Vec<wasm_encoder::ValType>)>,
     ) -> Result<
         Option<(
@@ -545,13 +643,12 @@ impl SwitchedFunction<'_, '_> {
             clean(),
             ctx(),
             BodyCopy::Only,
+            None,
         )?;
-        let zeros: Option<Vec<I<'static>>> =
-            only.original_locals.iter().map(|&t| zero(t)).collect();
-        let n = np as usize + only.original_locals.len();
-        let Some(zeros) = zeros.filter(|_| n < MAX_COPY_PARAMS) else {
+        let Some(zeros) = copy_zeros(np as usize, &only.original_locals) else {
             return Ok(None);
         };
+        let n = np as usize + only.original_locals.len();
         let ty_params: Vec<_> = self
             .params
             .iter()
@@ -571,24 +668,43 @@ impl SwitchedFunction<'_, '_> {
         } as u32;
         let (inst_fn, clean_fn) = self.copies;
         let entry = n as u32;
+        let at = crate::emit::memarg(self.mem, self.flag, 2);
         let flag = || {
-            [
-                I::I32Const(0),
-                I::I32Load(crate::emit::memarg(self.mem, self.flag, 2)),
-            ]
+            let mut c = vec![I::I32Const(0), I::I32Load(at)];
+            if self.chaos {
+                // flag = flag * 1103515245 + 12345; bit 16 of it says "instrumented".
+                c = vec![I::I32Const(0), I::I32Const(0), I::I32Load(at)];
+                c.extend([I::I32Const(1103515245), I::I32Mul, I::I32Const(12345), I::I32Add]);
+                c.extend([I::I32Store(at), I::I32Const(0), I::I32Load(at)]);
+                c.extend([I::I32Const(16), I::I32ShrU, I::I32Const(1), I::I32And]);
+            }
+            c
         };
-        // `if flag { return_call to(locals.., id) }`, or `if !flag`.
+        let targets = self.shape.targets(self.placement);
+        let loop_ops: Vec<usize> = targets.iter().map(|&k| self.shape.loops[k].op).collect();
+        let body = &self.facts.bodies[k];
+        let live = live_at_headers(a, body, n, &loop_ops)
+            .map_err(|e| crate::plan::InstrumentError::Encode(e.to_string()))?;
+        let types: Vec<wasm_encoder::ValType> =
+            self.params.iter().chain(&only.original_locals).copied().collect();
+        // `if flag { return_call to(live locals.., id) }` (or `if !flag`): a local the
+        // loop does not read before writing goes over as its zero.
         let switch_to = |to: u32, when_set: bool, id: u32| {
-            let mut c: Vec<I<'static>> = flag().to_vec();
+            let mut c: Vec<I<'static>> = flag();
             if !when_set {
                 c.push(I::I32Eqz);
             }
             c.push(I::If(BlockType::Empty));
-            c.extend((0..n as u32).map(I::LocalGet));
+            let live = &live[id as usize - 1];
+            for (x, &t) in types.iter().enumerate() {
+                c.push(match live[x] {
+                    true => I::LocalGet(x as u32),
+                    false => zero(t).expect("copies have defaultable locals"),
+                });
+            }
             c.extend([I::I32Const(id as i32), I::ReturnCall(to), I::End]);
             c
         };
-        let targets = self.shape.targets(self.placement);
         let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
         // Clean code is entered only at outermost loops: the tests that skip to a loop
         // run each time their construct starts, which for a construct in a loop is every
@@ -601,11 +717,14 @@ impl SwitchedFunction<'_, '_> {
             .collect();
 
         // F: the original code; at entry, the locals' zeros stand for the locals.
-        let mut at_start: Vec<I<'static>> = flag().to_vec();
-        at_start.push(I::If(BlockType::Empty));
-        at_start.extend((0..np).map(I::LocalGet));
-        at_start.extend(zeros);
-        at_start.extend([I::I32Const(0), I::ReturnCall(inst_fn), I::End]);
+        let mut at_start: Vec<I<'static>> = Vec::new();
+        if self.entry_check {
+            at_start = flag();
+            at_start.push(I::If(BlockType::Empty));
+            at_start.extend((0..np).map(I::LocalGet));
+            at_start.extend(zeros);
+            at_start.extend([I::I32Const(0), I::ReturnCall(inst_fn), I::End]);
+        }
         let to_inst = |id| switch_to(inst_fn, true, id);
         let f_how = Splice {
             entry: None,
@@ -629,6 +748,7 @@ impl SwitchedFunction<'_, '_> {
             instrumented,
             ctx(),
             BodyCopy::Entered,
+            Some(redirect),
         )?;
         let r = inst.locals_at.r;
         let to_clean = |id| switch_to(clean_fn, false, id);
@@ -659,6 +779,7 @@ impl SwitchedFunction<'_, '_> {
             clean(),
             ctx(),
             BodyCopy::Entered,
+            None,
         )?;
         let clean_how = Splice {
             entry: Some(entry),

@@ -146,7 +146,11 @@ pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], 
     for flags in [
         vec!["--every", "1"],
         vec!["--every", "1", "--guide", g],
+        // Switchable copies with the flag set all along: the instrumented copies run
+        // every path, entered from the clean code's entry checks.
+        vec!["--every", "1", "--switch", "all", "--switch-always-on"],
         vec![],
+        vec!["--switch", "outer"],
     ] {
         let mut args = extra.to_vec();
         args.extend_from_slice(&flags);
@@ -157,7 +161,7 @@ pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], 
             "pep {flags:?} changed behaviour: {err}"
         );
         assert!(!err.contains("ignored"), "guide was not used: {err}");
-        if !flags.is_empty() {
+        if flags.contains(&"--every") {
             assert_eq!(
                 paths_by_key(&pep),
                 paths_by_key(exact),

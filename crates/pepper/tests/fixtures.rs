@@ -352,3 +352,29 @@ fn obvious_counts_match_exact_across_proc_exit() {
         "entry path + 8 iterations"
     );
 }
+
+/// Switchable instrumentation: with the instrumented copies running only in bursts, a
+/// long call-free loop and a call-heavy loop are sampled in proportion to their path ends
+/// (a burst can start inside the long loop at its header, not only where its function is
+/// entered).
+#[test]
+fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
+    let f = fixture("switch_loops");
+    let (c0, _, err, exact) = run("exact-paths", &f, &[], &[]);
+    assert_eq!(c0, 0, "{err}");
+    let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>() as f64;
+    let share = |p: &Profile| path_executions(p, "spin") as f64 / total(p);
+    let truth = share(&exact);
+    assert!((0.5..0.8).contains(&truth), "the fixture's mix: {truth}");
+    for placement in ["outer", "all"] {
+        let (c, _, err, pep) = run("pep", &f, &["--switch", placement], &[]);
+        assert_eq!(c, 0, "{err}");
+        let s = pep.sampling.as_ref().expect("sampling info");
+        assert!(s.instrumented_path_ends > 0 && s.switched_on_us > 0);
+        let got = share(&pep);
+        assert!(
+            (got - truth).abs() < 0.1,
+            "--switch {placement}: the long loop has {got:.3} of the sampled path ends, {truth:.3} of all"
+        );
+    }
+}

@@ -14,6 +14,7 @@
 mod common;
 use common::paths_by_key;
 use pepper_profile::{Mode, Profile};
+use pepper_wasm::switch::SwitchPlacement;
 use pepper_wasm::{ContextMode, InstrumentOptions, RunOutcome};
 use std::collections::HashMap;
 use wasmtime::{Engine, Extern, Instance, Module, Store, Val, ValType};
@@ -195,10 +196,18 @@ fn run(
     wasm: &[u8],
     funcs: &[String],
     observed_exports: &[(String, wasmparser::ExternalKind, u32)],
+    switch_on: Option<u32>,
 ) -> Result<(Vec<Observed>, Option<Vec<u8>>), String> {
     let module = Module::new(engine, wasm).map_err(|e| format!("{e:?}"))?;
     let mut store = Store::new(engine, ());
     let instance = Instance::new(&mut store, &module, &[]).map_err(|e| format!("{e:?}"))?;
+    if let Some(at) = switch_on {
+        let m = instance
+            .get_memory(&mut store, pepper_wasm::COUNTERS_EXPORT)
+            .expect("counters memory");
+        m.write(&mut store, at as usize, &1u32.to_le_bytes())
+            .map_err(|e| format!("{e:?}"))?;
+    }
     let mut out = Vec::new();
     for name in funcs {
         let fuel = instance
@@ -284,6 +293,37 @@ fn random_modules_behave_identically_and_profile_consistently() {
             },
         ),
         (
+            "pep every 1, switch all, always on",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                pep_every: Some(1),
+                switch: Some(SwitchPlacement::All),
+                ..Default::default()
+            },
+        ),
+        (
+            // Copies change at random checks: entries, every loop header, mid-burst,
+            // inside calls, around traps and exceptions.
+            "pep every 1, switch all, random",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                pep_every: Some(1),
+                switch: Some(SwitchPlacement::All),
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "pep ring, switch loops at random, native contexts",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                contexts: ContextMode::Native,
+                switch: Some(SwitchPlacement::Loops),
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
             "pep ring, native contexts with call log",
             InstrumentOptions {
                 mode: Mode::Pep,
@@ -340,7 +380,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
                 callable
             })
             .collect();
-        let Ok((original, _)) = run(&engine, &wasm, &funcs, &observed) else {
+        let Ok((original, _)) = run(&engine, &wasm, &funcs, &observed, None) else {
             continue; // instantiation traps (an active segment out of bounds)
         };
         checked += 1;
@@ -358,7 +398,12 @@ fn random_modules_behave_identically_and_profile_consistently() {
                     "seed {seed}, {label}: {w}"
                 );
             }
-            let (got, counters) = run(&engine, &inst.wasm, &funcs, &observed)
+            // "always on": the flag is set before any call, so the instrumented copies
+            // run everything.
+            let switch_on = label
+                .ends_with("always on")
+                .then_some(inst.plan.layout.switch_flag);
+            let (got, counters) = run(&engine, &inst.wasm, &funcs, &observed, switch_on)
                 .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
             assert_eq!(got, original, "seed {seed}, {label}: behaviour changed");
             let outcome = RunOutcome {
@@ -382,7 +427,12 @@ fn random_modules_behave_identically_and_profile_consistently() {
         let exact = &profiles["exact-paths"];
         executions += exact.branches.iter().flat_map(|b| &b.counts).sum::<u64>();
         paths += exact.paths.len();
-        for label in ["exact-paths hashed", "pep every 1", "targeted, no guide"] {
+        for label in [
+            "exact-paths hashed",
+            "pep every 1",
+            "pep every 1, switch all, always on",
+            "targeted, no guide",
+        ] {
             assert_eq!(
                 paths_by_key(&profiles[label]),
                 paths_by_key(exact),
