@@ -1643,9 +1643,7 @@ pub(crate) fn emit_instructions<'f>(
                 (O::Call { function_index: f }, Some(r)) => r(*f).map(|c| (c, false)),
                 // Not a self tail call: a `return_call` to a function's own copy is how
                 // it switches (`contexts::site_offsets` tells them apart by that).
-                (O::ReturnCall { function_index: f }, Some(r))
-                    if *f != facts.func_index(k).0 =>
-                {
+                (O::ReturnCall { function_index: f }, Some(r)) if *f != facts.func_index(k).0 => {
                     r(*f).map(|c| (c, true))
                 }
                 _ => None,

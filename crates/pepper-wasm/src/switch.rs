@@ -192,7 +192,19 @@ fn shape(
         match op {
             O::Block { .. } | O::Loop { .. } | O::If { .. } => {
                 let is_if = matches!(op, O::If { .. });
-                let parent = opens.last().expect("the function frame");
+                if opens.is_empty() {
+                    // Malformed nesting (validation would have refused it): nothing enters.
+                    labels_ok = false;
+                    opens.push(Open {
+                        start: usize::MAX,
+                        start_ok: false,
+                        if_op: None,
+                        in_else: false,
+                        link: None,
+                        loop_k: None,
+                    });
+                }
+                let parent = &opens[opens.len() - 1];
                 let child_ok = before == Some(if is_if { 1 } else { 0 });
                 let link = (parent.start_ok && child_ok).then(|| Link {
                     parent: (parent.start != usize::MAX).then_some(parent.start),
@@ -232,13 +244,27 @@ fn shape(
                 });
             }
             O::Else => {
-                let top = opens.last_mut().expect("else inside if");
-                top.start = i;
-                top.start_ok = after == Some(0);
-                top.in_else = true;
+                if let Some(top) = opens.last_mut() {
+                    top.start = i;
+                    top.start_ok = after == Some(0);
+                    top.in_else = true;
+                }
             }
-            O::End => {
+            O::End | O::Delegate { .. } => {
                 opens.pop();
+                labels_ok &= !matches!(op, O::Delegate { .. });
+            }
+            O::TryTable { .. } | O::Try { .. } => {
+                // Not entered (and `splice` does not renumber their labels).
+                labels_ok = false;
+                opens.push(Open {
+                    start: i,
+                    start_ok: false,
+                    if_op: None,
+                    in_else: false,
+                    link: None,
+                    loop_k: None,
+                });
             }
             O::Call { .. }
             | O::CallIndirect { .. }
@@ -252,11 +278,8 @@ fn shape(
                     }
                 }
             }
-            O::TryTable { .. }
-            | O::Try { .. }
-            | O::Catch { .. }
+            O::Catch { .. }
             | O::CatchAll
-            | O::Delegate { .. }
             | O::Rethrow { .. }
             | O::BrOnNull { .. }
             | O::BrOnNonNull { .. }
@@ -546,7 +569,9 @@ pub fn live_at_headers(
         let op = reader.read()?;
         let (x, write) = match op {
             O::LocalGet { local_index } => (local_index as usize, false),
-            O::LocalSet { local_index } | O::LocalTee { local_index } => (local_index as usize, true),
+            O::LocalSet { local_index } | O::LocalTee { local_index } => {
+                (local_index as usize, true)
+            }
             _ => continue,
         };
         let Some(n) = a.op_nodes.get(i).copied().flatten() else {
@@ -670,11 +695,19 @@ impl SwitchedFunction<'_, '_> {
         let entry = n as u32;
         let at = crate::emit::memarg(self.mem, self.flag, 2);
         let flag = || {
-            let mut c = vec![I::I32Const(0), I::I32Load(at)];
+            // An atomic load: the sampler thread writes the flag, and Cranelift would
+            // take a plain load in a loop without stores for the same as the one at the
+            // function's entry (redundant load elimination), so the loop never switched.
+            let mut c = vec![I::I32Const(0), I::I32AtomicLoad(at)];
             if self.chaos {
                 // flag = flag * 1103515245 + 12345; bit 16 of it says "instrumented".
                 c = vec![I::I32Const(0), I::I32Const(0), I::I32Load(at)];
-                c.extend([I::I32Const(1103515245), I::I32Mul, I::I32Const(12345), I::I32Add]);
+                c.extend([
+                    I::I32Const(1103515245),
+                    I::I32Mul,
+                    I::I32Const(12345),
+                    I::I32Add,
+                ]);
                 c.extend([I::I32Store(at), I::I32Const(0), I::I32Load(at)]);
                 c.extend([I::I32Const(16), I::I32ShrU, I::I32Const(1), I::I32And]);
             }
@@ -685,8 +718,12 @@ impl SwitchedFunction<'_, '_> {
         let body = &self.facts.bodies[k];
         let live = live_at_headers(a, body, n, &loop_ops)
             .map_err(|e| crate::plan::InstrumentError::Encode(e.to_string()))?;
-        let types: Vec<wasm_encoder::ValType> =
-            self.params.iter().chain(&only.original_locals).copied().collect();
+        let types: Vec<wasm_encoder::ValType> = self
+            .params
+            .iter()
+            .chain(&only.original_locals)
+            .copied()
+            .collect();
         // `if flag { return_call to(live locals.., id) }` (or `if !flag`): a local the
         // loop does not read before writing goes over as its zero.
         let switch_to = |to: u32, when_set: bool, id: u32| {

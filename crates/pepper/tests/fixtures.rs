@@ -359,7 +359,7 @@ fn obvious_counts_match_exact_across_proc_exit() {
 /// entered).
 #[test]
 fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
-    let f = fixture("switch_loops");
+    let f = fixture("switch_loops.wat");
     let (c0, _, err, exact) = run("exact-paths", &f, &[], &[]);
     assert_eq!(c0, 0, "{err}");
     let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>() as f64;
@@ -373,7 +373,7 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
         assert!(s.instrumented_path_ends > 0 && s.switched_on_us > 0);
         let got = share(&pep);
         assert!(
-            (got - truth).abs() < 0.1,
+            (got - truth).abs() < 0.12,
             "--switch {placement}: the long loop has {got:.3} of the sampled path ends, {truth:.3} of all"
         );
     }

@@ -201,10 +201,9 @@ fn run(
     let module = Module::new(engine, wasm).map_err(|e| format!("{e:?}"))?;
     let mut store = Store::new(engine, ());
     let instance = Instance::new(&mut store, &module, &[]).map_err(|e| format!("{e:?}"))?;
-    if let Some(at) = switch_on {
-        let m = instance
-            .get_memory(&mut store, pepper_wasm::COUNTERS_EXPORT)
-            .expect("counters memory");
+    // (A module without functions is not rewritten and has no counters memory.)
+    let counters = instance.get_memory(&mut store, pepper_wasm::COUNTERS_EXPORT);
+    if let (Some(at), Some(m)) = (switch_on, counters) {
         m.write(&mut store, at as usize, &1u32.to_le_bytes())
             .map_err(|e| format!("{e:?}"))?;
     }
@@ -359,6 +358,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     ];
     let (mut checked, mut compared, mut calls) = (0, 0, 0);
     let (mut executions, mut paths, mut given) = (0, 0, 0);
+    let mut switched = 0;
     for seed in 0..MODULES {
         let Some(wasm) = random_module(seed) else {
             continue;
@@ -444,6 +444,10 @@ fn random_modules_behave_identically_and_profile_consistently() {
                 "seed {seed}: {label} edges differ from exact-paths"
             );
         }
+        // Random switching ran both copies: some path ends counted, not all of them.
+        let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>();
+        let random = total(&profiles["pep every 1, switch all, random"]);
+        switched += (random > 0 && random < total(exact)) as usize;
         // Edge counters count what a trap interrupted too; without traps they must agree.
         if !trapped {
             compared += 1;
@@ -457,7 +461,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     eprintln!(
         "{checked} modules, {calls} calls, {executions} branch executions, {paths} distinct \
          paths; {compared} modules without traps, {given} functions in them with entries \
-         from callers"
+         from callers; {switched} modules ran both switchable copies"
     );
     // The generator must actually exercise the rewriter: most seeds give a module that
     // runs, and a fair share of them run without trapping.
@@ -468,6 +472,10 @@ fn random_modules_behave_identically_and_profile_consistently() {
     assert!(
         compared >= MODULES as usize / 8,
         "only {compared} ran trap-free"
+    );
+    assert!(
+        switched >= MODULES as usize / 8,
+        "random switching ran both copies in only {switched} modules"
     );
 }
 
