@@ -536,10 +536,14 @@ fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_run
         dirs: w.dirs.clone(),
         counters_export: (spec.mode != Mode::None)
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        sampler: spec.sampler.map(|params| pepper_runtime::SamplerConfig {
-            weights: spec.weights,
-            switch: plan.switch.map(|_| plan.layout.switch_flag),
-            ..pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, spec.interval)
+        sampler: spec.sampler.map(|params| {
+            let mut c = pepper_runtime::SamplerConfig {
+                weights: spec.weights,
+                switch: plan.switch.map(|_| plan.layout.switch_flag),
+                ..pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, spec.interval)
+            };
+            c.params = c.burst_params();
+            c
         }),
         epoch: spec.epoch.map(|gp| pepper_runtime::EpochConfig {
             interval: INTERVAL,

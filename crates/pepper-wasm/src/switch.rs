@@ -29,9 +29,10 @@ pub enum SwitchPlacement {
     /// Function entries and the headers of outermost loops (loops in no other loop).
     #[default]
     Outer,
-    /// Function entries and the headers of loops that call or hold other loops; innermost
-    /// call-free loops are left without a check (HotSpot's rule for safepoint polls in
-    /// counted loops): they end, and the check around them runs, soon enough.
+    /// Function entries and the headers of loops that call, hold other loops or are in no
+    /// other loop; only call-free innermost loops inside another loop are left without a
+    /// check (after HotSpot's rule for safepoint polls in counted loops): they end, and the
+    /// check of the loop around them runs, soon enough.
     Loops,
     /// Function entries and every loop header.
     All,
@@ -74,7 +75,7 @@ impl SwitchPlacement {
         match self {
             SwitchPlacement::Entries => false,
             SwitchPlacement::Outer => l.outermost,
-            SwitchPlacement::Loops => l.calls || !l.innermost,
+            SwitchPlacement::Loops => l.calls || !l.innermost || l.outermost,
             SwitchPlacement::All => true,
         }
     }

@@ -366,7 +366,7 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
     let share = |p: &Profile| path_executions(p, "spin") as f64 / total(p);
     let truth = share(&exact);
     assert!((0.5..0.8).contains(&truth), "the fixture's mix: {truth}");
-    for placement in ["outer", "all"] {
+    for placement in ["outer", "loops", "all"] {
         let (c, _, err, pep) = run("pep", &f, &["--switch", placement], &[]);
         assert_eq!(c, 0, "{err}");
         let s = pep.sampling.as_ref().expect("sampling info");
