@@ -295,6 +295,21 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
                 ""
             }
         );
+        if !s.switch.is_empty() {
+            // Switchable instrumentation: how much of the run paid for instrumentation.
+            let share = s.switched_on_us as f64 / 1e3 / p.run.run_ms.max(1e-9);
+            let _ = writeln!(
+                o,
+                "switch ({}): instrumented copies on for {:.1}% of the run ({} ms), {} path ends \
+                 ({:.2}% of the estimated {})",
+                s.switch,
+                100.0 * share.min(1.0),
+                s.switched_on_us / 1000,
+                s.instrumented_path_ends,
+                100.0 * s.instrumented_path_ends as f64 / (s.path_ends.max(1)) as f64,
+                s.path_ends
+            );
+        }
         if s.lost > 0 {
             let _ = writeln!(
                 o,

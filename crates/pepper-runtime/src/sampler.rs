@@ -918,6 +918,15 @@ mod tests {
     use crate::worker::Worker;
     use std::collections::HashMap;
 
+    /// One simulated guest at a time: each needs two cores (the guest and the sampler),
+    /// and two at once on a 2-core machine deschedule both.
+    fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        ONE_AT_A_TIME
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// One phase of a simulated guest: paths with word `word`, each taking `per_path`
     /// (zero: as fast as the loop runs), for `length`; `None`: idle (a host call), no path
     /// ends at all.
@@ -931,12 +940,7 @@ mod tests {
     /// Runs a guest that repeats `phases` for 300 ms against the sampler, and returns the
     /// true executions of each word and the sampler's estimates.
     fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
-        // One simulation at a time: each needs two cores (the guest and the sampler), and
-        // two at once on a 2-core machine deschedule both.
-        static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-        let _turn = ONE_AT_A_TIME
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _turn = one_at_a_time();
         const ENTRIES: u32 = 4096;
         // Head at byte 0, the ring from byte 64.
         let mem: Vec<AtomicU64> = (0..8 + ENTRIES as usize)
@@ -991,6 +995,75 @@ mod tests {
         let total: f64 = est.values().sum();
         assert!((total / h as f64 - 1.0).abs() < 0.01, "{total} vs {h}");
         (truth, est)
+    }
+
+    /// Switch: a guest that completes paths (two kinds, 300 µs each in turn) all along but
+    /// writes them to the ring only while the flag is set, as the instrumented copies do.
+    /// The sampler sets the flag for each burst only, leaves it clear, and its estimates
+    /// (rate times time, with nothing counted outside bursts) keep the two kinds' shares.
+    #[test]
+    fn switched_bursts_set_the_flag_only_for_the_burst() {
+        let _turn = one_at_a_time();
+        const ENTRIES: u32 = 4096;
+        const FLAG: u32 = 8;
+        let mem: Vec<AtomicU64> = (0..8 + ENTRIES as usize)
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        let view = MemView {
+            ptr: mem.as_ptr() as usize,
+            len: mem.len() * 8,
+        };
+        let mut cfg = SamplerConfig::new(
+            (0, 64, ENTRIES),
+            PepParams::default(),
+            Duration::from_millis(1),
+        );
+        cfg.switch = Some(FLAG);
+        cfg.params = cfg.burst_params();
+        let in_host = Arc::new(AtomicBool::new(false));
+        let sampler = Worker::spawn("test-sampler", move |stop| {
+            sample_loop(view, &cfg, stop, &in_host, None)
+        });
+        // SAFETY: words of `mem`, aligned and alive for the whole test; every access is
+        // atomic (the sampler's too).
+        let (head, flag) = unsafe {
+            (
+                AtomicU32::from_ptr(mem.as_ptr() as *mut u32),
+                AtomicU32::from_ptr((mem.as_ptr() as usize + FLAG as usize) as *mut u32),
+            )
+        };
+        let (mut h, mut all, mut on) = (0u32, [0f64; 2], Duration::ZERO);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(300) {
+            let kind = (start.elapsed().as_micros() / 300 % 2) as usize;
+            let t = Instant::now();
+            for _ in 0..16 {
+                all[kind] += 1.0;
+                if flag.load(Ordering::Acquire) != 0 {
+                    mem[8 + (h % ENTRIES) as usize].store(kind as u64 + 1, Ordering::Relaxed);
+                    h = h.wrapping_add(1);
+                    head.store(h, Ordering::Release);
+                }
+            }
+            if flag.load(Ordering::Acquire) != 0 {
+                on += t.elapsed();
+            }
+        }
+        let res = sampler.finish().expect("the sampler finishes");
+        assert_eq!(flag.load(Ordering::Acquire), 0, "the flag is left clear");
+        assert_eq!(res.instrumented_ends, h as u64);
+        assert!(res.taken > 0 && res.switched_on > Duration::ZERO);
+        assert!(
+            on < Duration::from_millis(150),
+            "instrumented half the time: {on:?}"
+        );
+        let est: HashMap<u64, f64> = res.words.iter().map(|&(w, c)| (w, c as f64)).collect();
+        let truth = all[0] / (all[0] + all[1]);
+        let got = share(&est, 1);
+        assert!(
+            (got - truth).abs() < 0.15,
+            "share {got:.3}, truly {truth:.3}"
+        );
     }
 
     fn share(of: &HashMap<u64, f64>, word: u64) -> f64 {

@@ -260,7 +260,7 @@ fn switch_offsets(
     let mut reader = body.get_operators_reader()?;
     let mut out = std::collections::HashSet::new();
     while !reader.eof() {
-        let offset = reader.original_position() as u64;
+        let offset = reader.original_position();
         if let wasmparser::Operator::ReturnCall { function_index } = reader.read()? {
             if copy_of.get(&function_index) == Some(&func) {
                 out.insert(offset);

@@ -90,12 +90,15 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "rate")]
     burst_weights: BurstWeightsArg,
     /// PEP: switchable instrumentation. Every function keeps a clean copy next to its
-    /// instrumented one; the clean code checks a flag where this says (`entries`:
-    /// function entries; `outer`: entries and outermost loop headers; `loops`: entries
-    /// and the headers of loops that call or hold loops; `all`: entries and every loop
-    /// header) and moves into the instrumented
-    /// copy while the sampler has it set, for each tick's burst. `off`: the
-    /// instrumented code always runs.
+    /// instrumented one; the clean code checks a flag where this says (`entries`: every
+    /// function entry; `outer`: outermost loop headers, and entries of functions called
+    /// from outside the module or through tables; `loops`: as `outer`, and the headers of
+    /// loops that call or hold loops; `all`: every entry and every loop header) and moves
+    /// into the instrumented copy while the sampler has it set, for each tick's burst (each burst then takes
+    /// every path end of its SAMPLES × STRIDE span). `off`: the instrumented code always
+    /// runs. Measured (bench/results/switch.md): `outer` +9.0% against PEP's +21.5%, at
+    /// 97.4% path accuracy and 86.8% absolute edge overlap (PEP: 99.6%, 96.9%); `loops`
+    /// +18.5% at 99.3% and 91.2%. Calling contexts then come without path windows.
     #[arg(long, value_enum, default_value = "off")]
     switch: SwitchArg,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
