@@ -372,8 +372,10 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
         let s = pep.sampling.as_ref().expect("sampling info");
         assert!(s.instrumented_path_ends > 0 && s.switched_on_us > 0);
         let got = share(&pep);
+        // Loose: a run is ~200 ticks and shares the machine with the other tests; a
+        // loop that bursts cannot enter shows up as ~0 (as with checks at entries only).
         assert!(
-            (got - truth).abs() < 0.12,
+            (got - truth).abs() < 0.2,
             "--switch {placement}: the long loop has {got:.3} of the sampled path ends, {truth:.3} of all"
         );
     }

@@ -105,6 +105,10 @@ pub struct Args {
     /// through the instrumented copies, so `--every 1` counts what exact-paths counts).
     #[arg(long, hide = true)]
     switch_always_on: bool,
+    /// With --switch, for tests: every check steps a pseudo-random generator in the flag
+    /// word and switches on one of its bits (copies change at random checks).
+    #[arg(long, hide = true)]
+    switch_chaos: bool,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
@@ -266,6 +270,7 @@ pub fn run(a: Args) -> Result<i32> {
         loop_counts: !a.no_loop_counts,
         pep_every: a.every,
         switch: a.switch.placement(),
+        switch_chaos: a.switch_chaos,
         guide: guide.clone(),
         cold_threshold: a.guided.cold_threshold,
         loop_threshold: a.guided.loop_threshold,
@@ -316,7 +321,7 @@ pub fn run(a: Args) -> Result<i32> {
         )
         .map(|mut s| {
             s.weights = a.burst_weights.into();
-            if a.switch_always_on {
+            if a.switch_always_on || a.switch_chaos {
                 s.switch = None;
             }
             s
