@@ -541,12 +541,15 @@ fn zero(t: wasm_encoder::ValType) -> Option<I<'static>> {
     })
 }
 
-fn positions<'e>(e: &'e crate::plan::Emitted<'_>) -> Positions<'e> {
-    Positions {
+/// One emitted copy with the switch's code spliced in, encoded.
+fn spliced(e: crate::plan::Emitted<'_>, shape: &Shape, how: &Splice<'_>) -> wasm_encoder::Function {
+    let pos = Positions {
         pre_at: &e.pre_at,
         op_at: &e.op_at,
         start: e.start,
-    }
+    };
+    let out = splice(e.out, &pos, shape, how);
+    crate::plan::encode(e.locals, &out, &[]).0
 }
 
 /// Which locals (parameters included) each of `loop_ops`' headers may read before writing
@@ -656,7 +659,7 @@ impl SwitchedFunction<'_, '_> {
         )>,
         crate::plan::InstrumentError,
     > {
-        use crate::plan::{emit_instructions, encode, BodyCopy};
+        use crate::plan::{emit_instructions, BodyCopy};
         let np = self.params.len() as u32;
         let (facts, k, a, wrapper, mem) = (self.facts, self.k, self.a, self.wrapper, self.mem);
         let only = emit_instructions(
@@ -771,8 +774,7 @@ impl SwitchedFunction<'_, '_> {
             at_start,
             check: &to_inst,
         };
-        let out = splice(only.out.clone(), &positions(&only), self.shape, &f_how);
-        let f = encode(only.locals.clone(), &out, &[]).0;
+        let f = spliced(only, self.shape, &f_how);
 
         // F_inst: entered at a loop, the path so far is nobody's (0, which the sampler
         // drops) until the loop's header starts one.
@@ -803,8 +805,7 @@ impl SwitchedFunction<'_, '_> {
             ],
             check: &to_clean,
         };
-        let out = splice(inst.out.clone(), &positions(&inst), self.shape, &inst_how);
-        let inst_f = encode(inst.locals.clone(), &out, &[]).0;
+        let inst_f = spliced(inst, self.shape, &inst_how);
 
         // F_clean: the clean code again, enterable at a loop.
         let again = emit_instructions(
@@ -826,13 +827,7 @@ impl SwitchedFunction<'_, '_> {
             at_start: Vec::new(),
             check: &to_inst,
         };
-        let out = splice(
-            again.out.clone(),
-            &positions(&again),
-            self.shape,
-            &clean_how,
-        );
-        let clean_f = encode(again.locals.clone(), &out, &[]).0;
+        let clean_f = spliced(again, self.shape, &clean_how);
         Ok(Some((f, inst_f, clean_f, ty)))
     }
 }
