@@ -1248,8 +1248,13 @@ fn build(
             }
         }
     }
+    // Not to functions that tables reach: their entry counters (contexts) are in `F`,
+    // which checks the flag at entry anyway.
     let redirect = |f: u32| {
         let k = f.checked_sub(facts.num_imported_funcs)? as usize;
+        if facts.address_taken.contains(&f) {
+            return None;
+        }
         switchable.get(k)?.clone()
     };
     let entry_counter: std::collections::HashMap<u32, u32> =
