@@ -640,6 +640,32 @@ pub fn copy_zeros(num_params: usize, locals: &[wasm_encoder::ValType]) -> Option
 type Ctx<'p> = Option<(crate::contexts::ContextEmit<'p>, u32)>;
 
 impl SwitchedFunction<'_, '_> {
+    /// One of the function's bodies, emitted for `kind`.
+    fn body<'f>(
+        &self,
+        kind: crate::emit::EmitKind<'_>,
+        ctx: Ctx<'_>,
+        copy: crate::plan::BodyCopy,
+        redirect: Option<Redirect<'_>>,
+    ) -> Result<crate::plan::Emitted<'f>, crate::plan::InstrumentError>
+    where
+        Self: 'f,
+    {
+        let np = self.params.len() as u32;
+        crate::plan::emit_instructions(
+            self.facts,
+            self.k,
+            self.a,
+            np,
+            self.wrapper,
+            self.mem,
+            kind,
+            ctx,
+            copy,
+            redirect,
+        )
+    }
+
     /// Emits `F` (clean, with checks), `F_inst` and `F_clean`, and returns them with the
     /// copies' type (an index into `extra_types`, added when new); `None` when the
     /// function cannot have copies (a local without a default value, too many locals).
@@ -659,21 +685,10 @@ impl SwitchedFunction<'_, '_> {
         )>,
         crate::plan::InstrumentError,
     > {
-        use crate::plan::{emit_instructions, BodyCopy};
+        use crate::plan::BodyCopy;
         let np = self.params.len() as u32;
-        let (facts, k, a, wrapper, mem) = (self.facts, self.k, self.a, self.wrapper, self.mem);
-        let only = emit_instructions(
-            facts,
-            k,
-            a,
-            np,
-            wrapper,
-            mem,
-            clean(),
-            ctx(),
-            BodyCopy::Only,
-            None,
-        )?;
+        let (k, a) = (self.k, self.a);
+        let only = self.body(clean(), ctx(), BodyCopy::Only, None)?;
         let Some(zeros) = copy_zeros(np as usize, &only.original_locals) else {
             return Ok(None);
         };
@@ -778,18 +793,7 @@ impl SwitchedFunction<'_, '_> {
 
         // F_inst: entered at a loop, the path so far is nobody's (0, which the sampler
         // drops) until the loop's header starts one.
-        let inst = emit_instructions(
-            facts,
-            k,
-            a,
-            np,
-            wrapper,
-            mem,
-            instrumented,
-            ctx(),
-            BodyCopy::Entered,
-            Some(redirect),
-        )?;
+        let inst = self.body(instrumented, ctx(), BodyCopy::Entered, Some(redirect))?;
         let r = inst.locals_at.r;
         let to_clean = |id| switch_to(clean_fn, false, id);
         let inst_how = Splice {
@@ -808,18 +812,7 @@ impl SwitchedFunction<'_, '_> {
         let inst_f = spliced(inst, self.shape, &inst_how);
 
         // F_clean: the clean code again, enterable at a loop.
-        let again = emit_instructions(
-            facts,
-            k,
-            a,
-            np,
-            wrapper,
-            mem,
-            clean(),
-            ctx(),
-            BodyCopy::Entered,
-            None,
-        )?;
+        let again = self.body(clean(), ctx(), BodyCopy::Entered, None)?;
         let clean_how = Splice {
             entry: Some(entry),
             checks: ids,
