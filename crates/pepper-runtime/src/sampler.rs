@@ -937,12 +937,12 @@ mod tests {
         length: Duration,
     }
 
-    /// Runs a guest that repeats `phases` for 300 ms against the sampler, and returns the
-    /// true executions of each word and the sampler's estimates.
-    fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
-        let _turn = one_at_a_time();
-        const ENTRIES: u32 = 4096;
-        // Head at byte 0, the ring from byte 64.
+    /// Ring entries of the simulated guests.
+    const ENTRIES: u32 = 4096;
+
+    /// A simulated guest's profiler memory (head at byte 0, the ring from byte 64), a view
+    /// of it for the sampler, and PEP's default sampler config for it, bursts every 1 ms.
+    fn simulated_memory() -> (Vec<AtomicU64>, MemView, SamplerConfig) {
         let mem: Vec<AtomicU64> = (0..8 + ENTRIES as usize)
             .map(|_| AtomicU64::new(0))
             .collect();
@@ -950,11 +950,19 @@ mod tests {
             ptr: mem.as_ptr() as usize,
             len: mem.len() * 8,
         };
-        let mut cfg = SamplerConfig::new(
+        let cfg = SamplerConfig::new(
             (0, 64, ENTRIES),
             PepParams::default(),
             Duration::from_millis(1),
         );
+        (mem, view, cfg)
+    }
+
+    /// Runs a guest that repeats `phases` for 300 ms against the sampler, and returns the
+    /// true executions of each word and the sampler's estimates.
+    fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
+        let _turn = one_at_a_time();
+        let (mem, view, mut cfg) = simulated_memory();
         cfg.weights = weights;
         let in_host = Arc::new(AtomicBool::new(false));
         let sampler = Worker::spawn("test-sampler", move |stop| {
@@ -1004,20 +1012,8 @@ mod tests {
     #[test]
     fn switched_bursts_set_the_flag_only_for_the_burst() {
         let _turn = one_at_a_time();
-        const ENTRIES: u32 = 4096;
         const FLAG: u32 = 8;
-        let mem: Vec<AtomicU64> = (0..8 + ENTRIES as usize)
-            .map(|_| AtomicU64::new(0))
-            .collect();
-        let view = MemView {
-            ptr: mem.as_ptr() as usize,
-            len: mem.len() * 8,
-        };
-        let mut cfg = SamplerConfig::new(
-            (0, 64, ENTRIES),
-            PepParams::default(),
-            Duration::from_millis(1),
-        );
+        let (mem, view, mut cfg) = simulated_memory();
         cfg.switch = Some(FLAG);
         cfg.params = cfg.burst_params();
         let in_host = Arc::new(AtomicBool::new(false));
