@@ -10,7 +10,7 @@
 use crate::{
     geomean_pct, machine, mean_worst_pct, median, medians, paired_ratio, pct, selected, Args,
 };
-use anyhow::{Context, Result};
+use anyhow::Result;
 use pepper_profile::context_accuracy::compare_contexts;
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
 use pepper_wasm::ContextMode;
@@ -273,8 +273,11 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             )?;
             let prepared = pepper_runtime::Prepared::new(
                 &inst.wasm,
-                cache.as_ref(),
-                spec.guest_profiler.is_some(),
+                &pepper_runtime::EngineOptions {
+                    cache_dir: cache.clone(),
+                    epoch_interruption: spec.guest_profiler.is_some(),
+                    branch_hints: false,
+                },
             )?;
             variants.push(Variant {
                 spec: spec.clone(),
@@ -420,15 +423,5 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         machine(),
         crate::reproduce(args, " --contexts"),
     );
-    let out = args.output.clone().unwrap_or_else(|| {
-        if args.quick {
-            std::env::temp_dir().join("pepper-bench-contexts-quick.md")
-        } else {
-            root.join("bench/results/contexts.md")
-        }
-    });
-    std::fs::write(&out, &doc).with_context(|| format!("writing {}", out.display()))?;
-    println!("{doc}");
-    eprintln!("bench: wrote {}", out.display());
-    Ok(())
+    crate::write_results(args, root, "contexts", &doc)
 }

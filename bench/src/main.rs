@@ -11,8 +11,10 @@
 //!   cargo run --release -p pepper-bench                 # full run, writes bench/results/bench.md
 //!   cargo run --release -p pepper-bench -- --quick      # CI smoke: small inputs, 1 round
 //!   cargo run --release -p pepper-bench -- --contexts   # calling contexts: bench/results/contexts.md
+//!   cargo run --release -p pepper-bench -- --hints      # branch hints' speedup: bench/results/hints.md
 
 mod contexts;
+mod hints;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -55,6 +57,9 @@ struct Args {
     /// Measure calling-context profiling instead (writes bench/results/contexts.md).
     #[arg(long)]
     contexts: bool,
+    /// Measure what branch hints from a profile do instead (writes bench/results/hints.md).
+    #[arg(long)]
+    hints: bool,
 }
 
 struct Workload {
@@ -583,6 +588,9 @@ fn main() -> Result<()> {
     if args.contexts {
         return contexts::main(&args, &root);
     }
+    if args.hints {
+        return hints::main(&args, &root);
+    }
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
     let specs: Vec<Spec> = specs()
@@ -657,8 +665,14 @@ fn main() -> Result<()> {
                 .iter()
                 .filter(|f| matches!(f.counting, pepper_wasm::Counting::Hash { .. }))
                 .count();
-            let prepared =
-                pepper_runtime::Prepared::new(&inst.wasm, cache.as_ref(), spec.epoch.is_some())?;
+            let prepared = pepper_runtime::Prepared::new(
+                &inst.wasm,
+                &pepper_runtime::EngineOptions {
+                    cache_dir: cache.clone(),
+                    epoch_interruption: spec.epoch.is_some(),
+                    branch_hints: false,
+                },
+            )?;
             eprintln!(
                 "bench: {} {}: rewritten in {rewrite_ms:.0} ms, compiled in {:.0} ms",
                 w.name,
@@ -925,14 +939,20 @@ fn main() -> Result<()> {
         PEP_INTERVAL.as_micros(),
         reproduce(&args, ""),
     );
-    let out = args.output.unwrap_or_else(|| {
+    write_results(&args, &root, "bench", &doc)
+}
+
+/// Writes a results table to `--output`, or `bench/results/NAME.md` (a temporary file with
+/// `--quick`, whose numbers mean nothing), and prints it.
+fn write_results(args: &Args, root: &Path, name: &str, doc: &str) -> Result<()> {
+    let out = args.output.clone().unwrap_or_else(|| {
         if args.quick {
-            std::env::temp_dir().join("pepper-bench-quick.md")
+            std::env::temp_dir().join(format!("pepper-bench-{name}-quick.md"))
         } else {
-            root.join("bench/results/bench.md")
+            root.join(format!("bench/results/{name}.md"))
         }
     });
-    std::fs::write(&out, &doc).with_context(|| format!("writing {}", out.display()))?;
+    std::fs::write(&out, doc).with_context(|| format!("writing {}", out.display()))?;
     println!("{doc}");
     eprintln!("bench: wrote {}", out.display());
     Ok(())

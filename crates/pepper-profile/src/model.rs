@@ -18,6 +18,10 @@ pub enum Mode {
     /// TPP: exact counts of the hot paths a guide edge profile predicts; paths through edges
     /// the guide calls cold are counted together, per function, as cold executions.
     Targeted,
+    /// Ephemeral instrumentation: each function's instrumented copy records its branches
+    /// for a few executions per epoch; the branch counts are estimates from those biases
+    /// and exact function entry counts (`Branch::recorded` says what they rest on).
+    Ephemeral,
 }
 
 impl Mode {
@@ -28,12 +32,17 @@ impl Mode {
             Mode::None => "none",
             Mode::Pep => "pep",
             Mode::Targeted => "targeted",
+            Mode::Ephemeral => "ephemeral",
         }
     }
 
-    /// Whether the mode keeps a Ball-Larus path register.
+    /// Whether the mode keeps a Ball-Larus path register (ephemeral mode counts paths in
+    /// its instrumented copies, but its profile keeps only the branches they give).
     pub fn paths(self) -> bool {
-        matches!(self, Mode::ExactPaths | Mode::Pep | Mode::Targeted)
+        matches!(
+            self,
+            Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral
+        )
     }
 }
 
@@ -133,6 +142,13 @@ pub struct Branch {
     pub counts: Vec<u64>,
     /// `file:line` from DWARF, when the module has it.
     pub location: Option<String>,
+    /// Ephemeral mode: the outcomes the instrumented copies recorded (the sample that
+    /// `counts` are estimated from), and the 95% margin of the bias (the majority
+    /// outcome's share) that sample gives, in share points (Wilson score interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bias_margin: Option<f64>,
 }
 
 impl Branch {

@@ -9,10 +9,12 @@
 //! thread while the guest runs, and `native`, which interrupts the guest thread with a
 //! signal and copies its frame-pointer chain.
 
+mod epochs;
 mod native;
 mod sampler;
 mod worker;
 
+pub use epochs::EphemeralConfig;
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use sampler::{BurstWeights, SamplerConfig, SamplerResult, StackConfig};
 
@@ -53,6 +55,33 @@ pub struct RunConfig {
     /// Switchable instrumentation: set the flag at this address of the counters memory
     /// before the guest starts, and leave it set (the instrumented copies run all along).
     pub switch_on: Option<u32>,
+    /// Compile with wasmtime's branch hinting on: the module's `metadata.code.branch_hint`
+    /// section marks the unlikely side of hinted branches cold in Cranelift.
+    pub branch_hints: bool,
+    /// Ephemeral instrumentation: re-arm the functions' budgets every epoch.
+    pub ephemeral: Option<EphemeralConfig>,
+}
+
+/// How the engine is built (what `Prepared` needs before it compiles).
+#[derive(Clone, Debug, Default)]
+pub struct EngineOptions {
+    /// wasmtime's compilation cache directory; `None` disables caching.
+    pub cache_dir: Option<PathBuf>,
+    /// Epoch interruption (an embedder's timeouts and preemption, wasmtime's guest
+    /// profiler).
+    pub epoch_interruption: bool,
+    /// Branch hinting (`Config::wasm_branch_hinting`).
+    pub branch_hints: bool,
+}
+
+impl RunConfig {
+    pub fn engine_options(&self) -> EngineOptions {
+        EngineOptions {
+            cache_dir: self.cache_dir.clone(),
+            epoch_interruption: self.epoch.is_some(),
+            branch_hints: self.branch_hints,
+        }
+    }
 }
 
 /// Epoch ticking for a run.
@@ -82,6 +111,8 @@ pub struct RunResult {
     pub counters: Option<Vec<u8>>,
     /// PEP: what the sampler thread collected.
     pub samples: Option<SamplerResult>,
+    /// Ephemeral instrumentation: how many epochs armed the budgets.
+    pub epochs: u64,
 }
 
 impl RunResult {
@@ -109,10 +140,11 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// A wasmtime engine with the proposals real toolchains emit (multi-memory is what pepper's
 /// counters memory needs; exceptions are what yosys needs), optionally with epoch
-/// interruption (an embedder's timeouts and preemption, or wasmtime's guest profiler).
-pub fn engine(cache_dir: Option<&PathBuf>, epoch_interruption: bool) -> Result<Engine> {
+/// interruption and branch hinting.
+pub fn engine(opts: &EngineOptions) -> Result<Engine> {
     let mut config = Config::new();
-    config.epoch_interruption(epoch_interruption);
+    config.epoch_interruption(opts.epoch_interruption);
+    config.wasm_branch_hinting(opts.branch_hints);
     config.wasm_multi_memory(true);
     config.wasm_exceptions(true);
     config.wasm_tail_call(true);
@@ -127,7 +159,7 @@ pub fn engine(cache_dir: Option<&PathBuf>, epoch_interruption: bool) -> Result<E
         }
         _ => {}
     }
-    if let Some(dir) = cache_dir {
+    if let Some(dir) = &opts.cache_dir {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("creating cache directory {}", dir.display()))?;
         let dir = std::fs::canonicalize(dir)?;
@@ -140,7 +172,7 @@ pub fn engine(cache_dir: Option<&PathBuf>, epoch_interruption: bool) -> Result<E
 
 /// Compiles and runs `wasm` (already instrumented, or not) as a WASI command.
 pub fn run(wasm: &[u8], cfg: &RunConfig) -> Result<RunResult> {
-    Prepared::new(wasm, cfg.cache_dir.as_ref(), cfg.epoch.is_some())?.run(cfg)
+    Prepared::new(wasm, &cfg.engine_options())?.run(cfg)
 }
 
 /// A compiled module, ready to run any number of times (benchmarks time runs apart from
@@ -156,12 +188,8 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    pub fn new(
-        wasm: &[u8],
-        cache_dir: Option<&PathBuf>,
-        epoch_interruption: bool,
-    ) -> Result<Prepared> {
-        let engine = engine(cache_dir, epoch_interruption)?;
+    pub fn new(wasm: &[u8], opts: &EngineOptions) -> Result<Prepared> {
+        let engine = engine(opts)?;
         let t0 = Instant::now();
         let module = Module::new(&engine, wasm)
             .map_err(anyhow::Error::from)
@@ -237,6 +265,7 @@ impl Prepared {
 
         let t1 = Instant::now();
         let mut samples = None;
+        let mut epochs = 0;
         let instance = linker.instantiate(&mut store, module);
         let (outcome, instance) = match instance {
             Ok(instance) => {
@@ -254,6 +283,20 @@ impl Prepared {
                         .map_err(anyhow::Error::from)?;
                 }
                 let setup = Instant::now();
+                let armer = match &cfg.ephemeral {
+                    Some(e) => {
+                        let mem = cfg
+                            .counters_export
+                            .as_ref()
+                            .and_then(|name| instance.get_memory(&mut store, name))
+                            .context("ephemeral: the module has no counters memory")?;
+                        Some(epochs::Armer::start(
+                            sampler::MemView::of(Some(&mem), &store),
+                            e.clone(),
+                        ))
+                    }
+                    None => None,
+                };
                 let sampler = match &cfg.sampler {
                     Some(sc) => {
                         let mem = cfg
@@ -325,6 +368,7 @@ impl Prepared {
                 drop(ticker);
                 let finish = Instant::now();
                 samples = sampler.map(sampler::Sampler::finish);
+                epochs = armer.map_or(0, epochs::Armer::finish);
                 profiler_finish = finish.elapsed();
                 (outcome, Some(instance))
             }
@@ -359,6 +403,7 @@ impl Prepared {
             profiler_finish,
             counters,
             samples,
+            epochs,
         })
     }
 }

@@ -302,12 +302,22 @@ pub struct SamplerResult {
 
 /// A raw view of the profiler memory that may be read from another thread.
 #[derive(Copy, Clone)]
-struct MemView {
+pub(crate) struct MemView {
     ptr: usize,
     len: usize,
 }
 
 impl MemView {
+    /// A view of `memory`, which must stay alive and unmoved while the view is used
+    /// (pepper's memory is never grown; the runtime joins its threads before the store
+    /// goes away).
+    pub(crate) fn of(memory: Option<&wasmtime::Memory>, store: impl wasmtime::AsContext) -> Self {
+        memory.map_or(MemView { ptr: 0, len: 0 }, |m| MemView {
+            ptr: m.data_ptr(&store) as usize,
+            len: m.data_size(&store),
+        })
+    }
+
     fn u32_at(&self, addr: u32) -> u32 {
         let a = addr as usize;
         assert!(a + 4 <= self.len && a.is_multiple_of(4));
@@ -332,7 +342,7 @@ impl MemView {
     }
 
     /// Stores a u32 the guest reads (the switch flag).
-    fn set_u32(&self, addr: u32, value: u32) {
+    pub(crate) fn set_u32(&self, addr: u32, value: u32) {
         let a = addr as usize;
         assert!(a + 4 <= self.len && a.is_multiple_of(4));
         // SAFETY: as for `u32_at`; the guest only reads this word.
@@ -368,10 +378,7 @@ impl Sampler {
         in_host: Arc<AtomicBool>,
         native: Option<Native>,
     ) -> Sampler {
-        let mem = memory.map_or(MemView { ptr: 0, len: 0 }, |m| MemView {
-            ptr: m.data_ptr(&store) as usize,
-            len: m.data_size(&store),
-        });
+        let mem = MemView::of(memory, store);
         if let (Some((sampler, _)), Some(sc), true) = (&native, &cfg.stacks, mem.len > 0) {
             let path_words = sc
                 .path_windows

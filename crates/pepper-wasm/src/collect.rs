@@ -175,6 +175,8 @@ impl Plan {
                     outcomes: s.outcomes.clone(),
                     counts,
                     location: location(s.offset),
+                    recorded: None,
+                    bias_margin: None,
                 });
             }
         }
@@ -325,6 +327,9 @@ impl Plan {
             for (b, c) in profile.branches.iter_mut().zip(derived) {
                 b.counts = c;
             }
+        }
+        if self.mode == Mode::Ephemeral {
+            crate::ephemeral::estimate(self, mem, &mut profile);
         }
         profile
     }

@@ -12,6 +12,8 @@ pub mod contexts;
 pub mod dwarf;
 pub mod emit;
 pub mod entries;
+mod ephemeral;
+pub mod hints;
 pub mod module;
 pub mod path_calls;
 pub mod plan;

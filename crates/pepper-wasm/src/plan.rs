@@ -688,7 +688,10 @@ pub struct MemoryLayout {
     /// Exact contexts: the context table (same entry layout as the path hash table).
     pub cct: HashTable,
     /// Switch: u32 flag, non-zero while instrumented copies should run (0 without one).
+    /// Ephemeral: the first of one i32 budget per defined function.
     pub switch_flag: u32,
+    /// Ephemeral: one u64 entry counter per defined function.
+    pub entry_counts: u32,
     pub size: u64,
 }
 
@@ -742,6 +745,11 @@ pub struct Plan {
     /// Where clean code checks the switch flag, when functions have switchable copies.
     pub switch: Option<crate::switch::SwitchPlacement>,
     pub warnings: Vec<String>,
+    /// Custom sections (or parts of them) the instrumented module leaves out because they
+    /// locate code by offset and rewriting moved it: DWARF, branch hints of rewritten
+    /// functions, source maps. Not a warning: the original module keeps them, and pepper
+    /// reads DWARF from the original.
+    pub dropped_sections: Vec<String>,
 }
 
 pub struct Instrumented {
@@ -849,9 +857,14 @@ fn build(
         l => 1 << l.min(16),
     };
     let contexts = opts.contexts;
-    let switch = opts
-        .switch
-        .filter(|_| mode == Mode::Pep && !contexts.shadow() && opts.call_log_log2.is_none());
+    // Ephemeral instrumentation is the switch with a budget per function: checks at entry
+    // and outermost loops (the cheapest placement that still reaches long loops).
+    let ephemeral = mode == Mode::Ephemeral;
+    let switch = match ephemeral {
+        true => Some(crate::switch::SwitchPlacement::Outer),
+        false => opts.switch.filter(|_| mode == Mode::Pep),
+    }
+    .filter(|_| !contexts.shadow() && opts.call_log_log2.is_none());
     let path_windows = opts.path_windows
         && switch.is_none()
         && mode == Mode::Pep
@@ -1093,7 +1106,7 @@ fn build(
                 continue;
             };
             let entries: Option<Vec<u8>> = match mode {
-                Mode::ExactPaths | Mode::Pep | Mode::Targeted => {
+                Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral => {
                     fp.numbered.as_ref().and_then(|nd| {
                         let (poison, scale) = (fp.poison, fp.counting.scale());
                         let code = arm_code(nd, &a.edges, arms, *bare, poison, scale);
@@ -1172,7 +1185,10 @@ fn build(
         layout.call_log_entries = 1 << log2.clamp(8, 20);
         layout.call_log_base = bump.alloc(4 * layout.call_log_entries as u64);
     }
-    if switch.is_some() {
+    if ephemeral {
+        layout.switch_flag = bump.alloc(4 * functions.len() as u64);
+        layout.entry_counts = bump.alloc(8 * functions.len() as u64);
+    } else if switch.is_some() {
         layout.switch_flag = bump.alloc(8);
     }
     if contexts == ContextMode::Exact {
@@ -1198,6 +1214,7 @@ fn build(
         path_windows,
         switch,
         warnings,
+        dropped_sections: Vec::new(),
     };
     let context_code = contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (mode == Mode::None && !context_code) || facts.bodies.is_empty() {
@@ -1287,7 +1304,7 @@ fn build(
             }
         };
         let kind = || match mode {
-            Mode::ExactPaths | Mode::Pep | Mode::Targeted => EmitKind::Paths {
+            Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral => EmitKind::Paths {
                 numbered: fp
                     .numbered
                     .as_ref()
@@ -1344,15 +1361,20 @@ fn build(
                 a,
                 wrapper,
                 mem,
-                flag: plan.layout.switch_flag,
+                flag: match ephemeral {
+                    true => plan.layout.switch_flag + 4 * k as u32,
+                    false => plan.layout.switch_flag,
+                },
+                budget: ephemeral.then(|| plan.layout.entry_counts + 8 * k as u32),
                 params: &params,
                 results: &results,
                 shape: &shapes[k],
                 placement,
                 chaos: opts.switch_chaos,
-                entry_check: placement.entry_check(
-                    facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
-                ),
+                entry_check: ephemeral
+                    || placement.entry_check(
+                        facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
+                    ),
                 copies: (first, first + 1),
             };
             let no_counters = vec![None; a.cfg.num_edges()];
@@ -1361,8 +1383,14 @@ fn build(
                 tables: &[],
                 loops: &[],
             };
+            // Ephemeral: calls go to the callee's `F`, which spends its own budget.
+            let no_redirect = |_: u32| None;
+            let redirect: crate::switch::Redirect<'_> = match ephemeral {
+                true => &no_redirect,
+                false => &redirect,
+            };
             let (f, inst, clean_copy, ty) = switched
-                .emit(kind(), clean, ctx, &redirect, &mut extra_types)?
+                .emit(kind(), clean, ctx, redirect, &mut extra_types)?
                 .ok_or_else(|| InstrumentError::Encode(format!("function {f}: no copies")))?;
             let ty = facts.num_types + ty;
             debug_assert_eq!(first, hash_fn + 3 + copy_fns.len() as u32);
@@ -1409,7 +1437,8 @@ fn build(
         memory_index: mem,
         data: (tables_start, table_bytes),
     };
-    let bytes = write_module(wasm, facts, bodies, &additions)?;
+    let (bytes, dropped) = write_module(wasm, facts, bodies, &additions)?;
+    plan.dropped_sections = dropped;
     Ok((bytes, plan))
 }
 

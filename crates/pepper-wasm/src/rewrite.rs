@@ -25,6 +25,10 @@ pub struct Additions {
 struct Writer<'a, 'f> {
     facts: &'a ModuleFacts<'f>,
     bodies: Vec<Option<Function>>,
+    /// Which defined functions get a new body (fixed before `bodies` is taken apart).
+    rewritten: Vec<bool>,
+    /// Custom sections left out because their code offsets no longer hold.
+    dropped: Vec<String>,
     add: &'a Additions,
     memory_done: bool,
     export_done: bool,
@@ -79,6 +83,57 @@ impl Writer<'_, '_> {
 
 impl Reencode for Writer<'_, '_> {
     type Error = std::convert::Infallible;
+
+    /// Custom sections that point into the code by offset would point at the wrong
+    /// instructions of a rewritten body. Branch hints are kept for the functions copied
+    /// byte for byte (their offsets are body-relative); DWARF, source maps and other code
+    /// metadata are dropped once any body changes. Everything else passes through.
+    fn parse_custom_section(
+        &mut self,
+        module: &mut Module,
+        section: wasmparser::CustomSectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        let name = section.name();
+        let any_rewritten = self.rewritten.iter().any(|&r| r);
+        if let wasmparser::KnownCustom::BranchHints(reader) = section.as_known() {
+            let mut kept = Vec::new();
+            let mut dropped = 0usize;
+            for f in reader {
+                let f = f?;
+                let k = f.func.checked_sub(self.facts.num_imported_funcs);
+                let rewritten = k.is_none_or(|k| self.rewritten.get(k as usize) != Some(&false));
+                for h in f.hints {
+                    let h = h?;
+                    if rewritten {
+                        dropped += 1;
+                    } else {
+                        kept.push(crate::hints::Hint {
+                            func: f.func,
+                            offset: h.func_offset,
+                            likely: h.taken,
+                        });
+                    }
+                }
+            }
+            if dropped > 0 {
+                self.dropped
+                    .push(format!("{dropped} branch hints in rewritten functions"));
+            }
+            if !kept.is_empty() {
+                module.section(&crate::hints::section(&kept));
+            }
+            return Ok(());
+        }
+        let stale = name.starts_with(".debug_")
+            || name.starts_with("metadata.code.")
+            || name == "sourceMappingURL"
+            || name == "external_debug_info";
+        if stale && any_rewritten {
+            self.dropped.push(format!("custom section `{name}`"));
+            return Ok(());
+        }
+        utils::parse_custom_section(self, module, section)
+    }
 
     fn parse_type_section(
         &mut self,
@@ -189,15 +244,18 @@ impl Reencode for Writer<'_, '_> {
     }
 }
 
-/// Writes the rewritten module.
+/// Writes the rewritten module; also says which custom sections (or parts) it left out
+/// because they refer to code offsets that rewriting moved.
 pub fn write_module(
     wasm: &[u8],
     facts: &ModuleFacts<'_>,
     bodies: Vec<Option<Function>>,
     add: &Additions,
-) -> Result<Vec<u8>, InstrumentError> {
+) -> Result<(Vec<u8>, Vec<String>), InstrumentError> {
     let mut w = Writer {
         facts,
+        rewritten: bodies.iter().map(Option::is_some).collect(),
+        dropped: Vec::new(),
         bodies,
         add,
         memory_done: false,
@@ -207,5 +265,5 @@ pub fn write_module(
     let mut module = Module::new();
     w.parse_core_module(&mut module, wasmparser::Parser::new(0), wasm)
         .map_err(|e| InstrumentError::Encode(e.to_string()))?;
-    Ok(module.finish())
+    Ok((module.finish(), w.dropped))
 }

@@ -520,6 +520,12 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub chaos: bool,
     /// Whether `F` checks the flag at its entry (`SwitchPlacement::entry_check`).
     pub entry_check: bool,
+    /// Ephemeral instrumentation: the flag is this function's own budget word, an i32
+    /// the copies spend. A check sends clean code into `F_inst` while it is positive and
+    /// spends one unit doing so; `F_inst` spends one at each checked header it passes and
+    /// returns to clean code once the budget is gone. The other field is the address of
+    /// the function's u64 entry counter, which `F` increments at entry.
+    pub budget: Option<u32>,
     /// Function indices of `F_inst` and `F_clean`.
     pub copies: (u32, u32),
 }
@@ -718,6 +724,9 @@ impl SwitchedFunction<'_, '_> {
             // take a plain load in a loop without stores for the same as the one at the
             // function's entry (redundant load elimination), so the loop never switched.
             let mut c = vec![I::I32Const(0), I::I32AtomicLoad(at)];
+            if self.budget.is_some() {
+                c.extend([I::I32Const(0), I::I32GtS]);
+            }
             if self.chaos {
                 // flag = flag * 1103515245 + 12345; bit 16 of it says "instrumented".
                 c = vec![I::I32Const(0), I::I32Const(0), I::I32Load(at)];
@@ -745,12 +754,27 @@ impl SwitchedFunction<'_, '_> {
             .collect();
         // `if flag { return_call to(live locals.., id) }` (or `if !flag`): a local the
         // loop does not read before writing goes over as its zero.
+        // Ephemeral: budget -= 1 (a plain load and store: see `pepper_runtime`'s epochs).
+        let spend: Vec<I<'static>> = match self.budget {
+            Some(_) => vec![
+                I::I32Const(0),
+                I::I32Const(0),
+                I::I32Load(at),
+                I::I32Const(1),
+                I::I32Sub,
+                I::I32Store(at),
+            ],
+            None => Vec::new(),
+        };
         let switch_to = |to: u32, when_set: bool, id: u32| {
             let mut c: Vec<I<'static>> = flag();
             if !when_set {
                 c.push(I::I32Eqz);
             }
             c.push(I::If(BlockType::Empty));
+            if when_set {
+                c.extend(spend.iter().cloned());
+            }
             let live = &live[id as usize - 1];
             for (x, &t) in types.iter().enumerate() {
                 c.push(match live[x] {
@@ -759,6 +783,9 @@ impl SwitchedFunction<'_, '_> {
                 });
             }
             c.extend([I::I32Const(id as i32), I::ReturnCall(to), I::End]);
+            if !when_set {
+                c.extend(spend.iter().cloned());
+            }
             c
         };
         let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
@@ -774,9 +801,21 @@ impl SwitchedFunction<'_, '_> {
 
         // F: the original code; at entry, the locals' zeros stand for the locals.
         let mut at_start: Vec<I<'static>> = Vec::new();
+        if let Some(entries) = self.budget {
+            let at = crate::emit::memarg(self.mem, entries, 3);
+            at_start.extend([
+                I::I32Const(0),
+                I::I32Const(0),
+                I::I64Load(at),
+                I::I64Const(1),
+                I::I64Add,
+                I::I64Store(at),
+            ]);
+        }
         if self.entry_check {
-            at_start = flag();
+            at_start.extend(flag());
             at_start.push(I::If(BlockType::Empty));
+            at_start.extend(spend.iter().cloned());
             at_start.extend((0..np).map(I::LocalGet));
             at_start.extend(zeros);
             at_start.extend([I::I32Const(0), I::ReturnCall(inst_fn), I::End]);

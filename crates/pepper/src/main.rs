@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 ///   pepper compare exact.json pep.json accuracy of one profile against another
 ///   pepper export prog.pepper.json     calling contexts as pprof (also folded, flamegraph, firefox)
 ///   pepper merge a.json b.json -o all.json  sum profiles of several runs or stores
+///   pepper hints prog.pepper.json prog.wasm -o prog.hinted.wasm  branch hints for engines
 #[derive(Parser, Debug)]
 #[command(name = "pepper", version, about, long_about, verbatim_doc_comment)]
 struct Cli {
@@ -28,6 +29,7 @@ enum Command {
     Compare(cmd::compare::Args),
     Export(cmd::export::Args),
     Merge(cmd::merge::Args),
+    Hints(cmd::hints::Args),
 }
 
 fn main() {
@@ -39,6 +41,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Export(a) => cmd::export::run(a),
         Command::Merge(a) => cmd::merge::run(a),
+        Command::Hints(a) => cmd::hints::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -264,7 +264,7 @@ fn branch_counts(p: &Profile) -> Vec<(u32, u64, Vec<u64>)> {
 
 #[test]
 fn random_modules_behave_identically_and_profile_consistently() {
-    let engine = pepper_runtime::engine(None, false).unwrap();
+    let engine = pepper_runtime::engine(&Default::default()).unwrap();
     let variants: Vec<(&str, InstrumentOptions)> = vec![
         ("exact-paths", InstrumentOptions::default()),
         (

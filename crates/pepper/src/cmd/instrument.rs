@@ -58,6 +58,12 @@ pub fn run(a: Args) -> Result<i32> {
     let out = pepper_wasm::instrument(&wasm, &opts)
         .with_context(|| format!("instrumenting {}", a.input.display()))?;
     print_warnings(&out.plan.warnings, 10);
+    if !out.plan.dropped_sections.is_empty() {
+        eprintln!(
+            "pepper: left out, since they locate code by offset and rewriting moved it: {}",
+            out.plan.dropped_sections.join(", ")
+        );
+    }
     std::fs::write(&a.output, &out.wasm)
         .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(

@@ -1,5 +1,6 @@
 pub mod compare;
 pub mod export;
+pub mod hints;
 pub mod instrument;
 pub mod merge;
 pub mod report;
@@ -60,6 +61,11 @@ pub enum ModeArg {
     /// discarded) and use that edge profile as the guide of a targeted run. The program
     /// runs twice: only for programs without side effects you mind repeating.
     Staged,
+    /// Ephemeral instrumentation: each function records its branches for --persistence
+    /// entries and outermost loop iterations per --epoch, then runs clean code until the
+    /// next epoch; branch counts are estimated from those biases and exact entry counts.
+    /// An edge profile for a few percent, without paths.
+    Ephemeral,
     /// Calling contexts only: Whaley's sampled partial calling context tree (the guest's
     /// stack sampled every --interval, see --stacks) and exact per-call-site counts.
     Calls,
@@ -93,6 +99,7 @@ impl From<ModeArg> for pepper_profile::Mode {
             ModeArg::Pep => pepper_profile::Mode::Pep,
             ModeArg::ExactPaths => pepper_profile::Mode::ExactPaths,
             ModeArg::ExactEdges => pepper_profile::Mode::ExactEdges,
+            ModeArg::Ephemeral => pepper_profile::Mode::Ephemeral,
             ModeArg::Targeted | ModeArg::Staged => pepper_profile::Mode::Targeted,
             ModeArg::None | ModeArg::Calls | ModeArg::ExactCalls => pepper_profile::Mode::None,
         }

@@ -68,6 +68,15 @@ pub struct Args {
     /// among its contexts by sampled time.
     #[arg(long)]
     no_path_windows: bool,
+    /// Ephemeral: how many executions (function entries and outermost loop iterations)
+    /// each function records per epoch before it turns its instrumentation off
+    /// (persistence).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    persistence: u32,
+    /// Ephemeral: how often every function's instrumentation is switched back on
+    /// (periodicity; the paper's epoch is 10 ms).
+    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
+    epoch: std::time::Duration,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. The guest's cost
     /// does not depend on it (it writes every path end to the ring anyway); more ticks
     /// make the estimate more accurate (see bench/results/analysis.md: 93% against 96%
@@ -130,6 +139,12 @@ pub struct Args {
     /// Do not use wasmtime's compilation cache.
     #[arg(long)]
     no_cache: bool,
+    /// Compile with wasmtime's branch hinting on, so the module's branch hint section
+    /// (`pepper hints` writes one) lays out the unlikely side of hinted branches out of
+    /// the way. Instrumented functions lose their hints (their offsets moved), so measure
+    /// a hinted module's speed with `--mode none`.
+    #[arg(long)]
+    branch_hints: bool,
     /// Paths per function above which counting switches from an array (one increment per
     /// path end) to the in-module hash table (a call per path end).
     #[arg(long, default_value_t = pepper_wasm::DEFAULT_ARRAY_MAX_PATHS)]
@@ -307,6 +322,14 @@ pub fn run(a: Args) -> Result<i32> {
             .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
         inherit_stdio: true,
         epoch: None,
+        branch_hints: a.branch_hints,
+        ephemeral: (mode == pepper_profile::Mode::Ephemeral && inst.plan.switch.is_some())
+            .then_some(pepper_runtime::EphemeralConfig {
+                budgets: inst.plan.layout.switch_flag,
+                functions: inst.plan.functions.len() as u32,
+                persistence: a.persistence,
+                epoch: a.epoch,
+            }),
         switch_on: (a.switch_always_on && inst.plan.switch.is_some())
             .then_some(inst.plan.layout.switch_flag),
         sampler: pepper_runtime::SamplerConfig::for_plan(
@@ -361,7 +384,7 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let facts = ModuleFacts::parse(&wasm)?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
-    let outcome = pepper_wasm::RunOutcome {
+    let mut outcome = pepper_wasm::RunOutcome {
         module,
         run: RunInfo {
             args,
@@ -406,6 +429,18 @@ pub fn run(a: Args) -> Result<i32> {
                 .and_then(|r| sc.collected(r, stack_interval))
         }),
     };
+    if mode == pepper_profile::Mode::Ephemeral {
+        // Ephemeral epochs in the sampling record: `samples` is the persistence,
+        // `interval_us` the epoch and `ticks` the epochs armed.
+        let info = pepper_profile::Sampling {
+            design: "ephemeral".into(),
+            samples: a.persistence,
+            interval_us: a.epoch.as_micros() as u64,
+            ticks: result.epochs,
+            ..Default::default()
+        };
+        outcome.sampling = Some((info, Vec::new()));
+    }
     let mut profile = inst
         .plan
         .profile(result.counters.as_deref(), outcome, &|o| lines.lookup(o));

@@ -1,0 +1,79 @@
+//! Ephemeral instrumentation's post-processing. Traub, Schechter and Smith leave theirs
+//! unpublished; ours: the instrumented copies' path counts give each branch's outcomes in
+//! the sampled executions, so its probabilities; every function's entries are counted
+//! exactly in its clean code; and `pepper_cfg::profile_edge_frequencies` propagates one
+//! entry through the function's loop nest with those probabilities (the flow equations
+//! with measured branch probabilities), which times the entries is the edge profile.
+
+use crate::plan::Plan;
+use pepper_profile::Profile;
+
+/// 95% Wilson score half-width of a share `p` measured on `n` outcomes.
+fn wilson_margin(p: f64, n: u64) -> f64 {
+    let (n, z) = (n as f64, 1.96f64);
+    z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt()
+}
+
+/// Turns the sampled branch counts in `profile` (from the copies' paths) into estimated
+/// counts, keeping what they rest on in `recorded` and `bias_margin`. Functions without
+/// copies ran instrumented all along: their counts are exact and stay.
+pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
+    for (k, fp) in plan.functions.iter().enumerate() {
+        let Some(a) = &fp.analysis else { continue };
+        let first = fp.first_branch as usize;
+        let sites = first..first + a.sites.len();
+        let Some(branches) = profile.branches.get_mut(sites) else {
+            continue;
+        };
+        for b in branches.iter_mut() {
+            let n = b.total();
+            b.recorded = Some(n);
+            if n > 0 {
+                let p = *b.counts.iter().max().unwrap_or(&0) as f64 / n as f64;
+                b.bias_margin = Some(wilson_margin(p, n));
+            }
+        }
+        if fp.copies.is_none() {
+            continue;
+        }
+        let entries =
+            crate::contexts::read_u64(mem, plan.layout.entry_counts as u64 + 8 * k as u64);
+        let observed: Vec<Option<u64>> = a
+            .edges
+            .iter()
+            .map(|e| {
+                let (site, outcome) = e.branch?;
+                branches[site.0 as usize]
+                    .counts
+                    .get(outcome as usize)
+                    .copied()
+            })
+            .collect();
+        let freq = pepper_cfg::profile_edge_frequencies(&a.cfg, &[], &observed);
+        let mut est: Vec<Vec<f64>> = branches.iter().map(|b| vec![0.0; b.counts.len()]).collect();
+        for (e, info) in a.edges.iter().enumerate() {
+            if let Some((site, outcome)) = info.branch {
+                est[site.0 as usize][outcome as usize] += freq[e] * entries as f64;
+            }
+        }
+        for (b, est) in branches.iter_mut().zip(est) {
+            b.counts = est.iter().map(|&x| x.round() as u64).collect();
+        }
+    }
+    // The copies' paths are a sample of executions per function and epoch, not in
+    // proportion to how often each ran: they stay out of the profile.
+    profile.paths.clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wilson_margin;
+
+    #[test]
+    fn margins_shrink_with_more_outcomes() {
+        let (few, many) = (wilson_margin(0.9, 10), wilson_margin(0.9, 10_000));
+        assert!(few > 0.1 && few < 0.3, "{few}");
+        assert!(many < 0.01, "{many}");
+        assert!(wilson_margin(1.0, 100) > 0.0);
+    }
+}

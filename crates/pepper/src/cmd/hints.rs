@@ -1,0 +1,93 @@
+//! `pepper hints`: a profile's branch biases written into the module as branch hints.
+
+use super::{load_profile, read_module};
+use anyhow::{Context, Result};
+use pepper_wasm::hints::{self, HintOptions};
+use std::path::PathBuf;
+
+/// Write a copy of the module whose branch hint section (`metadata.code.branch_hint`, the
+/// WebAssembly branch hinting proposal) says which way each clearly biased `if` and
+/// `br_if` goes, as PROFILE measured it.
+///
+/// Any profile with branch counts serves: exact-paths, exact-edges, pep, targeted. Take it
+/// from a run on a typical input, then measure on another:
+///
+///   pepper run -o train.json prog.wasm -- train-input
+///   pepper hints train.json prog.wasm -o prog.hinted.wasm
+///   pepper run --mode none --branch-hints prog.hinted.wasm -- real-input
+///
+/// Only the hint section changes (an existing one is replaced); code, names and DWARF are
+/// copied byte for byte, so they stay valid. Engines that know the section (wasmtime with
+/// branch hinting on, V8) lay out the unlikely side out of the hot code's way; others
+/// ignore it.
+#[derive(clap::Args, Debug)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// A profile of the module (recorded from exactly these bytes).
+    profile: PathBuf,
+    /// The module to hint (`.wasm` or `.wat`).
+    input: PathBuf,
+    /// Output file.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Hint a branch when its more frequent outcome has at least this share of its
+    /// executions.
+    #[arg(long, default_value_t = HintOptions::default().min_bias)]
+    min_bias: f64,
+    /// ... and it executed at least this many times in the profile.
+    #[arg(long, default_value_t = HintOptions::default().min_count)]
+    min_count: u64,
+    /// Also hint `br_if`s that rarely jump. wasmtime then marks the jump's *target* cold,
+    /// which is often a join that other hot code reaches too (a block's end, a loop
+    /// exit); off by default for that reason.
+    #[arg(long)]
+    unlikely_br_if: bool,
+}
+
+pub fn run(a: Args) -> Result<i32> {
+    anyhow::ensure!(
+        (0.5..=1.0).contains(&a.min_bias),
+        "--min-bias must be between 0.5 and 1 (got {})",
+        a.min_bias
+    );
+    let wasm = read_module(&a.input)?;
+    let profile = load_profile(&a.profile)?;
+    profile.check_module(&wasm).with_context(|| {
+        format!(
+            "{} is not the module {} describes",
+            a.input.display(),
+            a.profile.display()
+        )
+    })?;
+    anyhow::ensure!(
+        profile.branches.iter().any(|b| b.total() > 0),
+        "{} has no branch counts ({} mode); record one with pep, exact-paths, exact-edges or targeted",
+        a.profile.display(),
+        profile.mode.name()
+    );
+    let opts = HintOptions {
+        min_bias: a.min_bias,
+        min_count: a.min_count,
+        unlikely_br_if: a.unlikely_br_if,
+    };
+    let (chosen, summary) = hints::choose(&wasm, &profile.branches, &opts)
+        .with_context(|| format!("matching {} to {}", a.profile.display(), a.input.display()))?;
+    let out =
+        hints::write(&wasm, &chosen).with_context(|| format!("hinting {}", a.input.display()))?;
+    std::fs::write(&a.output, &out).with_context(|| format!("writing {}", a.output.display()))?;
+    let likely = chosen.iter().filter(|h| h.likely).count();
+    eprintln!(
+        "pepper: wrote {} with {} branch hints ({likely} likely, {} unlikely); left out: {} \
+         below {:.0}% bias, {} run fewer than {} times, {} rarely-jumping br_if, {} br_table",
+        a.output.display(),
+        summary.hinted,
+        summary.hinted - likely,
+        summary.unbiased,
+        opts.min_bias * 100.0,
+        summary.rare,
+        opts.min_count,
+        summary.unlikely_br_if,
+        summary.tables,
+    );
+    Ok(0)
+}
