@@ -12,8 +12,10 @@
 //!   cargo run --release -p pepper-bench -- --quick      # CI smoke: small inputs, 1 round
 //!   cargo run --release -p pepper-bench -- --contexts   # calling contexts: bench/results/contexts.md
 //!   cargo run --release -p pepper-bench -- --hints      # branch hints' speedup: bench/results/hints.md
+//!   cargo run --release -p pepper-bench -- --ephemeral  # ephemeral instrumentation: bench/results/ephemeral.md
 
 mod contexts;
+mod ephemeral;
 mod hints;
 
 use anyhow::{Context, Result};
@@ -60,6 +62,9 @@ struct Args {
     /// Measure what branch hints from a profile do instead (writes bench/results/hints.md).
     #[arg(long)]
     hints: bool,
+    /// Measure ephemeral instrumentation instead (writes bench/results/ephemeral.md).
+    #[arg(long)]
+    ephemeral: bool,
 }
 
 struct Workload {
@@ -590,6 +595,9 @@ fn main() -> Result<()> {
     }
     if args.hints {
         return hints::main(&args, &root);
+    }
+    if args.ephemeral {
+        return ephemeral::main(&args, &root);
     }
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");

@@ -45,6 +45,30 @@ pub fn estimate_edge_frequencies(cfg: &Cfg, bias: &[f64]) -> Vec<f64> {
 /// flow equations with measured branch probabilities have exactly that solution) wherever
 /// it saw the code run, and the static estimate elsewhere (`observed` empty: everywhere).
 pub fn profile_edge_frequencies(cfg: &Cfg, bias: &[f64], observed: &[Option<u64>]) -> Vec<f64> {
+    propagate(cfg, bias, observed, &[])
+}
+
+/// Like [`profile_edge_frequencies`], with the executions per function entry of some loop
+/// headers known (`headers[v]`, counted exactly elsewhere). Such a loop runs as often as
+/// said, whatever its branch probabilities give, and what leaves it is what entered it,
+/// split among its exits by their probabilities. This is for profiles whose branch
+/// probabilities come from short windows (ephemeral instrumentation): a window inside a
+/// long loop sees its iterations but seldom its exit, so the probabilities alone would
+/// have the loop run almost forever and nothing after it run at all.
+pub fn profile_edge_frequencies_with_headers(
+    cfg: &Cfg,
+    observed: &[Option<u64>],
+    headers: &[Option<f64>],
+) -> Vec<f64> {
+    propagate(cfg, &[], observed, headers)
+}
+
+fn propagate(
+    cfg: &Cfg,
+    bias: &[f64],
+    observed: &[Option<u64>],
+    headers: &[Option<f64>],
+) -> Vec<f64> {
     let n = cfg.num_nodes();
     let m = cfg.num_edges();
     let order = DfsOrder::new(cfg);
@@ -97,6 +121,8 @@ pub fn profile_edge_frequencies(cfg: &Cfg, bias: &[f64], observed: &[Option<u64>
     // Cyclic probability of each loop, innermost (smallest) first.
     let mut scale = vec![1.0f64; n]; // 1 / (1 - cp) at headers
     let mut local = vec![0.0f64; n];
+    // Per loop: the flow that leaves it per execution of its header.
+    let mut leaves = vec![0.0f64; loops.list.len()];
     for l in &loops.by_size {
         let lp = &loops.list[*l];
         for &v in &lp.body {
@@ -127,22 +153,54 @@ pub fn profile_edge_frequencies(cfg: &Cfg, bias: &[f64], observed: &[Option<u64>
         };
         let cp = cp.clamp(0.0, 1.0 - 1.0 / max);
         scale[lp.header] = 1.0 / (1.0 - cp);
+        leaves[*l] = lp
+            .body
+            .iter()
+            .flat_map(|&v| cfg.succs(NodeId::new(v)).iter())
+            .filter(|&&e| !loops.in_body(*l, cfg.edge(e).1.index()))
+            .map(|&e| local[cfg.edge(e).0.index()] * prob[e.index()])
+            .sum();
     }
+    // Loops whose header count is known: their exits carry what entered them.
+    let mut mult = vec![1.0f64; m];
+    let known_loop: Vec<Option<usize>> = {
+        let mut v = vec![None; n];
+        for (l, lp) in loops.list.iter().enumerate() {
+            if headers.get(lp.header).copied().flatten().is_some() {
+                v[lp.header] = Some(l);
+            }
+        }
+        v
+    };
 
     // Global pass.
     let mut freq = vec![0.0f64; n];
     for &v in &order.topo {
-        freq[v] = if v == cfg.entry().index() {
+        let inflow = if v == cfg.entry().index() {
             1.0
         } else {
             order
                 .forward_in(cfg, NodeId::new(v))
-                .map(|e| freq[cfg.edge(e).0.index()] * prob[e.index()])
+                .map(|e| freq[cfg.edge(e).0.index()] * prob[e.index()] * mult[e.index()])
                 .sum::<f64>()
-        } * scale[v];
+        };
+        freq[v] = inflow * scale[v];
+        if let (Some(l), Some(h)) = (known_loop[v], headers.get(v).copied().flatten()) {
+            freq[v] = h;
+            let out = h * leaves[l];
+            if inflow > 0.0 && out > 0.0 {
+                for &b in &loops.list[l].body {
+                    for &e in cfg.succs(NodeId::new(b)) {
+                        if !loops.in_body(l, cfg.edge(e).1.index()) {
+                            mult[e.index()] = inflow / out;
+                        }
+                    }
+                }
+            }
+        }
     }
     (0..m)
-        .map(|e| freq[cfg.edge(EdgeId::new(e)).0.index()] * prob[e])
+        .map(|e| freq[cfg.edge(EdgeId::new(e)).0.index()] * prob[e] * mult[e])
         .collect()
 }
 
@@ -403,6 +461,45 @@ mod tests {
         // The static estimate alone caps the inner loop at 100 iterations per entry.
         let guess = estimate_edge_frequencies(&cfg, &[]);
         assert!(guess[ids[2].index()] < 0.1 * count[2] as f64);
+    }
+
+    /// A window that saw 500 iterations of a loop and (smoothed) one exit would have the
+    /// loop run 500 times per entry; its exact header count says 100,000, and the code
+    /// after it still runs once per entry.
+    #[test]
+    fn known_headers_fix_loops_whose_exits_windows_miss() {
+        // entry → H → B → (H | A) ; A → (X | Y) → EXIT.
+        let mut cfg = Cfg::new();
+        let [h, b, a, x, y] = std::array::from_fn(|_| cfg.add_node());
+        let edges = [
+            (cfg.entry(), h),
+            (h, b),
+            (b, h),
+            (b, a),
+            (a, x),
+            (a, y),
+            (x, cfg.exit()),
+            (y, cfg.exit()),
+        ];
+        let ids: Vec<EdgeId> = edges.iter().map(|&(s, d)| cfg.add_edge(s, d)).collect();
+        let mut observed = vec![None; cfg.num_edges()];
+        for (k, c) in [(2, 500), (3, 1), (4, 3), (5, 1)] {
+            observed[ids[k].index()] = Some(c);
+        }
+        let mut headers = vec![None; cfg.num_nodes()];
+        headers[h.index()] = Some(100_000.0);
+        let f = profile_edge_frequencies_with_headers(&cfg, &observed, &headers);
+        let at = |k: usize| f[ids[k].index()];
+        assert!(close(at(1), 100_000.0), "{}", at(1));
+        assert!(close(at(3), 1.0), "{}", at(3));
+        assert!(
+            close(at(4), 0.75) && close(at(5), 0.25),
+            "{} {}",
+            at(4),
+            at(5)
+        );
+        let plain = profile_edge_frequencies(&cfg, &[], &observed);
+        assert!(plain[ids[1].index()] < 1000.0);
     }
 
     /// On random CFGs: finite, non-negative, flow conserved at every reachable node whose

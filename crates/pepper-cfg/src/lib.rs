@@ -29,7 +29,9 @@ pub use cfg::{Cfg, Dfs};
 pub use dag::CycleError;
 pub use dag::{DagEdge, DagEdgeKind, PathDag, Vertex};
 pub use edge_count::EdgeCounting;
-pub use freq::{estimate_edge_frequencies, profile_edge_frequencies};
+pub use freq::{
+    estimate_edge_frequencies, profile_edge_frequencies, profile_edge_frequencies_with_headers,
+};
 pub use ids::{DagEdgeId, EdgeId, NodeId};
 pub use numbering::{NumberingError, PathNumbering, RegenError};
 pub use obvious::{eliminate_obvious, ObviousPath, ObviousPaths};

@@ -66,6 +66,12 @@ pub struct Accuracy {
     pub edge_relative_overlap: Option<f64>,
     /// Absolute overlap of normalised edge (branch outcome) frequencies.
     pub edge_absolute_overlap: Option<f64>,
+    /// The hottest reference branches that together carry 95% of its branch executions,
+    /// and the share of them whose bias the estimate has within 5 points (relative
+    /// overlap ≥ 95%): ephemeral instrumentation's bias error.
+    #[serde(default)]
+    pub hot_branches: usize,
+    pub hot_biases_within_5pt: Option<f64>,
     /// TPP's attribution of definite flow: 1 - overcount - undercount, each weighted by
     /// path length in blocks, relative to the reference's flow (TPP §5).
     pub aodf: Option<f64>,
@@ -192,6 +198,24 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         }
     }
 
+    // Bias error on the branches that carry 95% of the executions.
+    let mut hot: Vec<&crate::model::Branch> = reference
+        .branches
+        .iter()
+        .filter(|b| b.total() > 0)
+        .collect();
+    hot.sort_by(|a, b| b.total().cmp(&a.total()).then(a.id.cmp(&b.id)));
+    let (mut carried, mut hot_n, mut within) = (0u64, 0usize, 0usize);
+    for b in hot {
+        if carried as f64 >= 0.95 * ref_total as f64 {
+            break;
+        }
+        carried += b.total();
+        hot_n += 1;
+        let est = est_counts.get(&b.id).copied().unwrap_or(&[]);
+        within += usize::from(branch_overlap(&b.counts, est) >= 0.95 - 1e-12);
+    }
+
     // Per function.
     let flow_by_func = |paths: &[Path]| {
         let mut m: HashMap<u32, f64> = HashMap::new();
@@ -257,6 +281,8 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         aodf: aodf(&reference.paths, &estimate.paths),
         edge_relative_overlap: (ref_total > 0).then(|| rel_num / ref_total as f64),
         edge_absolute_overlap: (ref_total > 0 && est_total > 0).then_some(abs),
+        hot_branches: hot_n,
+        hot_biases_within_5pt: (hot_n > 0).then(|| within as f64 / hot_n as f64),
         reference_paths: reference.paths.len(),
         estimate_paths: estimate.paths.len(),
         hot_paths: hot_keys.len(),

@@ -1,9 +1,11 @@
 //! Ephemeral instrumentation's post-processing. Traub, Schechter and Smith leave theirs
 //! unpublished; ours: the instrumented copies' path counts give each branch's outcomes in
 //! the sampled executions, so its probabilities; every function's entries are counted
-//! exactly in its clean code; and `pepper_cfg::profile_edge_frequencies` propagates one
-//! entry through the function's loop nest with those probabilities (the flow equations
-//! with measured branch probabilities), which times the entries is the edge profile.
+//! exactly in its clean code, and so are the iterations of the loops whose headers check
+//! the budget; `pepper_cfg::profile_edge_frequencies_with_headers` propagates one entry
+//! through the function's loop nest with those probabilities (the flow equations with
+//! measured branch probabilities), holding the counted loops to their counts, and that
+//! times the entries is the edge profile.
 
 use crate::plan::Plan;
 use pepper_profile::Profile;
@@ -38,18 +40,25 @@ pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
         }
         let entries =
             crate::contexts::read_u64(mem, plan.layout.entry_counts as u64 + 8 * k as u64);
+        // Add-one smoothing: an outcome no window saw is rare, not impossible (a window
+        // inside a loop seldom sees the loop's exit).
         let observed: Vec<Option<u64>> = a
             .edges
             .iter()
             .map(|e| {
                 let (site, outcome) = e.branch?;
-                branches[site.0 as usize]
-                    .counts
-                    .get(outcome as usize)
-                    .copied()
+                let b = &branches[site.0 as usize];
+                (b.total() > 0).then(|| b.counts.get(outcome as usize).map_or(0, |c| c + 1))
             })
             .collect();
-        let freq = pepper_cfg::profile_edge_frequencies(&a.cfg, &[], &observed);
+        let mut headers = vec![None; a.cfg.num_nodes()];
+        if entries > 0 {
+            for &(node, addr) in &fp.header_counters {
+                let count = crate::contexts::read_u64(mem, addr as u64);
+                headers[node.index()] = Some(count as f64 / entries as f64);
+            }
+        }
+        let freq = pepper_cfg::profile_edge_frequencies_with_headers(&a.cfg, &observed, &headers);
         let mut est: Vec<Vec<f64>> = branches.iter().map(|b| vec![0.0; b.counts.len()]).collect();
         for (e, info) in a.edges.iter().enumerate() {
             if let Some((site, outcome)) = info.branch {

@@ -466,6 +466,9 @@ pub struct FunctionPlan {
     /// Switch: the function indices of its instrumented copy and its second clean copy
     /// (see `crate::switch`); `None` when the function has one body.
     pub copies: Option<(u32, u32)>,
+    /// Ephemeral: the checked loops' header nodes and the addresses of their counters
+    /// (every copy counts each iteration at its check).
+    pub header_counters: Vec<(pepper_cfg::NodeId, u32)>,
 }
 
 /// Exact edges: a loop whose induction variable gives the executions of the node that
@@ -918,6 +921,7 @@ fn build(
             first_site: call_sites.len() as u32,
             op_offsets: Arc::from([]),
             copies: None,
+            header_counters: Vec::new(),
         };
         if mode == Mode::None && contexts == ContextMode::Off {
             functions.push(fp);
@@ -1185,9 +1189,19 @@ fn build(
         layout.call_log_entries = 1 << log2.clamp(8, 20);
         layout.call_log_base = bump.alloc(4 * layout.call_log_entries as u64);
     }
+    let shapes = match switch {
+        Some(_) => crate::switch::shapes(wasm)?,
+        None => Vec::new(),
+    };
+    // Ephemeral: per function, the checked loops' header counters.
+    let mut header_counters = vec![0u32; functions.len()];
     if ephemeral {
         layout.switch_flag = bump.alloc(4 * functions.len() as u64);
         layout.entry_counts = bump.alloc(8 * functions.len() as u64);
+        for (k, s) in shapes.iter().enumerate().take(functions.len()) {
+            let n = s.targets(crate::switch::SwitchPlacement::Outer).len() as u64;
+            header_counters[k] = bump.alloc(8 * n);
+        }
     } else if switch.is_some() {
         layout.switch_flag = bump.alloc(8);
     }
@@ -1237,10 +1251,6 @@ fn build(
     let miss_fn = hash_fn + 2;
     let mut bodies: Vec<Option<Function>> = Vec::with_capacity(plan.functions.len());
     let mut op_offsets = Vec::new();
-    let shapes = match switch {
-        Some(_) => crate::switch::shapes(wasm)?,
-        None => Vec::new(),
-    };
     // Switch copies, appended after pepper's own functions: (type, body) and the copies
     // of each function, decided first so that instrumented copies can call each other.
     let mut copy_fns: Vec<(u32, Function)> = Vec::new();
@@ -1365,7 +1375,10 @@ fn build(
                     true => plan.layout.switch_flag + 4 * k as u32,
                     false => plan.layout.switch_flag,
                 },
-                budget: ephemeral.then(|| plan.layout.entry_counts + 8 * k as u32),
+                budget: ephemeral.then(|| crate::switch::Budget {
+                    entries: plan.layout.entry_counts + 8 * k as u32,
+                    headers: header_counters[k],
+                }),
                 params: &params,
                 results: &results,
                 shape: &shapes[k],
@@ -1411,6 +1424,18 @@ fn build(
     }
     for (k, c) in copies {
         plan.functions[k].copies = Some(c);
+        if ephemeral {
+            let (shape, a) = (&shapes[k], plan.functions[k].analysis.as_ref());
+            let targets = shape.targets(crate::switch::SwitchPlacement::Outer);
+            plan.functions[k].header_counters = targets
+                .iter()
+                .zip(0u32..)
+                .filter_map(|(&t, i)| {
+                    let node = a?.op_nodes.get(shape.loops[t].op).copied().flatten()?;
+                    Some((node, header_counters[k] + 8 * i))
+                })
+                .collect();
+        }
     }
     let path_table = HashTable {
         base: plan.layout.hash_base,

@@ -503,6 +503,16 @@ fn relabel(d: u32, frames: &[bool]) -> u32 {
     frames.len() as u32 + (d - plain)
 }
 
+/// Ephemeral instrumentation's counters for one function (see `SwitchedFunction::budget`).
+#[derive(Copy, Clone, Debug)]
+pub struct Budget {
+    /// The u64 entry counter.
+    pub entries: u32,
+    /// The first of one u64 counter per checked loop (in `Shape::targets` order): every
+    /// copy's check counts the header's executions, which windows cannot give.
+    pub headers: u32,
+}
+
 /// One function to give switchable copies: everything [`SwitchedFunction::emit`] needs.
 pub(crate) struct SwitchedFunction<'a, 'f> {
     pub facts: &'a crate::module::ModuleFacts<'f>,
@@ -523,9 +533,9 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     /// Ephemeral instrumentation: the flag is this function's own budget word, an i32
     /// the copies spend. A check sends clean code into `F_inst` while it is positive and
     /// spends one unit doing so; `F_inst` spends one at each checked header it passes and
-    /// returns to clean code once the budget is gone. The other field is the address of
-    /// the function's u64 entry counter, which `F` increments at entry.
-    pub budget: Option<u32>,
+    /// returns to clean code once the budget is gone. `F` counts its entries, and every
+    /// check its loop's iterations ([`Budget`]).
+    pub budget: Option<Budget>,
     /// Function indices of `F_inst` and `F_clean`.
     pub copies: (u32, u32),
 }
@@ -766,8 +776,23 @@ impl SwitchedFunction<'_, '_> {
             ],
             None => Vec::new(),
         };
+        let increment = |addr: u32| {
+            let at = crate::emit::memarg(self.mem, addr, 3);
+            [
+                I::I32Const(0),
+                I::I32Const(0),
+                I::I64Load(at),
+                I::I64Const(1),
+                I::I64Add,
+                I::I64Store(at),
+            ]
+        };
         let switch_to = |to: u32, when_set: bool, id: u32| {
-            let mut c: Vec<I<'static>> = flag();
+            let mut c: Vec<I<'static>> = Vec::new();
+            if let Some(b) = self.budget {
+                c.extend(increment(b.headers + 8 * (id - 1)));
+            }
+            c.extend(flag());
             if !when_set {
                 c.push(I::I32Eqz);
             }
@@ -801,16 +826,8 @@ impl SwitchedFunction<'_, '_> {
 
         // F: the original code; at entry, the locals' zeros stand for the locals.
         let mut at_start: Vec<I<'static>> = Vec::new();
-        if let Some(entries) = self.budget {
-            let at = crate::emit::memarg(self.mem, entries, 3);
-            at_start.extend([
-                I::I32Const(0),
-                I::I32Const(0),
-                I::I64Load(at),
-                I::I64Const(1),
-                I::I64Add,
-                I::I64Store(at),
-            ]);
+        if let Some(b) = self.budget {
+            at_start.extend(increment(b.entries));
         }
         if self.entry_check {
             at_start.extend(flag());

@@ -101,8 +101,14 @@ fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> 
     );
     let _ = writeln!(
         s,
-        "edge absolute overlap:                              {}\n",
+        "edge absolute overlap:                              {}",
         pct(acc.edge_absolute_overlap)
+    );
+    let _ = writeln!(
+        s,
+        "biases within 5 points ({} branches, 95% of executions): {}\n",
+        acc.hot_branches,
+        pct(acc.hot_biases_within_5pt)
     );
     if let Some(c) = &acc.contexts {
         let _ = writeln!(
