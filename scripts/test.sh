@@ -19,4 +19,6 @@ cargo clippy --release --workspace --all-targets -- -D warnings
 cargo test --release --workspace
 cargo run --release -q -p pepper-bench -- --quick >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --contexts >/dev/null
+cargo run --release -q -p pepper-bench -- --quick --hints >/dev/null
+cargo run --release -q -p pepper-bench -- --quick --ephemeral >/dev/null
 echo "bench smoke: ok"

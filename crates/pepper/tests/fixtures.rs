@@ -396,3 +396,43 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
         );
     }
 }
+
+/// Ephemeral instrumentation on known biases: the estimates match exact edges, each
+/// function's copy records about `--persistence` executions per epoch and then stops
+/// (counted), and every epoch arms it again.
+#[test]
+fn ephemeral_estimates_known_biases_and_rearms_every_epoch() {
+    let f = fixture("biased.wat");
+    let (c0, _, err, exact) = run("exact-edges", &f, &[], &[]);
+    assert_eq!(c0, 0, "{err}");
+    let p = 50u64;
+    let (c, _, err, eph) = run("ephemeral", &f, &["--persistence", "50"], &[]);
+    assert_eq!(c, 0, "{err}");
+    let epochs = eph.sampling.as_ref().expect("epochs recorded").ticks;
+    let leaf = branch(&eph, "leaf", If, 0);
+    let start = branch(&eph, "_start", If, 0);
+    let share = |c: &[u64]| c[0] as f64 / (c[0] + c[1]).max(1) as f64;
+    assert!((share(&branch(&exact, "leaf", If, 0)) - 0.75).abs() < 1e-9);
+    assert!((share(&leaf) - 0.75).abs() < 0.05, "leaf {leaf:?}");
+    assert!((share(&start) - 0.1).abs() < 0.05, "_start {start:?}");
+    // Entries are counted exactly, so the leaf's total is exact.
+    assert_eq!(leaf.iter().sum::<u64>(), 20_000_000);
+    // The start loop's iterations are counted at its header: totals within rounding.
+    let total = start.iter().sum::<u64>() as f64;
+    assert!((total - 2e7).abs() < 2e5, "_start total {total}");
+    let recorded = |func: &str| {
+        let idx = function_index(&eph, func);
+        let b = eph.branches.iter().find(|b| b.func == idx).unwrap();
+        (b.recorded.expect("ephemeral records"), b.bias_margin)
+    };
+    let (rec, margin) = recorded("leaf");
+    assert!(margin.is_some_and(|m| m > 0.0 && m < 0.2), "{margin:?}");
+    // Off after P executions per epoch (one more where a check and a re-arm race), and
+    // on again every epoch: more than one epoch's worth, never more than all of them.
+    assert!(epochs >= 3, "only {epochs} epochs");
+    assert!(rec > p, "recorded {rec}: never re-armed");
+    assert!(
+        rec <= (epochs + 1) * (p + 1),
+        "recorded {rec} in {epochs} epochs"
+    );
+}

@@ -265,6 +265,12 @@ fn branch_counts(p: &Profile) -> Vec<(u32, u64, Vec<u64>)> {
 #[test]
 fn random_modules_behave_identically_and_profile_consistently() {
     let engine = pepper_runtime::engine(&Default::default()).unwrap();
+    let hinting = pepper_runtime::engine(&pepper_runtime::EngineOptions {
+        branch_hints: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut hinted_modules = 0;
     let variants: Vec<(&str, InstrumentOptions)> = vec![
         ("exact-paths", InstrumentOptions::default()),
         (
@@ -425,6 +431,35 @@ fn random_modules_behave_identically_and_profile_consistently() {
         }
         // Path modes count completed paths only, so they agree even when a call trapped.
         let exact = &profiles["exact-paths"];
+        // Hints from the exact profile (every executed if/br_if, either way) change
+        // nothing a program does, compiled with hints on; instrumenting the hinted module
+        // keeps only hints that still point at an if/br_if.
+        let every = pepper_wasm::hints::HintOptions {
+            min_bias: 0.5,
+            min_count: 1,
+            unlikely_br_if: true,
+        };
+        let (hints, _) = pepper_wasm::hints::choose(&wasm, &exact.branches, &every)
+            .unwrap_or_else(|e| panic!("seed {seed}: hints: {e}"));
+        let hinted = pepper_wasm::hints::write(&wasm, &hints).unwrap();
+        assert_eq!(
+            pepper_wasm::hints::read(&hinted).unwrap(),
+            hints,
+            "seed {seed}"
+        );
+        let (got, _) = run(&hinting, &hinted, &funcs, &observed, None)
+            .unwrap_or_else(|e| panic!("seed {seed}, hinted: {e}"));
+        assert_eq!(got, original, "seed {seed}: hints changed behaviour");
+        let inst = pepper_wasm::instrument(&hinted, &InstrumentOptions::default()).unwrap();
+        pepper_wasm::hints::read(&inst.wasm)
+            .unwrap_or_else(|e| panic!("seed {seed}: stale hint in an instrumented module: {e}"));
+        let (got, _) = run(&hinting, &inst.wasm, &funcs, &observed, None)
+            .unwrap_or_else(|e| panic!("seed {seed}, hinted and instrumented: {e}"));
+        assert_eq!(
+            got, original,
+            "seed {seed}: hinted, instrumented: behaviour changed"
+        );
+        hinted_modules += usize::from(!hints.is_empty());
         executions += exact.branches.iter().flat_map(|b| &b.counts).sum::<u64>();
         paths += exact.paths.len();
         for label in [
@@ -461,8 +496,10 @@ fn random_modules_behave_identically_and_profile_consistently() {
     eprintln!(
         "{checked} modules, {calls} calls, {executions} branch executions, {paths} distinct \
          paths; {compared} modules without traps, {given} functions in them with entries \
-         from callers; {switched} modules ran both switchable copies"
+         from callers; {switched} modules ran both switchable copies; {hinted_modules} \
+         modules hinted"
     );
+    assert!(hinted_modules > 0, "no random module got a hint");
     // The generator must actually exercise the rewriter: most seeds give a module that
     // runs, and a fair share of them run without trapping.
     assert!(

@@ -70,8 +70,9 @@ pub struct Args {
     no_path_windows: bool,
     /// Ephemeral: how many executions (function entries and outermost loop iterations)
     /// each function records per epoch before it turns its instrumentation off
-    /// (persistence).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    /// (persistence). 1000 measured most accurate at about the same cost as 10 and 100
+    /// (bench/results/ephemeral.md).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(1..))]
     persistence: u32,
     /// Ephemeral: how often every function's instrumentation is switched back on
     /// (periodicity; the paper's epoch is 10 ms).
