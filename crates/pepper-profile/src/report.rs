@@ -270,6 +270,13 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
     if let Some(s) = &p.sampling {
         let how = if s.design == "every" {
             format!("every {}th path end recorded in the guest", s.every)
+        } else if s.design == "ephemeral" {
+            format!(
+                "ephemeral, each function's branches recorded for {} entries or outer loop \
+                 iterations in each of {} epochs of {} us (branch counts: recorded biases \
+                 times exact entry and loop counts)",
+                s.samples, s.ticks, s.interval_us
+            )
         } else {
             let weights = match s.weights.as_str() {
                 "rate" => ", bursts weighted by the path-end rate at each tick",
