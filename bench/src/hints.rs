@@ -7,7 +7,7 @@
 
 use crate::{geomean_pct, machine, median, paired_ratio, selected, shuffled, Args};
 use anyhow::{Context, Result};
-use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
+use pepper_profile::{Mode, Profile};
 use pepper_sampling::PepParams;
 use pepper_wasm::hints::{self, HintOptions};
 use std::fmt::Write as _;
@@ -102,26 +102,7 @@ fn train(wasm: &[u8], w: &crate::Workload, mode: Mode) -> Result<Profile> {
             ..Default::default()
         },
     )?;
-    let outcome = pepper_wasm::RunOutcome {
-        module: ModuleInfo {
-            path: String::new(),
-            sha256: String::new(),
-            size: 0,
-        },
-        run: RunInfo::default(),
-        warnings: Vec::new(),
-        sampling: r.samples.as_ref().map(|s| {
-            (
-                pepper_profile::Sampling {
-                    taken: s.taken,
-                    ..Default::default()
-                },
-                s.words.clone(),
-            )
-        }),
-        contexts: None,
-    };
-    Ok(inst.plan.profile(r.counters.as_deref(), outcome, &|_| None))
+    Ok(crate::profile_of(&inst.plan, &r))
 }
 
 struct Variant {

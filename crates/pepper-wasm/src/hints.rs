@@ -328,18 +328,22 @@ mod tests {
         out
     }
 
+    /// A profile of `found`'s branches with these counts.
+    fn with_counts(found: &[(u32, u64, BranchKind)], counts: [[u64; 2]; 3]) -> Vec<Branch> {
+        found
+            .iter()
+            .zip(counts)
+            .enumerate()
+            .map(|(k, (&(f, off, kind), c))| branch(k as u32, f, off, kind, c))
+            .collect()
+    }
+
     #[test]
     fn hints_round_trip_and_point_at_their_branches() {
         let wasm = wat::parse_str(WAT).unwrap();
         let found = branches(&wasm);
         assert_eq!(found.len(), 3);
-        let counts = [[990, 10], [5, 995], [1000, 0]];
-        let profile: Vec<Branch> = found
-            .iter()
-            .zip(counts)
-            .enumerate()
-            .map(|(k, (&(f, off, kind), c))| branch(k as u32, f, off, kind, c))
-            .collect();
+        let profile = with_counts(&found, [[990, 10], [5, 995], [1000, 0]]);
         let opts = HintOptions {
             unlikely_br_if: true,
             ..Default::default()
@@ -371,13 +375,7 @@ mod tests {
     fn unclear_rare_and_unlikely_br_if_are_left_out() {
         let wasm = wat::parse_str(WAT).unwrap();
         let found = branches(&wasm);
-        let counts = [[600, 400], [5, 995], [10, 0]];
-        let profile: Vec<Branch> = found
-            .iter()
-            .zip(counts)
-            .enumerate()
-            .map(|(k, (&(f, off, kind), c))| branch(k as u32, f, off, kind, c))
-            .collect();
+        let profile = with_counts(&found, [[600, 400], [5, 995], [10, 0]]);
         let (hints, summary) = choose(&wasm, &profile, &HintOptions::default()).unwrap();
         assert!(hints.is_empty());
         assert_eq!(
