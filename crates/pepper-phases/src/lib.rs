@@ -21,6 +21,7 @@ mod matrix;
 pub mod sampling;
 mod score;
 mod signature;
+pub mod timeline;
 mod tracker;
 
 pub use detector::{detect, Analyzer, Detector, DetectorConfig, Model, Step, Window};

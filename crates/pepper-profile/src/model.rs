@@ -280,7 +280,75 @@ pub struct Profile {
     /// Calling contexts (version 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub contexts: Option<crate::Contexts>,
+    /// The run cut into intervals (`--timeline`, `--phases`, `--phase-aware`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+    /// The phases the online detector found while the program ran (`--phases`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<DetectedPhases>,
     pub warnings: Vec<String>,
+}
+
+/// A run cut into intervals, each with a compact vector of what ran in it: the input of
+/// phase analysis (Nagpurkar's interval profiles).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// What ends an interval: `path-ends` (every `length` path ends, counted exactly from
+    /// PEP's ring) or `time` (every `length` microseconds).
+    pub clock: String,
+    pub length: u64,
+    /// What the vectors count per function: `path-ends` (every path end the function
+    /// completed: its entries and loop iterations) or `stack-samples` (the stack samples
+    /// whose innermost frame was in it).
+    pub counts: String,
+    /// Path ends the sampler could not read before the guest overwrote them (their
+    /// intervals' vectors miss them; the positions stay exact).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lost: u64,
+    pub intervals: Vec<Interval>,
+}
+
+/// One interval of a [`Timeline`].
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Interval {
+    /// Path ends the run completed before this interval (0 when unknown).
+    pub start: u64,
+    pub path_ends: u64,
+    pub wall_us: u64,
+    /// (function index, count), sorted by function.
+    pub counts: Vec<(u32, u64)>,
+    /// Phase-aware profiling: the phase the tracker put this interval in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<u32>,
+    /// Phase-aware or periodic interval sampling: the instrumentation ran in this interval.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub profiled: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// What the online phase detector decided during the run.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct DetectedPhases {
+    /// The detector's configuration (window, sizes in intervals, model, analyzer).
+    pub detector: String,
+    /// The minimum phase length, in intervals, it was set up for.
+    pub mpl: u32,
+    /// Phases in the order detected, as intervals of the time line: [start, end).
+    pub phases: Vec<PhaseSpan>,
+}
+
+/// One detected phase.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct PhaseSpan {
+    /// First interval (the anchor when the detector anchors starts) and one past the last.
+    pub start: u32,
+    pub end: u32,
+    /// The same bounds in path ends since the run began.
+    pub start_path_end: u64,
+    pub end_path_end: u64,
 }
 
 impl Profile {

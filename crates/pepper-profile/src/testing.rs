@@ -49,6 +49,8 @@ pub fn profile(branches: Vec<Branch>, paths: Vec<Path>) -> Profile {
         lost: Lost::default(),
         sampling: None,
         contexts: None,
+        timeline: None,
+        phases: None,
         warnings: vec![],
     }
 }

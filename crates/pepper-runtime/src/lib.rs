@@ -10,11 +10,15 @@
 //! signal and copies its frame-pointer chain.
 
 mod epochs;
+mod intervals;
 mod native;
 mod sampler;
 mod worker;
 
 pub use epochs::EphemeralConfig;
+pub use intervals::{
+    IntervalConfig, IntervalResult, Strategy, EVERY_PATH_END_RING_LOG2, MAX_INTERVALS,
+};
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use sampler::{BurstWeights, SamplerConfig, SamplerResult, StackConfig};
 

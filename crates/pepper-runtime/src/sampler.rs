@@ -54,6 +54,9 @@ pub struct SamplerConfig {
     /// its instrumented copies. Each tick sets it, lets the guest run instrumented until
     /// the burst's path ends are written, and clears it (see `sample_loop`).
     pub switch: Option<u32>,
+    /// Intervals: a time line read from the ring (on top of the bursts), or interval
+    /// sampling on the switch (instead of them). See `crate::intervals`.
+    pub intervals: Option<crate::IntervalConfig>,
 }
 
 /// How many executions a burst's samples stand for.
@@ -212,6 +215,7 @@ impl SamplerConfig {
             stacks: None,
             stack_every: 1,
             switch: None,
+            intervals: None,
         }
     }
 
@@ -298,6 +302,8 @@ pub struct SamplerResult {
     /// instrumented copies wrote (with the switch, `path_ends` is an estimate).
     pub switched_on: Duration,
     pub instrumented_ends: u64,
+    /// The time line, detected phases and interval sampling's estimate.
+    pub intervals: Option<crate::IntervalResult>,
 }
 
 /// A raw view of the profiler memory that may be read from another thread.
@@ -318,7 +324,7 @@ impl MemView {
         })
     }
 
-    fn u32_at(&self, addr: u32) -> u32 {
+    pub(crate) fn u32_at(&self, addr: u32) -> u32 {
         let a = addr as usize;
         assert!(a + 4 <= self.len && a.is_multiple_of(4));
         // SAFETY: in bounds and aligned (checked above); the memory outlives the sampler
@@ -349,7 +355,17 @@ impl MemView {
         unsafe { AtomicU32::from_ptr((self.ptr + a) as *mut u32).store(value, Ordering::Release) }
     }
 
-    fn u64_at(&self, addr: u32) -> u64 {
+    /// Appends the `count` u64 words at `addr` to `out` (one bounds check for all).
+    pub(crate) fn u64s_into(&self, addr: u32, count: usize, out: &mut Vec<u64>) {
+        let a = addr as usize;
+        assert!(a + 8 * count <= self.len && a.is_multiple_of(8));
+        out.extend((0..count).map(|i| {
+            // SAFETY: as for `u32_at`, for every word of the checked range.
+            unsafe { AtomicU64::from_ptr((self.ptr + a + 8 * i) as *mut u64).load(Ordering::Relaxed) }
+        }));
+    }
+
+    pub(crate) fn u64_at(&self, addr: u32) -> u64 {
         let a = addr as usize;
         assert!(a + 8 <= self.len && a.is_multiple_of(8));
         // SAFETY: as for `u32_at`.
@@ -454,6 +470,9 @@ fn sample_loop(
     let mut total_weight = 0f64;
     let mut pick = Pick(0x9E37_79B9_7F4A_7C15);
     let mut tick_no: u64 = 0;
+    let mut intervals = cfg.intervals.clone().filter(|_| ring).map(|ic| {
+        crate::intervals::Intervals::new(ic, (cfg.head, cfg.base, cfg.entries), cfg.switch)
+    });
     loop {
         // One more pass after the guest finished: the tick "at exit" gives short runs a
         // burst too.
@@ -473,6 +492,10 @@ fn sample_loop(
                     let (events, since) = copied.events.since(&mut last_events_head);
                     let (words, words_since) = copied.words.since(&mut last_words_head);
                     if crate::native::wasm_frames(&raw, map, &mut frames) {
+                        if let (Some(iv), Some(&(func, _, _))) = (intervals.as_mut(), frames.last())
+                        {
+                            iv.stack_leaf(func);
+                        }
                         let mut stack =
                             crate::native::NativeStack::new(&frames, &previous, raw.len());
                         pcct.sample(&mut stack, weight);
@@ -516,6 +539,15 @@ fn sample_loop(
                 break;
             }
             continue;
+        }
+        if let Some(iv) = intervals.as_mut() {
+            iv.tick(mem, last);
+            if iv.replaces_bursts() {
+                if last {
+                    break;
+                }
+                continue;
+            }
         }
         // Switch: the guest runs instrumented code from its next check on; the first
         // path ends after that come from wherever the checks are, so the burst is drawn
@@ -650,6 +682,17 @@ fn sample_loop(
         table.scale(res.path_ends as f64 / total_weight);
     }
     res.words = table.estimates();
+    if let Some(ir) = intervals.map(crate::intervals::Intervals::finish) {
+        if let Some(words) = &ir.words {
+            // Interval sampling: the profiled intervals' path ends, scaled per phase.
+            res.words = words.clone();
+            res.path_ends = words.iter().map(|w| w.1).sum();
+            let profiled = ir.timeline.intervals.iter().filter(|i| i.profiled);
+            res.taken = profiled.clone().map(|i| i.path_ends).sum();
+            res.switched_on = Duration::from_micros(profiled.map(|i| i.wall_us).sum());
+        }
+        res.intervals = Some(ir);
+    }
     res.pcct = stacks.map(|s| s.1);
     res.windows = replay;
     res.in_host = in_host_samples;

@@ -320,6 +320,8 @@ impl Plan {
             lost,
             sampling,
             contexts,
+            timeline: None,
+            phases: None,
             warnings,
         };
         if self.mode.paths() {

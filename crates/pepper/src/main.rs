@@ -14,6 +14,7 @@ use clap::{Parser, Subcommand};
 ///   pepper export prog.pepper.json     calling contexts as pprof (also folded, flamegraph, firefox)
 ///   pepper merge a.json b.json -o all.json  sum profiles of several runs or stores
 ///   pepper hints prog.pepper.json prog.wasm -o prog.hinted.wasm  branch hints for engines
+///   pepper phases prog.pepper.json          phases of a --timeline run, similarity matrix
 #[derive(Parser, Debug)]
 #[command(name = "pepper", version, about, long_about, verbatim_doc_comment)]
 struct Cli {
@@ -30,6 +31,7 @@ enum Command {
     Export(cmd::export::Args),
     Merge(cmd::merge::Args),
     Hints(cmd::hints::Args),
+    Phases(cmd::phases::Args),
 }
 
 fn main() {
@@ -42,6 +44,7 @@ fn main() {
         Command::Export(a) => cmd::export::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::Hints(a) => cmd::hints::run(a),
+        Command::Phases(a) => cmd::phases::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

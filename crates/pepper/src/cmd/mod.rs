@@ -2,7 +2,9 @@ pub mod compare;
 pub mod export;
 pub mod hints;
 pub mod instrument;
+pub mod intervals;
 pub mod merge;
+pub mod phases;
 pub mod report;
 pub mod run;
 

@@ -125,6 +125,8 @@ pub struct Args {
     every: Option<u32>,
     #[command(flatten)]
     guided: super::GuideArgs,
+    #[command(flatten)]
+    intervals: super::intervals::IntervalArgs,
     /// Profile output file [default: PROGRAM's stem + `.pepper.json`].
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -274,6 +276,18 @@ pub fn run(a: Args) -> Result<i32> {
     if a.mode == ModeArg::None && contexts != pepper_wasm::ContextMode::Off {
         bail!("--mode none runs the module unchanged; use --mode calls for contexts only");
     }
+    let ia = &a.intervals;
+    ia.check(
+        mode == pepper_profile::Mode::Pep,
+        a.switch != SwitchArg::Off,
+        a.every.is_some(),
+    )?;
+    // Interval sampling holds the switch for whole intervals: outermost loop headers by
+    // default, as for bursts.
+    let switch = match a.switch {
+        SwitchArg::Off if ia.samples_intervals() => SwitchArg::Outer,
+        s => s,
+    };
     let opts = pepper_wasm::InstrumentOptions {
         mode,
         contexts,
@@ -285,7 +299,7 @@ pub fn run(a: Args) -> Result<i32> {
         hash_cache_log2: a.hash_cache_log2,
         loop_counts: !a.no_loop_counts,
         pep_every: a.every,
-        switch: a.switch.placement(),
+        switch: switch.placement(),
         switch_chaos: a.switch_chaos,
         guide: guide.clone(),
         cold_threshold: a.guided.cold_threshold,
@@ -296,7 +310,12 @@ pub fn run(a: Args) -> Result<i32> {
         ring_log2: (4 * (a.samples as u64 + a.stride as u64))
             .next_power_of_two()
             .trailing_zeros()
-            .max(12),
+            .max(12)
+            .max(if ia.reads_every_path_end() {
+                pepper_runtime::EVERY_PATH_END_RING_LOG2
+            } else {
+                0
+            }),
         ..Default::default()
     };
     let inst = pepper_wasm::instrument(&wasm, &opts)
@@ -348,6 +367,7 @@ pub fn run(a: Args) -> Result<i32> {
             if a.switch_always_on || a.switch_chaos {
                 s.switch = None;
             }
+            s.intervals = ia.config(a.interval);
             s
         }),
     };
@@ -442,9 +462,38 @@ pub fn run(a: Args) -> Result<i32> {
         };
         outcome.sampling = Some((info, Vec::new()));
     }
+    let intervals = result.samples.as_ref().and_then(|s| s.intervals.clone());
+    if let (Some(design), Some((info, _))) = (ia.design(), outcome.sampling.as_mut()) {
+        // Interval sampling: `samples` is N for periodic intervals, `interval_us` the
+        // interval, `ticks` the intervals and `taken` the path ends read in profiled ones.
+        info.design = design.into();
+        info.samples = ia.periodic().unwrap_or(0);
+        info.stride = 0;
+        info.interval_us = ia.phase_interval().as_micros() as u64;
+        info.ticks = intervals.as_ref().map_or(0, |i| i.timeline.intervals.len() as u64);
+        info.weights = String::new();
+    }
     let mut profile = inst
         .plan
         .profile(result.counters.as_deref(), outcome, &|o| lines.lookup(o));
+    if let Some(ir) = intervals {
+        if ir.timeline.lost > 0 {
+            profile.warnings.push(format!(
+                "the sampler could not read {} path ends before the guest overwrote them; \
+                 their intervals' vectors miss them",
+                ir.timeline.lost
+            ));
+        }
+        if ir.words.as_ref().is_some_and(|w| w.is_empty()) {
+            profile.warnings.push(
+                "no interval was profiled: the run was too short for its phases to reach a \
+                 third interval (try a shorter --phase-interval)"
+                    .into(),
+            );
+        }
+        profile.timeline = Some(ir.timeline);
+        profile.phases = ir.phases;
+    }
     if let Some(s) = profile.sampling.as_mut().filter(|s| s.design == "every") {
         // The in-guest design counted its samples in the hash table (counts are scaled to
         // executions, `every` per sample).
@@ -476,7 +525,7 @@ pub fn run(a: Args) -> Result<i32> {
 }
 
 /// Parses `1ms`, `250us`, `2s` or a bare number of milliseconds.
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+pub(super) fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let s = s.trim();
     let (num, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
         Some(i) => s.split_at(i),

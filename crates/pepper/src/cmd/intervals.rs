@@ -1,0 +1,121 @@
+//! `pepper run`'s phase options: the time line, the online phase detector, and interval
+//! sampling (phase-aware or periodic) on the switch.
+
+use anyhow::{bail, Result};
+use pepper_runtime::{IntervalConfig, Strategy};
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct IntervalArgs {
+    /// Record a time line (PEP without --switch): the sampler reads every path end from
+    /// PEP's ring, not just its bursts, and cuts the run into intervals of
+    /// --timeline-interval path ends, each with the path ends of every function (its
+    /// entries and loop iterations). `pepper phases` analyzes it. Costs the guest nothing
+    /// more than PEP; the sampler's core does the reading (bench/results/phases.md).
+    #[arg(long)]
+    timeline: bool,
+    /// Path ends per time-line interval.
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..))]
+    timeline_interval: u64,
+    /// Run the online phase detector (Nagpurkar's adaptive trailing window and weighted
+    /// model) over the time line as the program runs; the profile records the phases it
+    /// found, and `pepper compare EXACT THIS` scores them against the offline phases of
+    /// EXACT's time line. Implies --timeline.
+    #[arg(long)]
+    phases: bool,
+    /// The shortest phase, in time-line intervals, the detector should report (its current
+    /// window is half of it; the baseline `pepper compare` uses takes the same length).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..))]
+    phase_mpl: u32,
+    /// Phase-aware profiling (PEP on the switch): the run is cut into --phase-interval
+    /// intervals of time, each classified into a phase by its stack samples' innermost
+    /// functions; the instrumented code runs only in the third interval of each new phase
+    /// (every path end of it is read), and each phase's profile is scaled by how many
+    /// intervals it ran. Phases already profiled run clean code.
+    #[arg(long, conflicts_with = "periodic_intervals")]
+    phase_aware: bool,
+    /// Interval sampling without phases, the baseline for --phase-aware: instrument every
+    /// N-th --phase-interval interval and scale by N.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    periodic_intervals: Option<u32>,
+    /// Interval length of --phase-aware and --periodic-intervals.
+    #[arg(long, default_value = "10ms", value_parser = super::run::parse_duration)]
+    phase_interval: Duration,
+    /// --phase-aware: the largest Manhattan distance (0 = same mix of functions, 2 =
+    /// disjoint) between an interval and a phase for the interval to belong to it. Lower
+    /// finds more phases, profiles more intervals and is more accurate.
+    #[arg(long, default_value_t = 0.5)]
+    phase_threshold: f64,
+}
+
+impl IntervalArgs {
+    /// Interval sampling needs the switch (clean code outside profiled intervals).
+    pub fn samples_intervals(&self) -> bool {
+        self.phase_aware || self.periodic_intervals.is_some()
+    }
+
+    /// Whether the sampler reads every path end from the ring (so it must be large).
+    pub fn reads_every_path_end(&self) -> bool {
+        self.timeline || self.phases || self.samples_intervals()
+    }
+
+    /// Refuses combinations that cannot work.
+    pub fn check(&self, pep: bool, switch: bool, every: bool) -> Result<()> {
+        if !self.reads_every_path_end() {
+            return Ok(());
+        }
+        if !pep || every {
+            bail!("--timeline, --phases, --phase-aware and --periodic-intervals need PEP's ring (--mode pep, without --every)");
+        }
+        if (self.timeline || self.phases) && switch {
+            bail!("--timeline and --phases read every path end, which clean code does not write; drop --switch");
+        }
+        if self.samples_intervals() && (self.timeline || self.phases) {
+            bail!("--phase-aware and --periodic-intervals record their own time line; drop --timeline and --phases");
+        }
+        if !(0.0..=2.0).contains(&self.phase_threshold) {
+            bail!("--phase-threshold must be within [0, 2]");
+        }
+        Ok(())
+    }
+
+    /// The sampler's interval work; `tick` is its period.
+    pub fn config(&self, tick: Duration) -> Option<IntervalConfig> {
+        if self.samples_intervals() {
+            let ticks = (self.phase_interval.as_secs_f64() / tick.as_secs_f64().max(1e-9))
+                .round()
+                .max(1.0) as u32;
+            let strategy = match self.periodic_intervals {
+                Some(n) => Strategy::Periodic(n),
+                None => Strategy::PhaseAware(self.phase_threshold),
+            };
+            Some(IntervalConfig::Sampled { ticks, strategy })
+        } else if self.timeline || self.phases {
+            Some(IntervalConfig::Timeline {
+                length: self.timeline_interval,
+                detector: self
+                    .phases
+                    .then(|| pepper_phases::DetectorConfig::recommended(self.phase_mpl as usize)),
+            })
+        } else {
+            None
+        }
+    }
+
+    /// The sampling design name the profile records for interval sampling.
+    pub fn design(&self) -> Option<&'static str> {
+        match (self.phase_aware, self.periodic_intervals) {
+            (true, _) => Some("phase-aware"),
+            (false, Some(_)) => Some("periodic-intervals"),
+            _ => None,
+        }
+    }
+
+    pub fn phase_interval(&self) -> Duration {
+        self.phase_interval
+    }
+
+    pub fn periodic(&self) -> Option<u32> {
+        self.periodic_intervals
+    }
+}
