@@ -4,7 +4,8 @@
 #
 #   bench/workloads/build.sh          installs what is missing (apt), vendors sources, builds
 #
-# Output: bench/workloads/build/{bzip2,lua,sqlite,zstd}.wasm and deterministic inputs.
+# Output: bench/workloads/build/{bzip2,lua,sqlite,zstd}.wasm, lua-phases.wasm and
+# sqlite-phases.wasm (the same libraries run in phases), and deterministic inputs.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 OUT="$HERE/build"
@@ -64,6 +65,10 @@ done
 OUT_DIR="$OUT/obj/lua" compile lua "-Dluai_makeseed(L)=0x5eedu" -I"$HERE/stubs" -I"$LUA" -DLUA_USE_C89 -D_WASI_EMULATED_PROCESS_CLOCKS -D_WASI_EMULATED_SIGNAL -- \
   "${LUA_SRC[@]}" "$HERE/drivers/lua_driver.c"
 "${LINK[@]}" "$OUT"/obj/lua/*.o -lwasi-emulated-process-clocks -lwasi-emulated-signal -o "$OUT/lua.wasm"
+# lua-phases: the same library with a driver that runs in phases (parse, compute, format).
+OUT_DIR="$OUT/obj/lua-phases" compile lua-phases -I"$HERE/stubs" -I"$LUA" -DLUA_USE_C89 -- "$HERE/drivers/lua_phases.c"
+"${LINK[@]}" $(ls "$OUT"/obj/lua/*.o | grep -v lua_driver.o) "$OUT"/obj/lua-phases/*.o \
+  -lwasi-emulated-process-clocks -lwasi-emulated-signal -o "$OUT/lua-phases.wasm"
 
 SQ="$VENDOR/libsqlite3-sys-0.39.1/sqlite3"
 OUT_DIR="$OUT/obj/sqlite" compile sqlite -I"$SQ" -DSQLITE_OS_OTHER=1 -DSQLITE_THREADSAFE=0 -DSQLITE_TEMP_STORE=3 \
@@ -72,6 +77,11 @@ OUT_DIR="$OUT/obj/sqlite" compile sqlite -I"$SQ" -DSQLITE_OS_OTHER=1 -DSQLITE_TH
   "$SQ/sqlite3.c" "$SQ/wasm32-wasi-vfs.c" "$HERE/drivers/sqlite_driver.c"
 "${LINK[@]}" "$OUT"/obj/sqlite/*.o -lwasi-emulated-mman -lwasi-emulated-getpid -lwasi-emulated-signal \
   -lwasi-emulated-process-clocks -o "$OUT/sqlite.wasm"
+# sqlite-phases: inserts, indexed queries, updates, scans, one after another.
+OUT_DIR="$OUT/obj/sqlite-phases" compile sqlite-phases -I"$SQ" -- "$HERE/drivers/sqlite_phases.c"
+"${LINK[@]}" $(ls "$OUT"/obj/sqlite/*.o | grep -v sqlite_driver.o) "$OUT"/obj/sqlite-phases/*.o \
+  -lwasi-emulated-mman -lwasi-emulated-getpid -lwasi-emulated-signal -lwasi-emulated-process-clocks \
+  -o "$OUT/sqlite-phases.wasm"
 
 ZS="$VENDOR/zstd-sys-2.1.2+zstd.1.5.7/zstd/lib"
 OUT_DIR="$OUT/obj/zstd" compile zstd -I"$ZS" -I"$ZS/common" -DZSTD_DISABLE_ASM -- \

@@ -72,6 +72,11 @@ pub struct Accuracy {
     #[serde(default)]
     pub hot_branches: usize,
     pub hot_biases_within_5pt: Option<f64>,
+    /// Σ|estimate − reference| over every branch outcome's count, over the reference's
+    /// executions: Nagpurkar's code-region error, which unlike the overlaps also charges
+    /// an estimate for getting totals wrong (a sampled profile scaled by the wrong factor).
+    #[serde(default)]
+    pub branch_count_error: Option<f64>,
     /// TPP's attribution of definite flow: 1 - overcount - undercount, each weighted by
     /// path length in blocks, relative to the reference's flow (TPP §5).
     pub aodf: Option<f64>,
@@ -198,6 +203,18 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         }
     }
 
+    let mut count_diff = 0.0;
+    let ref_ids: std::collections::HashSet<u32> = reference.branches.iter().map(|b| b.id).collect();
+    for b in &reference.branches {
+        let est = est_counts.get(&b.id).copied().unwrap_or(&[]);
+        for (i, &r) in b.counts.iter().enumerate() {
+            count_diff += (est.get(i).copied().unwrap_or(0) as f64 - r as f64).abs();
+        }
+    }
+    for b in estimate.branches.iter().filter(|b| !ref_ids.contains(&b.id)) {
+        count_diff += b.total() as f64;
+    }
+
     // Bias error on the branches that carry 95% of the executions.
     let mut hot: Vec<&crate::model::Branch> = reference
         .branches
@@ -283,6 +300,7 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         edge_absolute_overlap: (ref_total > 0 && est_total > 0).then_some(abs),
         hot_branches: hot_n,
         hot_biases_within_5pt: (hot_n > 0).then(|| within as f64 / hot_n as f64),
+        branch_count_error: (ref_total > 0).then(|| count_diff / ref_total as f64),
         reference_paths: reference.paths.len(),
         estimate_paths: estimate.paths.len(),
         hot_paths: hot_keys.len(),

@@ -36,8 +36,12 @@ pub enum IntervalConfig {
         length: u64,
         detector: Option<DetectorConfig>,
     },
-    /// Instrument whole intervals of `ticks` sampler ticks, chosen by `strategy`.
-    Sampled { ticks: u32, strategy: Strategy },
+    /// Instrument whole intervals of `length` (wall time, cut at the first sampler tick
+    /// after it), chosen by `strategy`.
+    Sampled {
+        length: std::time::Duration,
+        strategy: Strategy,
+    },
 }
 
 /// Which intervals interval sampling instruments.
@@ -186,12 +190,13 @@ pub(crate) struct Intervals {
     /// stored interval `k >> halvings`.
     halvings: u32,
     // Interval sampling.
-    ticks: u32,
     tracker: Tracker,
     profiles: PhaseProfiles<u64>,
     pending: Option<SampleTable>,
     index: u64,
     tail: u64,
+    /// Scratch: the functions of the stack sample being added.
+    seen: Vec<u32>,
 }
 
 impl Intervals {
@@ -222,12 +227,12 @@ impl Intervals {
             spans: Vec::new(),
             open: None,
             halvings: 0,
-            ticks: 0,
             tracker: Tracker::new(threshold),
             profiles: PhaseProfiles::default(),
             pending: None,
             index: 0,
             tail: 0,
+            seen: Vec::new(),
         }
     }
 
@@ -236,18 +241,29 @@ impl Intervals {
         matches!(self.cfg, IntervalConfig::Sampled { .. })
     }
 
-    /// A stack sample's innermost function (interval sampling's footprint).
-    pub(crate) fn stack_leaf(&mut self, func: u32) {
-        if self.replaces_bursts() && func != u32::MAX {
-            self.current.add(func, 1);
+    /// A stack sample's functions, outermost first (interval sampling's footprint: every
+    /// function on the stack, once per sample; see `IntervalConfig::Sampled`).
+    pub(crate) fn stack_sample(&mut self, funcs: impl Iterator<Item = u32>) {
+        if !self.replaces_bursts() {
+            return;
         }
+        let start = self.seen.len();
+        for f in funcs.filter(|&f| f != u32::MAX) {
+            if !self.seen[start..].contains(&f) {
+                self.seen.push(f);
+                self.current.add(f, 1);
+            }
+        }
+        self.seen.truncate(start);
     }
 
     /// One sampler tick; `last` is the pass after the guest finished.
     pub(crate) fn tick(&mut self, mem: MemView, last: bool) {
         match self.cfg.clone() {
             IntervalConfig::Timeline { .. } => self.tick_timeline(mem, last),
-            IntervalConfig::Sampled { ticks, strategy } => self.tick_sampled(mem, last, ticks, strategy),
+            IntervalConfig::Sampled { length, strategy } => {
+                self.tick_sampled(mem, last, length, strategy)
+            }
         }
     }
 
@@ -284,7 +300,13 @@ impl Intervals {
         self.interval_start.1 = now;
     }
 
-    fn tick_sampled(&mut self, mem: MemView, last: bool, ticks: u32, strategy: Strategy) {
+    fn tick_sampled(
+        &mut self,
+        mem: MemView,
+        last: bool,
+        length: std::time::Duration,
+        strategy: Strategy,
+    ) {
         let ring = self.ring;
         let pending = &mut self.pending;
         let mut tail = 0;
@@ -297,12 +319,10 @@ impl Intervals {
             None => tail += words.len() as u64,
         });
         self.tail += tail;
-        self.ticks += 1;
-        if self.ticks < ticks && !last {
+        let now = Instant::now();
+        if now - self.interval_start.1 < length && !last {
             return;
         }
-        self.ticks = 0;
-        let now = Instant::now();
         let footprint = self.current.take();
         let phase = self.tracker.classify(&Signature::new(&footprint));
         let profiled = self.pending.take().map(|t| {

@@ -492,9 +492,8 @@ fn sample_loop(
                     let (events, since) = copied.events.since(&mut last_events_head);
                     let (words, words_since) = copied.words.since(&mut last_words_head);
                     if crate::native::wasm_frames(&raw, map, &mut frames) {
-                        if let (Some(iv), Some(&(func, _, _))) = (intervals.as_mut(), frames.last())
-                        {
-                            iv.stack_leaf(func);
+                        if let Some(iv) = intervals.as_mut() {
+                            iv.stack_sample(frames.iter().map(|f| f.0));
                         }
                         let mut stack =
                             crate::native::NativeStack::new(&frames, &previous, raw.len());

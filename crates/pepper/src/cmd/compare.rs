@@ -22,8 +22,18 @@ pub enum Format {
 ///   branch frequency (a branch the estimate never saw counts as unbiased).
 /// - edge absolute overlap: Σ min of the two normalised branch-outcome frequencies.
 ///
+/// - branch count error: Σ|estimate − reference| over every branch outcome's count, over
+///   the reference's branch executions (Nagpurkar's code-region error: also wrong when a
+///   sampled profile's totals are off).
+///
 /// Paths are matched by their branch decisions, not their numbers, so profiles with
 /// different numberings (for example with and without --guide) compare correctly.
+///
+/// When ESTIMATE has phases from the online detector (`pepper run --phases`) and
+/// REFERENCE a time line (`--timeline`, same program and input): the detector's score
+/// against the baseline phases of REFERENCE's time line (stable stretches of at least
+/// the detector's minimum phase length; see `pepper phases`), with Nagpurkar's metric:
+/// correlation/2 + sensitivity/4 + (1 − false positives)/4.
 ///
 /// When both profiles have calling contexts (REFERENCE typically from `--mode exact-calls`):
 /// - call overlap: Σ over contexts (call-site chains) of the smaller normalised call count;
@@ -58,16 +68,71 @@ pub fn run(a: Args) -> Result<i32> {
         );
     }
     let acc = compare(&reference, &estimate);
+    let phases = phase_score(&reference, &estimate);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match a.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &acc)?;
+            let doc = Json {
+                accuracy: &acc,
+                phases: phases.map(|s| PhaseScore {
+                    correlation: s.correlation,
+                    sensitivity: s.sensitivity,
+                    false_positives: s.false_positives,
+                    score: s.score,
+                }),
+            };
+            serde_json::to_writer_pretty(&mut out, &doc)?;
             writeln!(out)?;
         }
-        Format::Text => out.write_all(text(&acc, &reference, &estimate, a.top).as_bytes())?,
+        Format::Text => {
+            let mut t = text(&acc, &reference, &estimate, a.top);
+            if let (Some(s), Some(d)) = (phases, &estimate.phases) {
+                use std::fmt::Write as _;
+                let _ = writeln!(
+                    t,
+                    "\nphases: {} detected online ({}); score against the reference's baseline \
+                     (minimum phase length {} intervals): {:.3} (correlation {:.3}, sensitivity \
+                     {:.3}, false positives {:.3})",
+                    d.phases.len(),
+                    d.detector,
+                    d.mpl,
+                    s.score,
+                    s.correlation,
+                    s.sensitivity,
+                    s.false_positives
+                );
+            }
+            out.write_all(t.as_bytes())?
+        }
     }
     Ok(0)
+}
+
+/// The online detector's phases in `estimate` scored against `reference`'s time line.
+fn phase_score(reference: &Profile, estimate: &Profile) -> Option<pepper_phases::Score> {
+    let t = reference
+        .timeline
+        .as_ref()
+        .filter(|t| t.clock == "path-ends" && !t.intervals.is_empty())?;
+    let d = estimate.phases.as_ref()?;
+    Some(pepper_phases::timeline::score_against(t, d))
+}
+
+#[derive(serde::Serialize)]
+struct Json<'a> {
+    #[serde(flatten)]
+    accuracy: &'a Accuracy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phases: Option<PhaseScore>,
+}
+
+#[derive(serde::Serialize)]
+struct PhaseScore {
+    correlation: f64,
+    sensitivity: f64,
+    false_positives: f64,
+    score: f64,
 }
 
 fn pct(v: Option<f64>) -> String {
@@ -106,9 +171,14 @@ fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> 
     );
     let _ = writeln!(
         s,
-        "biases within 5 points ({} branches, 95% of executions): {}\n",
+        "biases within 5 points ({} branches, 95% of executions): {}",
         acc.hot_branches,
         pct(acc.hot_biases_within_5pt)
+    );
+    let _ = writeln!(
+        s,
+        "branch count error:                                 {}\n",
+        pct(acc.branch_count_error)
     );
     if let Some(c) = &acc.contexts {
         let _ = writeln!(

@@ -28,10 +28,11 @@ pub struct IntervalArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..))]
     phase_mpl: u32,
     /// Phase-aware profiling (PEP on the switch): the run is cut into --phase-interval
-    /// intervals of time, each classified into a phase by its stack samples' innermost
-    /// functions; the instrumented code runs only in the third interval of each new phase
-    /// (every path end of it is read), and each phase's profile is scaled by how many
-    /// intervals it ran. Phases already profiled run clean code.
+    /// intervals of time, each classified into a phase by the functions on its stack
+    /// samples (native stacks; nothing in the guest); the instrumented code runs only in
+    /// the third interval of each new phase (every path end of it is read), and each
+    /// phase's profile is scaled by how many intervals it ran. Phases already profiled
+    /// run clean code.
     #[arg(long, conflicts_with = "periodic_intervals")]
     phase_aware: bool,
     /// Interval sampling without phases, the baseline for --phase-aware: instrument every
@@ -44,7 +45,7 @@ pub struct IntervalArgs {
     /// --phase-aware: the largest Manhattan distance (0 = same mix of functions, 2 =
     /// disjoint) between an interval and a phase for the interval to belong to it. Lower
     /// finds more phases, profiles more intervals and is more accurate.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.3)]
     phase_threshold: f64,
 }
 
@@ -79,17 +80,17 @@ impl IntervalArgs {
         Ok(())
     }
 
-    /// The sampler's interval work; `tick` is its period.
-    pub fn config(&self, tick: Duration) -> Option<IntervalConfig> {
+    /// The sampler's interval work.
+    pub fn config(&self) -> Option<IntervalConfig> {
         if self.samples_intervals() {
-            let ticks = (self.phase_interval.as_secs_f64() / tick.as_secs_f64().max(1e-9))
-                .round()
-                .max(1.0) as u32;
             let strategy = match self.periodic_intervals {
                 Some(n) => Strategy::Periodic(n),
                 None => Strategy::PhaseAware(self.phase_threshold),
             };
-            Some(IntervalConfig::Sampled { ticks, strategy })
+            Some(IntervalConfig::Sampled {
+                length: self.phase_interval,
+                strategy,
+            })
         } else if self.timeline || self.phases {
             Some(IntervalConfig::Timeline {
                 length: self.timeline_interval,

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 /// 2 = nothing in common), and prints each phase (its intervals, share of the run, runs,
 /// hottest functions) and the time line, one letter per interval. Writes the similarity
 /// matrix as a PNG: both axes are the intervals in order, darker is more similar, red
-/// lines mark where phases start. Squares of dark along the diagonal are phases; dark
+/// lines mark where stable phases start and end. Squares of dark along the diagonal are phases; dark
 /// squares off it are a phase coming back.
 ///
 /// Examples:
@@ -151,13 +151,19 @@ pub fn run(a: Args) -> Result<i32> {
             });
             a.profile.with_file_name(format!("{name}.phases.png"))
         });
-        let starts: Vec<usize> = runs(&ids).iter().map(|r| r.start).collect();
+        // Where stable phases start and end (every short run's start would hide the
+        // picture under lines).
+        let starts: Vec<usize> = runs(&ids)
+            .iter()
+            .filter(|r| r.len >= a.mpl)
+            .flat_map(|r| [r.start, r.start + r.len])
+            .collect();
         let scale = (768 / sigs.len().max(1)).clamp(1, 32);
         let png = Matrix::new(&sigs).png(&starts, scale);
         std::fs::write(&path, png).with_context(|| format!("writing {}", path.display()))?;
         writeln!(
             out,
-            "\nsimilarity matrix: {} ({n} x {n} intervals, darker = more similar, red = phase starts)",
+            "\nsimilarity matrix: {} ({n} x {n} intervals, darker = more similar, red = stable phases' bounds)",
             path.display(),
             n = sigs.len()
         )?;

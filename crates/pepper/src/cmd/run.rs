@@ -367,7 +367,7 @@ pub fn run(a: Args) -> Result<i32> {
             if a.switch_always_on || a.switch_chaos {
                 s.switch = None;
             }
-            s.intervals = ia.config(a.interval);
+            s.intervals = ia.config();
             s
         }),
     };
