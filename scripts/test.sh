@@ -21,4 +21,5 @@ cargo run --release -q -p pepper-bench -- --quick >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --contexts >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --hints >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --ephemeral >/dev/null
+cargo run --release -q -p pepper-bench -- --quick --phases >/dev/null
 echo "bench smoke: ok"

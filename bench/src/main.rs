@@ -17,6 +17,7 @@
 mod contexts;
 mod ephemeral;
 mod hints;
+mod phases;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -65,9 +66,13 @@ struct Args {
     /// Measure ephemeral instrumentation instead (writes bench/results/ephemeral.md).
     #[arg(long)]
     ephemeral: bool,
+    /// Measure phases instead: the online detector against the baseline, phase-aware
+    /// against periodic interval sampling (writes bench/results/phases.md).
+    #[arg(long)]
+    phases: bool,
 }
 
-struct Workload {
+pub struct Workload {
     name: &'static str,
     args: Vec<String>,
     /// A different input, for guides that must not come from the measured run.
@@ -75,7 +80,7 @@ struct Workload {
     dirs: Vec<(PathBuf, String)>,
 }
 
-fn workloads(build: &Path, quick: bool, yosys: bool) -> Vec<Workload> {
+fn workloads(build: &Path, quick: bool, yosys: bool, phases: bool) -> Vec<Workload> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let data = vec![(build.to_path_buf(), "/data".to_string())];
     let input = if quick {
@@ -85,7 +90,23 @@ fn workloads(build: &Path, quick: bool, yosys: bool) -> Vec<Workload> {
     };
     let y = build.join("yosys");
     let script = |design: &str| format!("read_verilog /work/{design}; synth_ice40 -top top; stat");
-    let mut v = vec![
+    let mut v = Vec::new();
+    if phases {
+        // Programs with phases: the same libraries as below, driven through stages.
+        v.push(Workload {
+            name: "sqlite-phases",
+            args: s(&["sqlite-phases", if quick { "1" } else { "4" }]),
+            other_args: s(&["sqlite-phases", "1"]),
+            dirs: vec![],
+        });
+        v.push(Workload {
+            name: "lua-phases",
+            args: s(&["lua-phases", if quick { "1" } else { "4" }]),
+            other_args: s(&["lua-phases", "1"]),
+            dirs: vec![],
+        });
+    }
+    v.extend([
         Workload {
             name: "bzip2",
             args: s(&["bzip2", "-c", "-9", input]),
@@ -110,7 +131,7 @@ fn workloads(build: &Path, quick: bool, yosys: bool) -> Vec<Workload> {
             other_args: s(&["zstd", "1"]),
             dirs: vec![],
         },
-    ];
+    ]);
     if yosys {
         v.push(Workload {
             name: "yosys",
@@ -419,7 +440,7 @@ fn paired_ratio(times: &[f64], base: &[f64]) -> f64 {
 }
 
 /// Per column, the median over rounds.
-fn medians<const N: usize>(rounds: &[[f64; N]]) -> [f64; N] {
+pub fn medians<const N: usize>(rounds: &[[f64; N]]) -> [f64; N] {
     std::array::from_fn(|i| median(&rounds.iter().map(|a| a[i]).collect::<Vec<_>>()))
 }
 
@@ -449,13 +470,13 @@ fn geomean_pct(v: &[f64]) -> f64 {
 }
 
 /// A workload with its module bytes and the compilation cache to use.
-type Loaded = (Workload, Vec<u8>, Option<PathBuf>);
+pub type Loaded = (Workload, Vec<u8>, Option<PathBuf>);
 
 /// The workloads selected by `--only`, loaded (yosys compiles through wasmtime's cache:
 /// ~45 s cold).
 fn selected(args: &Args, build: &Path) -> Result<Vec<Loaded>> {
     let mut out = Vec::new();
-    for w in workloads(build, args.quick, args.yosys) {
+    for w in workloads(build, args.quick, args.yosys, args.phases) {
         if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
             continue;
         }
@@ -598,6 +619,9 @@ fn main() -> Result<()> {
     }
     if args.ephemeral {
         return ephemeral::main(&args, &root);
+    }
+    if args.phases {
+        return phases::main(&args, &root);
     }
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");

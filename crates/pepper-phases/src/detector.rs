@@ -5,7 +5,7 @@
 //! significantly more accurate than skipping a whole window), except with
 //! [`Window::FixedInterval`], the prior work's comparison of adjacent fixed intervals.
 
-use crate::{Counts, Signature};
+use crate::{Counts, Label, Signature};
 use std::collections::{HashMap, VecDeque};
 
 /// How the trailing window behaves (§4.1.1).
@@ -317,18 +317,20 @@ impl Detector {
     }
 }
 
-/// Runs a detector over a whole time line: in-phase labels per interval, with anchored
-/// starts applied retroactively.
-pub fn detect(cfg: DetectorConfig, intervals: &[&Counts]) -> Vec<bool> {
+/// Runs a detector over a whole time line: per interval, the number of the detected
+/// phase it is in (or `None`), with anchored starts applied retroactively.
+pub fn detect(cfg: DetectorConfig, intervals: &[&Counts]) -> Vec<Label> {
     let mut d = Detector::new(cfg);
     let mut out = Vec::with_capacity(intervals.len());
+    let mut phase = 0;
     for c in intervals {
         let step = d.push(c);
         if let Some(s) = step.started {
+            phase += 1;
             let i = out.len();
-            out[s.min(i)..i].fill(true);
+            out[s.min(i)..i].fill(Some(phase));
         }
-        out.push(step.in_phase);
+        out.push(step.in_phase.then_some(phase));
     }
     out
 }
@@ -339,7 +341,7 @@ mod tests {
     use crate::{finder, score};
 
     /// Planted: 12 of A, 12 of B, 12 of A, with a few noise intervals at the switches.
-    fn planted() -> (Vec<Vec<(u32, u64)>>, Vec<bool>) {
+    fn planted() -> (Vec<Vec<(u32, u64)>>, Vec<Label>) {
         let mut v = Vec::new();
         let mut truth = Vec::new();
         for (block, len) in [(0u32, 12), (9, 1), (1, 12), (9, 1), (0, 12)] {
@@ -350,7 +352,7 @@ mod tests {
                     _ => vec![(1, 30), (5, 30), (7, 40)],
                 };
                 v.push(c);
-                truth.push(block != 9);
+                truth.push((block != 9).then_some(truth.len() as u32 / 13));
             }
         }
         (v, truth)
@@ -397,7 +399,11 @@ mod tests {
         // And the offline finder agrees with the planted truth.
         let sigs: Vec<Signature> = v.iter().map(|c| Signature::new(c)).collect();
         let ids = finder::cluster(&sigs, 0.5);
-        assert_eq!(finder::oracle(&ids, 4), truth);
+        let found: Vec<bool> = finder::oracle(&ids, 4)
+            .iter()
+            .map(Option::is_some)
+            .collect();
+        assert_eq!(found, truth.iter().map(Option::is_some).collect::<Vec<_>>());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The offline phase finder and analyzer (§3.2.2, §3.2.3), and the baseline phases the
 //! online detector is scored against.
 
-use crate::{Counts, Signature};
+use crate::{Counts, Label, Signature};
 
 /// Groups intervals into phases (which need not be contiguous): each interval joins the
 /// phase whose centroid is nearest, if within `threshold` (Manhattan, in [0, 2]), else it
@@ -60,19 +60,19 @@ pub fn runs(ids: &[u32]) -> Vec<Run> {
     out
 }
 
-/// The baseline: an interval is *in phase* when it lies in a run of at least `mpl`
-/// consecutive intervals of one phase (`ids`, from [`cluster`] over an exact time line),
-/// else *in transition*.
+/// The baseline: an interval is in its phase (`ids`, from [`cluster`] over an exact time
+/// line) when it lies in a run of at least `mpl` consecutive intervals of that phase,
+/// else in transition.
 ///
 /// The dissertation's baseline (§4.2.1) selects loop and recursion instances of at least
 /// MPL branches from a call-loop trace; pepper's time line has per-interval vectors, not
 /// such a trace, so the baseline here is its stable stretches: repetition found by
 /// similarity over the whole run, with the same minimum phase length that models what a
 /// client can amortise.
-pub fn oracle(ids: &[u32], mpl: usize) -> Vec<bool> {
-    let mut out = vec![false; ids.len()];
+pub fn oracle(ids: &[u32], mpl: usize) -> Vec<Label> {
+    let mut out = vec![None; ids.len()];
     for r in runs(ids).into_iter().filter(|r| r.len >= mpl.max(1)) {
-        out[r.start..r.start + r.len].fill(true);
+        out[r.start..r.start + r.len].fill(Some(r.phase));
     }
     out
 }
@@ -152,10 +152,12 @@ mod tests {
                 len: 3
             }
         );
+        let n = None;
         assert_eq!(
             oracle(&ids, 4),
-            vec![true, true, true, true, false, false, false, false, false, false]
+            vec![Some(0), Some(0), Some(0), Some(0), n, n, n, n, n, n]
         );
+        assert_eq!(oracle(&ids, 3)[4..7], [Some(1); 3]);
         let counts = planted();
         let refs: Vec<&Counts> = counts.iter().map(|c| &c[..]).collect();
         let s = summarize(&ids, &refs, &[1; 10], 2);

@@ -27,9 +27,13 @@ mod tracker;
 pub use detector::{detect, Analyzer, Detector, DetectorConfig, Model, Step, Window};
 pub use finder::{cluster, oracle, runs, summarize, PhaseSummary, Run};
 pub use matrix::Matrix;
-pub use score::{score, Score};
+pub use score::{score, spans, Score};
 pub use signature::Signature;
 pub use tracker::Tracker;
 
 /// One interval's counts: (element, count), sorted by element, no zeros.
 pub type Counts = [(u32, u64)];
+
+/// What an interval is labelled with: the phase it is in (phases are told apart by their
+/// labels, so two phases back to back keep their boundary), or `None` in transition.
+pub type Label = Option<u32>;

@@ -1,6 +1,6 @@
 //! The online detector's accuracy against a baseline (§4.2.2 of the dissertation).
 
-use crate::finder::runs;
+use crate::Label;
 
 /// The dissertation's accuracy score and its three parts.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -16,31 +16,39 @@ pub struct Score {
     pub score: f64,
 }
 
-/// Phases as [start, end) intervals from per-interval in-phase labels.
-fn phases(labels: &[bool]) -> Vec<(usize, usize)> {
-    let ids: Vec<u32> = labels.iter().map(|&p| p as u32).collect();
-    runs(&ids)
-        .into_iter()
-        .filter(|r| r.phase == 1)
-        .map(|r| (r.start, r.start + r.len))
-        .collect()
+/// Phases as [start, end) intervals: maximal runs of one phase's label (two phases
+/// back to back are two, with a boundary between them).
+pub fn spans(labels: &[Label]) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, l) in labels.iter().enumerate() {
+        if l.is_none() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last.1 == i && labels[last.0] == *l => last.1 = i + 1,
+            _ => out.push((i, i + 1)),
+        }
+    }
+    out
 }
 
-/// Scores `detected` against `baseline` (in-phase labels, one per interval; `weights`,
-/// the path ends of each interval, weigh the correlation).
+/// Scores `detected` against `baseline` (labels, one per interval: the phase it is in,
+/// or `None` in transition; `weights`, the path ends of each interval, weigh the
+/// correlation).
 ///
 /// Matching follows §4.2.2: a detected phase start matches a baseline phase if it lies at
 /// or after that phase's start and before its end; a detected end, if it lies at or after
-/// the baseline phase's end and before the next baseline phase's start (the end of the run
-/// counts as one past the last interval, so phases running to the end can match); each
+/// the baseline phase's end and before the next baseline phase's start (or at its end,
+/// when the next phase starts right there; the end of the run counts as one past the
+/// last interval, so phases running to the end can match); each
 /// baseline boundary takes the closest unmatched candidate (one to one). With no baseline
 /// phase, sensitivity is 1 (nothing to miss); with no detected phase, false positives are 0.
-pub fn score(baseline: &[bool], detected: &[bool], weights: &[u64]) -> Score {
+pub fn score(baseline: &[Label], detected: &[Label], weights: &[u64]) -> Score {
     assert_eq!(baseline.len(), detected.len());
     assert_eq!(baseline.len(), weights.len());
     let total: u64 = weights.iter().sum();
     let agree: u64 = (0..baseline.len())
-        .filter(|&i| baseline[i] == detected[i])
+        .filter(|&i| baseline[i].is_some() == detected[i].is_some())
         .map(|i| weights[i])
         .sum();
     let correlation = if total == 0 {
@@ -48,8 +56,8 @@ pub fn score(baseline: &[bool], detected: &[bool], weights: &[u64]) -> Score {
     } else {
         agree as f64 / total as f64
     };
-    let b = phases(baseline);
-    let d = phases(detected);
+    let b = spans(baseline);
+    let d = spans(detected);
     let n = baseline.len();
     let mut used_starts = vec![false; d.len()];
     let mut used_ends = vec![false; d.len()];
@@ -72,7 +80,8 @@ pub fn score(baseline: &[bool], detected: &[bool], weights: &[u64]) -> Score {
             }
         };
         take(&mut used_starts, &|p| p.0, s, e, s);
-        take(&mut used_ends, &|p| p.1, e, next, e);
+        // A phase followed at once by the next one still has an end to match.
+        take(&mut used_ends, &|p| p.1, e, next.max(e + 1), e);
     }
     let sensitivity = if b.is_empty() {
         1.0
@@ -96,8 +105,25 @@ pub fn score(baseline: &[bool], detected: &[bool], weights: &[u64]) -> Score {
 mod tests {
     use super::*;
 
-    fn labels(s: &str) -> Vec<bool> {
-        s.chars().map(|c| c == 'P').collect()
+    /// `T` in transition, any other letter a phase.
+    fn labels(s: &str) -> Vec<Label> {
+        s.chars().map(|c| (c != 'T').then_some(c as u32)).collect()
+    }
+
+    #[test]
+    fn phases_back_to_back_have_a_boundary() {
+        // Baseline: A [0, 3) then B [3, 6). A detector that sees one long phase matches
+        // the first start and the last end only.
+        let b = labels("AAABBB");
+        let d = labels("PPPPPP");
+        let s = score(&b, &d, &[1; 6]);
+        assert_eq!(spans(&b), vec![(0, 3), (3, 6)]);
+        assert_eq!(
+            (s.correlation, s.sensitivity, s.false_positives),
+            (1.0, 0.5, 0.0)
+        );
+        let s = score(&b, &labels("PPPQQQ"), &[1; 6]);
+        assert_eq!(s.score, 1.0);
     }
 
     #[test]

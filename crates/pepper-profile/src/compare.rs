@@ -211,7 +211,11 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
             count_diff += (est.get(i).copied().unwrap_or(0) as f64 - r as f64).abs();
         }
     }
-    for b in estimate.branches.iter().filter(|b| !ref_ids.contains(&b.id)) {
+    for b in estimate
+        .branches
+        .iter()
+        .filter(|b| !ref_ids.contains(&b.id))
+    {
         count_diff += b.total() as f64;
     }
 

@@ -277,6 +277,27 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
                  times exact entry and loop counts)",
                 s.samples, s.ticks, s.interval_us
             )
+        } else if s.design == "phase-aware" || s.design == "periodic-intervals" {
+            let intervals = p.timeline.as_ref().map_or(&[][..], |t| &t.intervals[..]);
+            let profiled = intervals.iter().filter(|i| i.profiled).count();
+            let which = if s.design == "phase-aware" {
+                let mut phases: Vec<u32> = intervals.iter().filter_map(|i| i.phase).collect();
+                phases.sort_unstable();
+                phases.dedup();
+                format!(
+                    "the third interval of each new phase, {} phases",
+                    phases.len()
+                )
+            } else {
+                format!("every {}th", s.samples)
+            };
+            format!(
+                "{profiled} of {} intervals of {} us instrumented ({which}), every path end in \
+                 them read ({} path ends), each phase's scaled by its intervals",
+                intervals.len(),
+                s.interval_us,
+                s.taken
+            )
         } else {
             let weights = match s.weights.as_str() {
                 "rate" => ", bursts weighted by the path-end rate at each tick",

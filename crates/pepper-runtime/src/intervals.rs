@@ -23,6 +23,10 @@ use std::time::Instant;
 /// ends a second, with room for a tick that comes late.
 pub const EVERY_PATH_END_RING_LOG2: u32 = 18;
 
+/// How often the sampler reads the ring between its ticks when it reads every path end:
+/// 2^18 words hold 260 µs of a loop completing 750 million path ends a second.
+pub(crate) const DRAIN_EVERY: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// The time line reads one path end in this many (see `Drain::read`) and counts it for
 /// all of them; interval bounds stay exact.
 pub const TIMELINE_STRIDE: u64 = 32;
@@ -130,7 +134,9 @@ impl Drain {
         self.buf = buf;
         // Words older than (head now − n) may have been overwritten while read.
         let now = head + mem.u32_at(head_at).wrapping_sub(h) as u64;
-        let suspect = (now.saturating_sub(n)).saturating_sub(from).min(head - from);
+        let suspect = (now.saturating_sub(n))
+            .saturating_sub(from)
+            .min(head - from);
         self.lost += suspect;
         self.seq = head;
     }
@@ -197,12 +203,18 @@ pub(crate) struct Intervals {
     tail: u64,
     /// Scratch: the functions of the stack sample being added.
     seen: Vec<u32>,
+    /// Path ends lost before the current interval began.
+    pending_lost: u64,
+    /// Time line: intervals filled between ticks, closed at the next tick.
+    cuts: Vec<(u64, Vec<(u32, u64)>)>,
 }
 
 impl Intervals {
     pub(crate) fn new(cfg: IntervalConfig, ring: (u32, u32, u32), flag: Option<u32>) -> Intervals {
         let (length, detector, threshold) = match &cfg {
-            IntervalConfig::Timeline { length, detector } => (*length, detector.map(Detector::new), 0.0),
+            IntervalConfig::Timeline { length, detector } => {
+                (*length, detector.map(Detector::new), 0.0)
+            }
             IntervalConfig::Sampled { strategy, .. } => (
                 0,
                 None,
@@ -233,6 +245,8 @@ impl Intervals {
             index: 0,
             tail: 0,
             seen: Vec::new(),
+            pending_lost: 0,
+            cuts: Vec::new(),
         }
     }
 
@@ -257,6 +271,14 @@ impl Intervals {
         self.seen.truncate(start);
     }
 
+    /// Reads the path ends written since the last read (between ticks).
+    pub(crate) fn drain(&mut self, mem: MemView) {
+        match &self.cfg {
+            IntervalConfig::Timeline { .. } => self.read_timeline(mem),
+            IntervalConfig::Sampled { .. } => self.read_pending(mem),
+        }
+    }
+
     /// One sampler tick; `last` is the pass after the guest finished.
     pub(crate) fn tick(&mut self, mem: MemView, last: bool) {
         match self.cfg.clone() {
@@ -267,24 +289,29 @@ impl Intervals {
         }
     }
 
-    fn tick_timeline(&mut self, mem: MemView, last: bool) {
+    /// Reads path ends into the interval being filled, keeping the ones that filled
+    /// intervals in `self.cuts`.
+    fn read_timeline(&mut self, mem: MemView) {
         let ring = self.ring;
-        let mut cuts = Vec::new();
         let length = self.length;
-        let mut next_cut = self.interval_start.0 + length;
-        {
-            let current = &mut self.current;
-            self.drain.read(mem, ring, TIMELINE_STRIDE, |first, words| {
-                for (k, &w) in words.iter().enumerate() {
-                    let seq = first + k as u64 * TIMELINE_STRIDE;
-                    while seq >= next_cut {
-                        cuts.push((next_cut, current.take()));
-                        next_cut += length;
-                    }
-                    current.add_tag((w >> 44) as usize, TIMELINE_STRIDE);
+        let mut next_cut = self.cuts.last().map_or(self.interval_start.0, |c| c.0) + length;
+        let current = &mut self.current;
+        let cuts = &mut self.cuts;
+        self.drain.read(mem, ring, TIMELINE_STRIDE, |first, words| {
+            for (k, &w) in words.iter().enumerate() {
+                let seq = first + k as u64 * TIMELINE_STRIDE;
+                while seq >= next_cut {
+                    cuts.push((next_cut, current.take()));
+                    next_cut += length;
                 }
-            });
-        }
+                current.add_tag((w >> 44) as usize, TIMELINE_STRIDE);
+            }
+        });
+    }
+
+    fn tick_timeline(&mut self, mem: MemView, last: bool) {
+        self.read_timeline(mem);
+        let cuts = std::mem::take(&mut self.cuts);
         let now = Instant::now();
         let n = cuts.len() as u32 + last as u32;
         // Intervals closed within one tick share its time.
@@ -307,30 +334,28 @@ impl Intervals {
         length: std::time::Duration,
         strategy: Strategy,
     ) {
-        let ring = self.ring;
-        let pending = &mut self.pending;
-        let mut tail = 0;
-        self.drain.read(mem, ring, 1, |_, words| match pending.as_mut() {
-            Some(t) => {
-                for &w in words.iter().filter(|&&w| w != 0) {
-                    t.add(w, 1.0);
-                }
-            }
-            None => tail += words.len() as u64,
-        });
-        self.tail += tail;
+        self.read_pending(mem);
         let now = Instant::now();
         if now - self.interval_start.1 < length && !last {
             return;
         }
         let footprint = self.current.take();
         let phase = self.tracker.classify(&Signature::new(&footprint));
+        let lost = self.drain.lost - self.pending_lost;
+        self.pending_lost = self.drain.lost;
         let profiled = self.pending.take().map(|t| {
-            let entries = t.entries();
+            let mut entries = t.entries();
             self.tracker.sampled(phase);
-            let ends = entries.iter().map(|e| e.1).sum::<u64>();
+            let read = entries.iter().map(|e| e.1).sum::<u64>();
+            if lost > 0 && read > 0 {
+                // Path ends the sampler could not read in time stand for the ones it read.
+                let scale = (read + lost) as f64 / read as f64;
+                for e in &mut entries {
+                    e.1 = (e.1 as f64 * scale).round() as u64;
+                }
+            }
             self.profiles.add(phase, entries);
-            ends
+            read + lost
         });
         let wall = (now - self.interval_start.1).as_micros() as u64;
         self.interval_start.1 = now;
@@ -354,9 +379,34 @@ impl Intervals {
         }
     }
 
+    /// Reads path ends into the profiled interval's table (or counts them as the tail of
+    /// the last one).
+    fn read_pending(&mut self, mem: MemView) {
+        let ring = self.ring;
+        let pending = &mut self.pending;
+        let mut tail = 0;
+        self.drain
+            .read(mem, ring, 1, |_, words| match pending.as_mut() {
+                Some(t) => {
+                    for &w in words.iter().filter(|&&w| w != 0) {
+                        t.add(w, 1.0);
+                    }
+                }
+                None => tail += words.len() as u64,
+            });
+        self.tail += tail;
+    }
+
     /// Appends a finished interval ending at path end `end` (time line) and runs the
     /// detector on it.
-    fn close(&mut self, end: u64, wall_us: u64, counts: Vec<(u32, u64)>, phase: Option<u32>, profiled: bool) {
+    fn close(
+        &mut self,
+        end: u64,
+        wall_us: u64,
+        counts: Vec<(u32, u64)>,
+        phase: Option<u32>,
+        profiled: bool,
+    ) {
         let start = self.interval_start.0;
         self.interval_start.0 = end;
         if let Some(d) = self.detector.as_mut() {
@@ -424,16 +474,14 @@ impl Intervals {
             IntervalConfig::Timeline { .. } => ("path-ends", "path-ends"),
             IntervalConfig::Sampled { .. } => ("time", "stack-samples"),
         };
-        let words = self
-            .replaces_bursts()
-            .then(|| {
-                self.profiles
-                    .estimate(&self.tracker)
-                    .into_iter()
-                    .map(|(w, c)| (w, c.round() as u64))
-                    .filter(|&(_, c)| c > 0)
-                    .collect()
-            });
+        let words = self.replaces_bursts().then(|| {
+            self.profiles
+                .estimate(&self.tracker)
+                .into_iter()
+                .map(|(w, c)| (w, c.round() as u64))
+                .filter(|&(_, c)| c > 0)
+                .collect()
+        });
         IntervalResult {
             timeline: Timeline {
                 clock: clock.into(),
@@ -474,4 +522,34 @@ pub struct IntervalResult {
     /// Interval sampling: path ends read outside profiled intervals (the instrumented
     /// copies finishing their current loop iteration after the flag was cleared).
     pub tail: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_time_line_merges_neighbours_and_keeps_detected_spans() {
+        let cfg = IntervalConfig::Timeline {
+            length: 10,
+            detector: Some(DetectorConfig::recommended(4)),
+        };
+        let mut iv = Intervals::new(cfg, (0, 0, 0), None);
+        // Two long phases: function 1, then function 2.
+        for k in 0..=MAX_INTERVALS as u64 {
+            let f = if k < 1000 { 1 } else { 2 };
+            iv.close((k + 1) * 10, 5, vec![(f, 10)], None, false);
+        }
+        assert_eq!(iv.length, 20);
+        assert_eq!(iv.intervals.len(), MAX_INTERVALS / 2 + 1);
+        assert_eq!(iv.intervals[0].path_ends, 20);
+        assert_eq!(iv.intervals[0].wall_us, 10);
+        let r = iv.finish();
+        let spans = r.phases.expect("detector ran").phases;
+        assert_eq!(spans.len(), 2, "{spans:?}");
+        // The first phase ends where function 2 starts: interval 1000 before merging.
+        assert_eq!(spans[0].end, 500);
+        assert_eq!(spans[0].end_path_end, 10_000);
+        assert_eq!(spans[1].start_path_end, 10_000);
+    }
 }

@@ -18,6 +18,7 @@ mod worker;
 pub use epochs::EphemeralConfig;
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, EVERY_PATH_END_RING_LOG2, MAX_INTERVALS,
+    TIMELINE_STRIDE,
 };
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use sampler::{BurstWeights, SamplerConfig, SamplerResult, StackConfig};

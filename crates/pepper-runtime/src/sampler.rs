@@ -361,7 +361,9 @@ impl MemView {
         assert!(a + 8 * count <= self.len && a.is_multiple_of(8));
         out.extend((0..count).map(|i| {
             // SAFETY: as for `u32_at`, for every word of the checked range.
-            unsafe { AtomicU64::from_ptr((self.ptr + a + 8 * i) as *mut u64).load(Ordering::Relaxed) }
+            unsafe {
+                AtomicU64::from_ptr((self.ptr + a + 8 * i) as *mut u64).load(Ordering::Relaxed)
+            }
         }));
     }
 
@@ -476,7 +478,24 @@ fn sample_loop(
     loop {
         // One more pass after the guest finished: the tick "at exit" gives short runs a
         // burst too.
-        let last = stop.sleep(cfg.interval);
+        let last = match intervals.as_mut() {
+            // Reading every path end: between ticks too, so that a fast guest does not
+            // lap the ring.
+            Some(iv) => {
+                let until = Instant::now() + cfg.interval;
+                loop {
+                    let left = until.saturating_duration_since(Instant::now());
+                    if stop.sleep(left.min(crate::intervals::DRAIN_EVERY)) {
+                        break true;
+                    }
+                    if left <= crate::intervals::DRAIN_EVERY {
+                        break false;
+                    }
+                    iv.drain(mem);
+                }
+            }
+            None => stop.sleep(cfg.interval),
+        };
         tick_no += 1;
         let stack_tick = last || tick_no.is_multiple_of(cfg.stack_every.max(1) as u64);
         if let Some((sc, pcct, cache)) = stacks.as_mut().filter(|_| stack_tick) {

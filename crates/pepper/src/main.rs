@@ -24,7 +24,7 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    Run(cmd::run::Args),
+    Run(Box<cmd::run::Args>),
     Report(cmd::report::Args),
     Instrument(cmd::instrument::Args),
     Compare(cmd::compare::Args),
@@ -37,7 +37,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(a) => cmd::run::run(a),
+        Command::Run(a) => cmd::run::run(*a),
         Command::Report(a) => cmd::report::run(a),
         Command::Instrument(a) => cmd::instrument::run(a),
         Command::Compare(a) => cmd::compare::run(a),

@@ -49,7 +49,11 @@ pub fn run(a: Args) -> Result<i32> {
         bail!("--threshold must be within [0, 2]");
     }
     let profile = super::load_profile(&a.profile)?;
-    let Some(t) = profile.timeline.as_ref().filter(|t| !t.intervals.is_empty()) else {
+    let Some(t) = profile
+        .timeline
+        .as_ref()
+        .filter(|t| !t.intervals.is_empty())
+    else {
         bail!(
             "{} has no time line: record one with `pepper run --timeline`",
             a.profile.display()
@@ -114,9 +118,9 @@ pub fn run(a: Args) -> Result<i32> {
     let strip: Vec<char> = ids
         .iter()
         .zip(&stable)
-        .map(|(&id, &s)| {
+        .map(|(&id, s)| {
             let c = letter(id);
-            if s {
+            if s.is_some() {
                 c
             } else {
                 c.to_ascii_lowercase()

@@ -470,7 +470,9 @@ pub fn run(a: Args) -> Result<i32> {
         info.samples = ia.periodic().unwrap_or(0);
         info.stride = 0;
         info.interval_us = ia.phase_interval().as_micros() as u64;
-        info.ticks = intervals.as_ref().map_or(0, |i| i.timeline.intervals.len() as u64);
+        info.ticks = intervals
+            .as_ref()
+            .map_or(0, |i| i.timeline.intervals.len() as u64);
         info.weights = String::new();
     }
     let mut profile = inst
@@ -479,9 +481,13 @@ pub fn run(a: Args) -> Result<i32> {
     if let Some(ir) = intervals {
         if ir.timeline.lost > 0 {
             profile.warnings.push(format!(
-                "the sampler could not read {} path ends before the guest overwrote them; \
-                 their intervals' vectors miss them",
-                ir.timeline.lost
+                "the sampler could not read {} path ends before the guest overwrote them; {}",
+                ir.timeline.lost,
+                if ir.words.is_some() {
+                    "the ones it read in each profiled interval stand for them"
+                } else {
+                    "their intervals' vectors miss them (positions stay exact)"
+                }
             ));
         }
         if ir.words.as_ref().is_some_and(|w| w.is_empty()) {

@@ -1,0 +1,127 @@
+//! Phases end to end on a fixture with known phases: two loops in different functions,
+//! alternating in three long stretches each.
+
+mod common;
+
+use common::{fixture, pepper, run, tempdir};
+use pepper_phases::{cluster, runs, timeline};
+
+/// One at a time: each run reads every path end on the sampler's core, which a test
+/// running next to it would take away (the guest then laps the ring and the time line
+/// has holes; a real run reports them, a test should not depend on the machine's load).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The time line of A B A B A B has two phases, each in three stretches, and the
+/// similarity matrix shows it: dark where both intervals run the same loop, light where
+/// they run different ones.
+#[test]
+fn a_time_line_of_two_alternating_loops_has_two_phases_and_a_matrix() {
+    let _one = one_at_a_time();
+    let f = fixture("two_loops.wat");
+    let (c, _, err, p) = run(
+        "pep",
+        &f,
+        &["--timeline", "--timeline-interval", "400000"],
+        &[],
+    );
+    assert_eq!(c, 0, "{err}");
+    let t = p.timeline.as_ref().expect("a time line");
+    assert_eq!(t.clock, "path-ends");
+    assert!(t.intervals.len() >= 40, "{} intervals", t.intervals.len());
+    let ids = cluster(&timeline::signatures(t), timeline::BASELINE_THRESHOLD);
+    let long: Vec<_> = runs(&ids).into_iter().filter(|r| r.len >= 5).collect();
+    assert_eq!(long.len(), 6, "{long:?}");
+    assert_eq!(long[0].phase, long[2].phase);
+    assert_eq!(long[1].phase, long[3].phase);
+    assert_ne!(long[0].phase, long[1].phase);
+
+    let png = tempdir().join("two_loops.phases.png");
+    let profile = tempdir().join("two_loops.timeline.json");
+    std::fs::write(&profile, serde_json::to_vec(&p).unwrap()).unwrap();
+    let o = pepper(&[
+        "phases",
+        "--matrix",
+        png.to_str().unwrap(),
+        profile.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.contains("work_a 100%") && out.contains("work_b 100%"),
+        "{out}"
+    );
+
+    let mut r = png::Decoder::new(std::fs::File::open(&png).unwrap())
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; r.output_buffer_size()];
+    let info = r.next_frame(&mut buf).unwrap();
+    let scale = info.width as usize / t.intervals.len();
+    let gray = |i: usize, j: usize| {
+        let (x, y) = (j * scale + scale / 2, i * scale + scale / 2);
+        buf[(y * info.width as usize + x) * 3 + 1]
+    };
+    let mid = |k: usize| long[k].start + long[k].len / 2;
+    assert!(gray(mid(0), mid(2)) < 40, "same loop, far apart: dark");
+    assert!(gray(mid(0), mid(1)) > 215, "different loops: light");
+}
+
+/// The online detector finds the six stretches as the program runs, and `pepper compare`
+/// scores them against the baseline of a time line of the same program.
+#[test]
+fn the_online_detector_finds_the_stretches_and_compare_scores_it() {
+    let _one = one_at_a_time();
+    let f = fixture("two_loops.wat");
+    let (c, _, err, _) = run("pep", &f, &["--timeline"], &[]);
+    assert_eq!(c, 0, "{err}");
+    let (c, _, err, d) = run("pep", &f, &["--phases", "--phase-mpl", "6"], &[]);
+    assert_eq!(c, 0, "{err}");
+    let found = d.phases.as_ref().expect("detected phases").phases.len();
+    assert!((5..=8).contains(&found), "{found} phases: {:?}", d.phases);
+    let dir = tempdir();
+    let o = pepper(&[
+        "compare",
+        dir.join("two_loops.pep.timeline.json").to_str().unwrap(),
+        dir.join("two_loops.pep.phasesphasempl6.json")
+            .to_str()
+            .unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    let score: f64 = out
+        .split("intervals): ")
+        .nth(1)
+        .and_then(|s| s.split_whitespace().next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no phase score in {out}"));
+    assert!(score >= 0.75, "{out}");
+}
+
+/// Phase-aware profiling instruments a few intervals, the third of each new phase, and
+/// scales each phase's profile by its intervals: both loops get about half the path
+/// ends though only a few intervals were profiled.
+#[test]
+fn phase_aware_profiles_one_interval_per_phase() {
+    if !pepper_runtime::NATIVE_STACKS {
+        return;
+    }
+    let _one = one_at_a_time();
+    let f = fixture("two_loops.wat");
+    let (c, _, err, p) = run("pep", &f, &["--phase-aware"], &[]);
+    assert_eq!(c, 0, "{err}");
+    let t = p.timeline.as_ref().expect("a time line");
+    assert_eq!(t.clock, "time");
+    let profiled = t.intervals.iter().filter(|i| i.profiled).count();
+    assert!(profiled >= 2, "{profiled} of {}", t.intervals.len());
+    assert!(
+        profiled * 2 <= t.intervals.len(),
+        "{profiled} of {}",
+        t.intervals.len()
+    );
+    let of = |name: &str| common::path_executions(&p, name) as f64;
+    let (a, b) = (of("work_a"), of("work_b"));
+    let share = a / (a + b);
+    assert!((0.25..=0.75).contains(&share), "work_a {a}, work_b {b}");
+}
