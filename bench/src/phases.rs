@@ -17,7 +17,7 @@ use crate::{
 };
 use anyhow::Result;
 use pepper_phases::{
-    detect, sampling, timeline, Analyzer, Counts, DetectorConfig, Model, Signature, Window,
+    detect, sampling, timeline, Analyzer, Counts, DetectorConfig, Model, Signature, Tracker, Window,
 };
 use pepper_profile::compare::compare;
 use pepper_profile::{Mode, Timeline};
@@ -30,6 +30,9 @@ use std::time::Duration;
 
 /// Minimum phase lengths, in intervals of a million path ends.
 const MPLS: [usize; 4] = [4, 8, 16, 32];
+/// pepper's phase-aware rule: the second interval of each new phase, and every 20th
+/// interval of a phase again (`pepper run --phase-aware`'s defaults).
+const RESAMPLE: u64 = 20;
 /// Path ends per time-line interval (`pepper run --timeline`'s default).
 const TIMELINE_INTERVAL: u64 = 1_000_000;
 /// Workloads built to have phases; the others are there to see what a detector does on
@@ -97,9 +100,12 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          On each time line: profile some intervals, scale up, and measure the code-region \
          error (sum over functions of |estimate - exhaustive| / exhaustive path ends). \
          Periodic: every N-th interval, scaled by N. Phase-aware: an online tracker \
-         (centroid clustering at the given distance) classifies each interval as it ends \
-         and the third interval of each new phase is profiled; each phase's profile is \
-         scaled by its intervals, phases never profiled borrow the nearest profiled phase's. \
+         (centroid clustering at the given distance) classifies each interval as it ends, \
+         predicts the next one is in the same phase, and profiles it if that makes it the \
+         third interval of a phase not yet profiled (Nagpurkar's rule) or, pepper's rule, \
+         the second, or any 20th interval of a phase; each phase's profile (the mean of \
+         its profiled intervals) is scaled by its intervals, and phases never profiled \
+         borrow the nearest profiled phase's. \
          Cells: the fewest intervals profiled (% of all) that reach <= 5% error, over N in \
          2..64 and thresholds 0.05..1.0.\n\n{sampling_table}\n\
          ## Live runs\n\n{live}\n\
@@ -418,8 +424,8 @@ fn trace_sampling(lines: &[(&'static str, Timeline)]) -> Result<String> {
     let periods = [2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 25, 32, 40, 50, 64];
     let thresholds = [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
     let mut s = String::new();
-    writeln!(s, "| workload | intervals | periodic: fewest profiled at <= 5% (N, error) | phase-aware: fewest profiled at <= 5% (threshold, phases, error) | fewer intervals |")?;
-    writeln!(s, "|---|---|---|---|---|")?;
+    writeln!(s, "| workload | intervals | periodic: fewest profiled at <= 5% (N, error) | phase-aware, third interval once (threshold, phases, error) | phase-aware, pepper's rule (threshold, phases, error) | pepper's rule: fewer intervals than periodic |")?;
+    writeln!(s, "|---|---|---|---|---|---|")?;
     let mut reductions = Vec::new();
     for (name, t) in lines {
         let c = counts(t);
@@ -442,17 +448,21 @@ fn trace_sampling(lines: &[(&'static str, Timeline)]) -> Result<String> {
                 .map(|&n| (format!("N={n}"), sampling::periodic(&c, n)))
                 .collect(),
         );
-        let q = best(
-            thresholds
-                .iter()
-                .map(|&th| {
-                    let o = sampling::phase_aware(&c, &sigs, th);
-                    let ids = pepper_phases::cluster(&sigs, th);
-                    let phases = ids.iter().max().map_or(0, |m| m + 1);
-                    (format!("{th}, {phases} phases"), o)
-                })
-                .collect(),
-        );
+        let phase_aware = |rule: fn(Tracker) -> Tracker| {
+            best(
+                thresholds
+                    .iter()
+                    .map(|&th| {
+                        let o = sampling::phase_aware(&c, &sigs, rule(Tracker::new(th)));
+                        let ids = pepper_phases::cluster(&sigs, th);
+                        let phases = ids.iter().max().map_or(0, |m| m + 1);
+                        (format!("{th}, {phases} phases"), o)
+                    })
+                    .collect(),
+            )
+        };
+        let third = phase_aware(|t| t);
+        let q = phase_aware(|t| t.representative(2).resample_every(RESAMPLE));
         let cell = |o: &Option<(String, usize, f64)>| match o {
             Some((label, n, e)) => format!(
                 "{n} ({:.1}%; {label}, {:.1}%)",
@@ -473,9 +483,10 @@ fn trace_sampling(lines: &[(&'static str, Timeline)]) -> Result<String> {
         };
         writeln!(
             s,
-            "| {name} | {} | {} | {} | {red} |",
+            "| {name} | {} | {} | {} | {} | {red} |",
             c.len(),
             cell(&p),
+            cell(&third),
             cell(&q)
         )?;
     }
@@ -553,14 +564,22 @@ fn live(
             Mode::Pep,
             Some(SwitchPlacement::Outer),
             true,
-            sampled(Strategy::PhaseAware(0.3)),
+            sampled(Strategy::PhaseAware {
+                threshold: 0.3,
+                nth: 2,
+                every: RESAMPLE,
+            }),
         ),
         (
             "phase-aware (0.2)",
             Mode::Pep,
             Some(SwitchPlacement::Outer),
             true,
-            sampled(Strategy::PhaseAware(0.2)),
+            sampled(Strategy::PhaseAware {
+                threshold: 0.2,
+                nth: 2,
+                every: RESAMPLE,
+            }),
         ),
         (
             "periodic N=4",

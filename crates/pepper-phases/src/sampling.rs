@@ -75,11 +75,11 @@ pub fn periodic(intervals: &[&Counts], every: usize) -> Outcome {
     Outcome { sampled, estimate }
 }
 
-/// Phase-aware: a [`Tracker`] classifies each interval as it ends (by `signatures`,
-/// which may come from a cheaper source than the profile itself), and an interval is
-/// profiled when the tracker asked for it after the previous one.
-pub fn phase_aware(intervals: &[&Counts], signatures: &[Signature], threshold: f64) -> Outcome {
-    let mut tracker = Tracker::new(threshold);
+/// Phase-aware: `tracker` classifies each interval as it ends (by `signatures`, which may
+/// come from a cheaper source than the profile itself), and an interval is profiled when
+/// the tracker asked for it after the previous one.
+pub fn phase_aware(intervals: &[&Counts], signatures: &[Signature], tracker: Tracker) -> Outcome {
+    let mut tracker = tracker;
     let mut profiles = PhaseProfiles::default();
     let mut sampled = Vec::new();
     let mut next = false;
@@ -142,7 +142,7 @@ mod tests {
             .collect();
         let sigs: Vec<Signature> = v.iter().map(|c| Signature::new(c)).collect();
         let exact = exhaustive(&v);
-        let pa = phase_aware(&v, &sigs, 0.3);
+        let pa = phase_aware(&v, &sigs, Tracker::new(0.3));
         assert_eq!(pa.sampled, vec![2, 42]);
         assert!(error(&pa.estimate, &exact) < 1e-9);
         let p = periodic(&v, 40);

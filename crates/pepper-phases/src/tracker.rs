@@ -13,13 +13,18 @@ struct Known {
 }
 
 /// Online phase classification (leader clustering in time order against each phase's
-/// centroid, as [`crate::cluster`] does offline) with the dissertation's representative
-/// rule: the *third* interval of each new phase is sampled (§6.3.1: the first ones
-/// carry the transition into it). Which phase the next interval belongs to is
-/// predicted to be the last one's (the dissertation assumed a perfect predictor).
+/// centroid, as [`crate::cluster`] does offline) with a representative rule: the
+/// `nth` interval of each new phase is sampled (the dissertation's rule is the *third*,
+/// §6.3.1: the first ones carry the transition into it), and, optionally, every
+/// `every`-th interval of a phase again (a phase whose code drifts slowly stays under
+/// the distance threshold while its profile moves away from its one sample). Which phase
+/// the next interval belongs to is predicted to be the last one's (the dissertation
+/// assumed a perfect predictor).
 #[derive(Clone, Debug)]
 pub struct Tracker {
     threshold: f64,
+    nth: u64,
+    every: u64,
     phases: Vec<Known>,
     last: Option<usize>,
 }
@@ -27,12 +32,28 @@ pub struct Tracker {
 impl Tracker {
     /// Intervals within `threshold` (Manhattan distance, [0, 2]) of a phase's centroid
     /// belong to it; a lower threshold finds more phases and samples more.
+    /// With the dissertation's rule: the third interval of each phase, once.
     pub fn new(threshold: f64) -> Tracker {
         Tracker {
             threshold,
+            nth: 3,
+            every: 0,
             phases: Vec::new(),
             last: None,
         }
+    }
+
+    /// Samples the `nth` interval of each new phase (at least the second: a phase is
+    /// known only once its first interval has ended).
+    pub fn representative(mut self, nth: u64) -> Tracker {
+        self.nth = nth.max(2);
+        self
+    }
+
+    /// Also samples every `every`-th interval of each phase (0: never again).
+    pub fn resample_every(mut self, every: u64) -> Tracker {
+        self.every = every;
+        self
     }
 
     /// Classifies a finished interval; returns its phase.
@@ -64,13 +85,14 @@ impl Tracker {
         k
     }
 
-    /// Should the next interval be profiled? When the last interval's phase has no
-    /// sample yet and has been seen twice: the next one, predicted to be in it too, is
-    /// its third.
+    /// Should the next interval be profiled? The next one is predicted to be in the
+    /// last one's phase: when that phase has no sample yet and the next would be its
+    /// `nth` interval or later, or the next is a multiple of `every`.
     pub fn wants_sample(&self) -> bool {
-        self.last
-            .map(|k| &self.phases[k])
-            .is_some_and(|p| p.samples == 0 && p.intervals >= 2)
+        self.last.map(|k| &self.phases[k]).is_some_and(|p| {
+            let next = p.intervals + 1;
+            (p.samples == 0 && next >= self.nth) || (self.every > 0 && next % self.every == 0)
+        })
     }
 
     /// Records that an interval of `phase` was profiled.
@@ -136,5 +158,23 @@ mod tests {
         assert_eq!(sampled_at, vec![2, 6]);
         assert_eq!((t.len(), t.intervals(0), t.intervals(1)), (2, 6, 4));
         assert_eq!(t.stand_in(1), Some(1));
+    }
+
+    #[test]
+    fn second_interval_and_resampling() {
+        let a = Signature::new(&[(1, 10)]);
+        let mut t = Tracker::new(0.5).representative(2).resample_every(4);
+        let mut sampled_at = Vec::new();
+        let mut sample_next = false;
+        for i in 0..10 {
+            let p = t.classify(&a);
+            if sample_next {
+                t.sampled(p);
+                sampled_at.push(i);
+            }
+            sample_next = t.wants_sample();
+        }
+        // The second interval, then the 4th and 8th of the phase.
+        assert_eq!(sampled_at, vec![1, 3, 7]);
     }
 }

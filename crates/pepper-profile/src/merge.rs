@@ -65,6 +65,11 @@ impl Profile {
                 // Every profile has contexts here (`add` refuses a mix).
                 c.sum_by_function(profiles.iter().filter_map(|p| p.contexts.as_ref()));
             }
+            // Time lines and detected phases belong to one run: a sum has neither.
+            if out.timeline.take().is_some() | out.phases.take().is_some() {
+                out.warnings
+                    .push("time lines and detected phases are per run; a merge drops them".into());
+            }
             // A profile that is itself a merge counts for the runs it sums.
             let runs: u64 = profiles.iter().map(Profile::runs).sum();
             out.warnings.retain(|w| !w.starts_with(MERGED));
@@ -335,7 +340,8 @@ mod tests {
 
     #[test]
     fn counts_add_and_paths_only_one_run_took_join() {
-        let a = profile(vec![branch(0, &[3, 0])], vec![path(0, 3, &[(0, 0)])]);
+        let mut a = profile(vec![branch(0, &[3, 0])], vec![path(0, 3, &[(0, 0)])]);
+        a.timeline = Some(crate::Timeline::default());
         let b = profile(
             vec![branch(0, &[2, 4])],
             vec![path(0, 2, &[(0, 0)]), path(1, 4, &[(0, 1)])],
@@ -347,6 +353,8 @@ mod tests {
         // The merged paths still explain the merged branch counts.
         assert_eq!(m.edges_from_paths(), vec![vec![5, 4]]);
         assert!(m.warnings.iter().any(|w| w.contains("merged from 2")));
+        assert!(m.timeline.is_none());
+        assert!(m.warnings.iter().any(|w| w.contains("a merge drops them")));
         // A merge of a merge counts every run once, in one warning.
         let again = Profile::merge(&[m.clone(), m]).unwrap();
         let merged: Vec<_> = again

@@ -53,8 +53,13 @@ pub enum IntervalConfig {
 pub enum Strategy {
     /// Every `n`-th interval (the middle one of each `n`).
     Periodic(u32),
-    /// The third interval of each phase a [`Tracker`] with this distance threshold finds.
-    PhaseAware(f64),
+    /// Phases a [`Tracker`] finds at distance `threshold`: the `nth` interval of each
+    /// new one, and every `every`-th interval of a phase again (0: never).
+    PhaseAware {
+        threshold: f64,
+        nth: u64,
+        every: u64,
+    },
 }
 
 /// At most this many intervals are kept: beyond it neighbours merge in pairs and the
@@ -211,17 +216,23 @@ pub(crate) struct Intervals {
 
 impl Intervals {
     pub(crate) fn new(cfg: IntervalConfig, ring: (u32, u32, u32), flag: Option<u32>) -> Intervals {
-        let (length, detector, threshold) = match &cfg {
+        let (length, detector, tracker) = match &cfg {
             IntervalConfig::Timeline { length, detector } => {
-                (*length, detector.map(Detector::new), 0.0)
+                (*length, detector.map(Detector::new), Tracker::new(0.0))
             }
             IntervalConfig::Sampled { strategy, .. } => (
                 0,
                 None,
-                match strategy {
+                match *strategy {
                     // One phase: every interval stands for all of them.
-                    Strategy::Periodic(_) => 2.0,
-                    Strategy::PhaseAware(t) => *t,
+                    Strategy::Periodic(_) => Tracker::new(2.0),
+                    Strategy::PhaseAware {
+                        threshold,
+                        nth,
+                        every,
+                    } => Tracker::new(threshold)
+                        .representative(nth)
+                        .resample_every(every),
                 },
             ),
         };
@@ -239,7 +250,7 @@ impl Intervals {
             spans: Vec::new(),
             open: None,
             halvings: 0,
-            tracker: Tracker::new(threshold),
+            tracker,
             profiles: PhaseProfiles::default(),
             pending: None,
             index: 0,
@@ -369,7 +380,7 @@ impl Intervals {
                 let n = n.max(1) as u64;
                 self.index % n == n / 2
             }
-            Strategy::PhaseAware(_) => self.tracker.wants_sample(),
+            Strategy::PhaseAware { .. } => self.tracker.wants_sample(),
         };
         if next && !last {
             self.pending = Some(SampleTable::with_capacity(1 << 20));

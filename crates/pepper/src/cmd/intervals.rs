@@ -30,9 +30,10 @@ pub struct IntervalArgs {
     /// Phase-aware profiling (PEP on the switch): the run is cut into --phase-interval
     /// intervals of time, each classified into a phase by the functions on its stack
     /// samples (native stacks; nothing in the guest); the instrumented code runs only in
-    /// the third interval of each new phase (every path end of it is read), and each
-    /// phase's profile is scaled by how many intervals it ran. Phases already profiled
-    /// run clean code.
+    /// the --phase-representative interval of each new phase and every
+    /// --phase-resample-th interval of a phase (every path end of them is read), and
+    /// each phase's profile is scaled by how many intervals it ran. Phases already
+    /// profiled run clean code.
     #[arg(long, conflicts_with = "periodic_intervals")]
     phase_aware: bool,
     /// Interval sampling without phases, the baseline for --phase-aware: instrument every
@@ -47,6 +48,15 @@ pub struct IntervalArgs {
     /// finds more phases, profiles more intervals and is more accurate.
     #[arg(long, default_value_t = 0.3)]
     phase_threshold: f64,
+    /// --phase-aware: which interval of a new phase to profile (Nagpurkar's rule is the
+    /// third: the first carries the transition into the phase; 2 measured better on
+    /// pepper's phase workloads, bench/results/phases.md).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
+    phase_representative: u64,
+    /// --phase-aware: profile every N-th interval of a phase again (0: never), so that a
+    /// phase whose code drifts within the threshold is not known from one interval only.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    phase_resample: u64,
 }
 
 impl IntervalArgs {
@@ -85,7 +95,11 @@ impl IntervalArgs {
         if self.samples_intervals() {
             let strategy = match self.periodic_intervals {
                 Some(n) => Strategy::Periodic(n),
-                None => Strategy::PhaseAware(self.phase_threshold),
+                None => Strategy::PhaseAware {
+                    threshold: self.phase_threshold,
+                    nth: self.phase_representative,
+                    every: self.phase_resample,
+                },
             };
             Some(IntervalConfig::Sampled {
                 length: self.phase_interval,
