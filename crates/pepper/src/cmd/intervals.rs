@@ -71,7 +71,7 @@ impl IntervalArgs {
     }
 
     /// Refuses combinations that cannot work.
-    pub fn check(&self, pep: bool, switch: bool, every: bool) -> Result<()> {
+    pub fn check(&self, pep: bool, switch: bool, every: bool, native_stacks: bool) -> Result<()> {
         if !self.reads_every_path_end() {
             return Ok(());
         }
@@ -83,6 +83,12 @@ impl IntervalArgs {
         }
         if self.samples_intervals() && (self.timeline || self.phases) {
             bail!("--phase-aware and --periodic-intervals record their own time line; drop --timeline and --phases");
+        }
+        if self.phase_aware && !native_stacks {
+            bail!(
+                "--phase-aware tells phases apart by native stack samples (x86-64 Linux; \
+                 not with --contexts off or --stacks shadow)"
+            );
         }
         if !(0.0..=2.0).contains(&self.phase_threshold) {
             bail!("--phase-threshold must be within [0, 2]");

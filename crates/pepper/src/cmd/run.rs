@@ -281,6 +281,7 @@ pub fn run(a: Args) -> Result<i32> {
         mode == pepper_profile::Mode::Pep,
         a.switch != SwitchArg::Off,
         a.every.is_some(),
+        contexts == pepper_wasm::ContextMode::Native,
     )?;
     // Interval sampling holds the switch for whole intervals: outermost loop headers by
     // default, as for bursts.
