@@ -14,8 +14,8 @@ use std::path::PathBuf;
 /// 2 = nothing in common), and prints each phase (its intervals, share of the run, runs,
 /// hottest functions) and the time line, one letter per interval. Writes the similarity
 /// matrix as a PNG: both axes are the intervals in order, darker is more similar, red
-/// lines mark where stable phases start and end. Squares of dark along the diagonal are phases; dark
-/// squares off it are a phase coming back.
+/// lines mark where stable phases start and end. Dark squares along the diagonal are
+/// phases; dark squares off it are a phase coming back.
 ///
 /// Examples:
 ///   pepper run --timeline prog.wasm -- input    record a time line
