@@ -17,6 +17,8 @@ export PEPPER_REQUIRE_READERS=1
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo test --release --workspace
+# The embedder example: a host with its own store, linker and host function.
+cargo run --release -q -p pepper-runtime --example embed >/dev/null
 cargo run --release -q -p pepper-bench -- --quick >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --contexts >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --hints >/dev/null

@@ -9,12 +9,14 @@
 //! thread while the guest runs, and `native`, which interrupts the guest thread with a
 //! signal and copies its frame-pointer chain.
 
+mod attach;
 mod epochs;
 mod intervals;
 mod native;
 mod sampler;
 mod worker;
 
+pub use attach::{AttachConfig, Collected, Profiled};
 pub use epochs::EphemeralConfig;
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, EVERY_PATH_END_RING_LOG2, MAX_INTERVALS,
@@ -25,8 +27,6 @@ pub use sampler::{BurstWeights, SamplerConfig, SamplerResult, StackConfig};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime::{Config, Engine, Linker, Module, Store};
 use wasmtime_wasi::p1::WasiP1Ctx;
@@ -80,6 +80,16 @@ pub struct EngineOptions {
 }
 
 impl RunConfig {
+    /// The profiling half of the configuration.
+    pub fn attach_config(&self) -> AttachConfig {
+        AttachConfig {
+            counters_export: self.counters_export.clone(),
+            sampler: self.sampler.clone(),
+            ephemeral: self.ephemeral.clone(),
+            switch_on: self.switch_on,
+        }
+    }
+
     pub fn engine_options(&self) -> EngineOptions {
         EngineOptions {
             cache_dir: self.cache_dir.clone(),
@@ -269,8 +279,7 @@ impl Prepared {
         linker.define_unknown_imports_as_traps(module)?;
 
         let t1 = Instant::now();
-        let mut samples = None;
-        let mut epochs = 0;
+        let mut collected = attach::Collected::default();
         let instance = linker.instantiate(&mut store, module);
         let (outcome, instance) = match instance {
             Ok(instance) => {
@@ -278,92 +287,14 @@ impl Prepared {
                     .get_typed_func::<(), ()>(&mut store, "_start")
                     .map_err(anyhow::Error::from)
                     .context("the module has no `_start` export: pepper runs WASI commands")?;
-                if let Some(at) = cfg.switch_on {
-                    let mem = cfg
-                        .counters_export
-                        .as_ref()
-                        .and_then(|name| instance.get_memory(&mut store, name))
-                        .context("switch: the module has no counters memory")?;
-                    mem.write(&mut store, at as usize, &1u32.to_le_bytes())
-                        .map_err(anyhow::Error::from)?;
-                }
                 let setup = Instant::now();
-                let armer = match &cfg.ephemeral {
-                    Some(e) => {
-                        let mem = cfg
-                            .counters_export
-                            .as_ref()
-                            .and_then(|name| instance.get_memory(&mut store, name))
-                            .context("ephemeral: the module has no counters memory")?;
-                        Some(epochs::Armer::start(
-                            sampler::MemView::of(Some(&mem), &store),
-                            e.clone(),
-                        ))
-                    }
-                    None => None,
-                };
-                let sampler = match &cfg.sampler {
-                    Some(sc) => {
-                        let mem = cfg
-                            .counters_export
-                            .as_ref()
-                            .and_then(|name| instance.get_memory(&mut store, name));
-                        let native_only = sc.entries == 0
-                            && sc.stacks.as_ref().is_some_and(|s| s.native.is_some());
-                        anyhow::ensure!(
-                            mem.is_some() || native_only,
-                            "sampling: the module has no counters memory"
-                        );
-                        let in_host = Arc::new(AtomicBool::new(false));
-                        let shadow = sc.stacks.as_ref().is_some_and(|s| s.native.is_none());
-                        if shadow {
-                            // Host time is attributed to the import being called, not lost
-                            // and not charged to the guest frame that called it. Native
-                            // samples need no hook (a leaf outside wasm code is the host),
-                            // so they do not pay for one at every host call.
-                            let flag = in_host.clone();
-                            store.call_hook(move |_, hook| {
-                                flag.store(hook.entering_host(), Ordering::Release);
-                                Ok(())
-                            });
-                        }
-                        let mut sc = sc.clone();
-                        let stacks = sc.stacks.as_ref();
-                        let native = match stacks.and_then(|s| s.native.clone().zip(Some(s))) {
-                            Some((sites, s)) => {
-                                let mut map = self
-                                    .code_map
-                                    .get_or_init(|| native::CodeMap::from_module(module))
-                                    .clone();
-                                map.sites = sites;
-                                map.origins = s.origins.clone();
-                                let n = native::NativeSampler::for_current_thread();
-                                if n.is_none() {
-                                    // The signal handler serves one guest thread per
-                                    // process; a run on a second thread meanwhile goes
-                                    // without stacks rather than read a shadow stack its
-                                    // module does not keep.
-                                    eprintln!(
-                                        "pepper: warning: native stack sampling is busy \
-                                         (another run in this process) or unavailable: this \
-                                         run records no calling contexts"
-                                    );
-                                    sc.stacks = None;
-                                }
-                                n.map(|n| (Arc::new(n), Arc::new(map)))
-                            }
-                            None => None,
-                        };
-                        Some(sampler::Sampler::start(
-                            mem.as_ref(),
-                            &store,
-                            sc,
-                            in_host,
-                            native,
-                        ))
-                    }
-                    _ => None,
-                };
+                let attached = attach::Attached::start_with(
+                    &mut store,
+                    &instance,
+                    module,
+                    &cfg.attach_config(),
+                    &self.code_map,
+                )?;
                 profiler_setup = setup.elapsed();
                 let ticker = cfg
                     .epoch
@@ -372,8 +303,7 @@ impl Prepared {
                 let outcome = start.call(&mut store, ());
                 drop(ticker);
                 let finish = Instant::now();
-                samples = sampler.map(sampler::Sampler::finish);
-                epochs = armer.map_or(0, epochs::Armer::finish);
+                collected = attached.finish(&store);
                 profiler_finish = finish.elapsed();
                 (outcome, Some(instance))
             }
@@ -393,11 +323,12 @@ impl Prepared {
                 }
             },
         };
+        // A trap or `proc_exit` left the instance, and so pepper's memory, intact.
         let counters = match (instance, &cfg.counters_export) {
-            (Some(i), Some(name)) => i
+            (Some(i), Some(name)) if collected.counters.is_none() => i
                 .get_memory(&mut store, name)
                 .map(|m| m.data(&store).to_vec()),
-            _ => None,
+            _ => collected.counters,
         };
         Ok(RunResult {
             exit_code,
@@ -407,8 +338,8 @@ impl Prepared {
             profiler_setup,
             profiler_finish,
             counters,
-            samples,
-            epochs,
+            samples: collected.samples,
+            epochs: collected.epochs,
         })
     }
 }

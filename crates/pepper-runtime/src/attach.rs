@@ -1,0 +1,228 @@
+//! Profiling attached to a store: the threads that read and write pepper's memory while a
+//! guest runs. [`crate::Prepared::run`] attaches around the WASI command it runs; an
+//! embedder attaches around the calls its own host makes into its own instance (its
+//! `Store`, its `Linker`, its host functions, WASI or not).
+
+use crate::{epochs, native, sampler, EphemeralConfig, SamplerConfig, SamplerResult};
+use anyhow::{Context, Result};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use wasmtime::{
+    AsContext, AsContextMut, Instance, Memory, Module, Store, StoreContext, StoreContextMut,
+};
+
+/// What to start next to a guest: the profiling half of [`crate::RunConfig`].
+#[derive(Clone, Debug, Default)]
+pub struct AttachConfig {
+    /// The instrumented module's export of pepper's memory (`pepper_wasm::COUNTERS_EXPORT`).
+    pub counters_export: Option<String>,
+    /// PEP's ring and/or stack sampling: the sampler thread.
+    pub sampler: Option<SamplerConfig>,
+    /// Ephemeral instrumentation: the thread that re-arms budgets every epoch.
+    pub ephemeral: Option<EphemeralConfig>,
+    /// Switchable instrumentation: set the flag at this address once and leave it set.
+    pub switch_on: Option<u32>,
+}
+
+/// A store with pepper attached to one of its instances: the embedder's calls go
+/// through it (`func.call(&mut profiled, ...)`: it is `AsContextMut`), and pepper's
+/// threads read the instance's memory until [`Profiled::finish`].
+///
+/// Why it owns the store: pepper's threads read the store's memory while the guest runs,
+/// which is sound only while the store lives; holding it here means it cannot go away (or
+/// be swapped out) first.
+pub struct Profiled<T: 'static> {
+    // Field order matters: the threads stop (drop) before the store goes.
+    attached: Attached,
+    store: Store<T>,
+}
+
+impl<T: 'static> Profiled<T> {
+    /// Starts profiling `instance` (of the instrumented `module`) in `store`.
+    ///
+    /// Call it on the thread that will call into the guest: native stack samples
+    /// interrupt that thread (one such thread per process at a time; a second attach
+    /// meanwhile goes without stacks and says so). Do not grow pepper's memory (the
+    /// module's `pepper:counters` export): its address must not move.
+    pub fn new(
+        mut store: Store<T>,
+        instance: &Instance,
+        module: &Module,
+        cfg: &AttachConfig,
+    ) -> Result<Profiled<T>> {
+        let attached = Attached::start_with(&mut store, instance, module, cfg, &OnceLock::new())?;
+        Ok(Profiled { attached, store })
+    }
+
+    /// The embedder's store data.
+    pub fn data(&self) -> &T {
+        self.store.data()
+    }
+
+    /// The embedder's store data, mutably.
+    pub fn data_mut(&mut self) -> &mut T {
+        self.store.data_mut()
+    }
+
+    /// A copy of pepper's memory now, between calls into the guest: exact modes' counts
+    /// so far (a snapshot; PEP's samples are the sampler thread's until `finish`).
+    pub fn counters(&self) -> Option<Vec<u8>> {
+        self.attached.counters(&self.store)
+    }
+
+    /// Stops pepper's threads; returns the store and what they collected.
+    pub fn finish(self) -> (Store<T>, Collected) {
+        let Profiled { attached, store } = self;
+        let collected = attached.finish(&store);
+        (store, collected)
+    }
+}
+
+impl<T: 'static> AsContext for Profiled<T> {
+    type Data = T;
+    fn as_context(&self) -> StoreContext<'_, T> {
+        self.store.as_context()
+    }
+}
+
+impl<T: 'static> AsContextMut for Profiled<T> {
+    fn as_context_mut(&mut self) -> StoreContextMut<'_, T> {
+        self.store.as_context_mut()
+    }
+}
+
+/// Profiling attached to one instance: its threads run until [`Attached::finish`] (or
+/// drop). The store must outlive it (see [`Profiled`]).
+pub(crate) struct Attached {
+    memory: Option<Memory>,
+    sampler: Option<sampler::Sampler>,
+    armer: Option<epochs::Armer>,
+}
+
+/// What profiling collected.
+#[derive(Debug, Default)]
+pub struct Collected {
+    /// A copy of pepper's memory (counters, hash tables, call-site counts).
+    pub counters: Option<Vec<u8>>,
+    /// What the sampler thread collected.
+    pub samples: Option<SamplerResult>,
+    /// Ephemeral instrumentation: the epochs armed.
+    pub epochs: u64,
+}
+
+impl Attached {
+    /// Starts the threads, with a code map cached across runs of one module. The caller
+    /// keeps `store` alive until `finish` ([`Profiled`], `Prepared::run`).
+    pub(crate) fn start_with<T: 'static>(
+        store: &mut Store<T>,
+        instance: &Instance,
+        module: &Module,
+        cfg: &AttachConfig,
+        code_map: &OnceLock<native::CodeMap>,
+    ) -> Result<Attached> {
+        let memory = cfg
+            .counters_export
+            .as_ref()
+            .and_then(|name| instance.get_memory(&mut *store, name));
+        if let Some(at) = cfg.switch_on {
+            let mem = memory.context("switch: the module has no counters memory")?;
+            mem.write(&mut *store, at as usize, &1u32.to_le_bytes())
+                .map_err(anyhow::Error::from)?;
+        }
+        let armer = match &cfg.ephemeral {
+            Some(e) => {
+                let mem = memory.context("ephemeral: the module has no counters memory")?;
+                Some(epochs::Armer::start(
+                    sampler::MemView::of(Some(&mem), &*store),
+                    e.clone(),
+                ))
+            }
+            None => None,
+        };
+        let sampler = match &cfg.sampler {
+            Some(sc) => Some(start_sampler(store, memory, module, sc, code_map)?),
+            None => None,
+        };
+        Ok(Attached {
+            memory,
+            sampler,
+            armer,
+        })
+    }
+
+    /// A copy of pepper's memory now.
+    pub(crate) fn counters(&self, store: impl AsContext) -> Option<Vec<u8>> {
+        self.memory.map(|m| m.data(&store).to_vec())
+    }
+
+    /// Stops the threads and returns what they collected, with pepper's memory.
+    pub(crate) fn finish(self, store: impl AsContext) -> Collected {
+        let counters = self.counters(&store);
+        Collected {
+            counters,
+            samples: self.sampler.map(sampler::Sampler::finish),
+            epochs: self.armer.map_or(0, epochs::Armer::finish),
+        }
+    }
+}
+
+/// The sampler thread, with native stacks when the configuration asks and the signal
+/// handler is free.
+fn start_sampler<T: 'static>(
+    store: &mut Store<T>,
+    memory: Option<Memory>,
+    module: &Module,
+    sc: &SamplerConfig,
+    code_map: &OnceLock<native::CodeMap>,
+) -> Result<sampler::Sampler> {
+    let native_only = sc.entries == 0 && sc.stacks.as_ref().is_some_and(|s| s.native.is_some());
+    anyhow::ensure!(
+        memory.is_some() || native_only,
+        "sampling: the module has no counters memory"
+    );
+    let in_host = Arc::new(AtomicBool::new(false));
+    if sc.stacks.as_ref().is_some_and(|s| s.native.is_none()) {
+        // Host time is attributed to the import being called, not lost and not charged
+        // to the guest frame that called it. Native samples need no hook (a leaf outside
+        // wasm code is the host), so they do not pay for one at every host call.
+        let flag = in_host.clone();
+        store.call_hook(move |_, hook| {
+            flag.store(hook.entering_host(), Ordering::Release);
+            Ok(())
+        });
+    }
+    let mut sc = sc.clone();
+    let native = match sc
+        .stacks
+        .as_ref()
+        .and_then(|s| s.native.clone().zip(Some(s)))
+    {
+        Some((sites, s)) => {
+            let mut map = code_map
+                .get_or_init(|| native::CodeMap::from_module(module))
+                .clone();
+            map.sites = sites;
+            map.origins = s.origins.clone();
+            let n = native::NativeSampler::for_current_thread();
+            if n.is_none() {
+                // The signal handler serves one guest thread per process; a run on a
+                // second thread meanwhile goes without stacks rather than read a shadow
+                // stack its module does not keep.
+                eprintln!(
+                    "pepper: warning: native stack sampling is busy (another run in this \
+                     process) or unavailable: this run records no calling contexts"
+                );
+                sc.stacks = None;
+            }
+            n.map(|n| (Arc::new(n), Arc::new(map)))
+        }
+        None => None,
+    };
+    Ok(sampler::Sampler::start(
+        memory.as_ref(),
+        &*store,
+        sc,
+        in_host,
+        native,
+    ))
+}
