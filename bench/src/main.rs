@@ -584,28 +584,23 @@ fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_run
     }
 }
 
-/// The profile of one run, as `pepper run` would write it.
+/// The profile of one run, as `pepper run` would write it (module and run details left
+/// out: the benchmark compares counts).
 fn profile_of(plan: &pepper_wasm::Plan, r: &pepper_runtime::RunResult) -> Profile {
-    let outcome = pepper_wasm::RunOutcome {
-        module: ModuleInfo {
-            path: String::new(),
-            sha256: String::new(),
-            size: 0,
-        },
-        run: RunInfo::default(),
-        warnings: Vec::new(),
-        sampling: r.samples.as_ref().map(|s| {
-            (
-                pepper_profile::Sampling {
-                    taken: s.taken,
-                    ..Default::default()
-                },
-                s.words.clone(),
-            )
-        }),
-        contexts: None,
+    let module = ModuleInfo {
+        path: String::new(),
+        sha256: String::new(),
+        size: 0,
     };
-    plan.profile(r.counters.as_deref(), outcome, &|_| None)
+    pepper_runtime::decode::profile(
+        plan,
+        r.results(),
+        module,
+        RunInfo::default(),
+        &Default::default(),
+        None,
+        &|_| None,
+    )
 }
 
 fn main() -> Result<()> {

@@ -86,34 +86,25 @@ fn main() -> Result<()> {
     }
     // 6. Finish and decode.
     let (store, collected) = profiled.finish();
-    let samples = collected.samples.unwrap_or_default();
-    let outcome = pepper_wasm::RunOutcome {
-        module: ModuleInfo {
-            path: "embedded guest".into(),
-            sha256: pepper_profile::module_hash(&original),
-            size: original.len() as u64,
-        },
-        run: RunInfo::default(),
-        warnings: Vec::new(),
-        sampling: Some((
-            pepper_profile::Sampling {
-                design: "ring".into(),
-                samples: params.samples,
-                stride: params.stride,
-                interval_us: tick.as_micros() as u64,
-                weights: "rate".into(),
-                taken: samples.taken,
-                path_ends: samples.path_ends,
-                ticks: samples.ticks,
-                ..Default::default()
-            },
-            samples.words,
-        )),
-        contexts: None,
+    let module_info = ModuleInfo {
+        path: "embedded guest".into(),
+        sha256: pepper_profile::module_hash(&original),
+        size: original.len() as u64,
     };
-    let profile = inst
-        .plan
-        .profile(collected.counters.as_deref(), outcome, &|_| None);
+    let settings = pepper_runtime::decode::Settings {
+        params,
+        interval: tick,
+        ..Default::default()
+    };
+    let profile = pepper_runtime::decode::profile(
+        &inst.plan,
+        collected.results(),
+        module_info,
+        RunInfo::default(),
+        &settings,
+        cfg.sampler.as_ref(),
+        &|_| None,
+    );
     let opts = pepper_profile::report::ReportOptions {
         top_functions: 3,
         top_paths: 3,

@@ -10,6 +10,7 @@
 //! signal and copies its frame-pointer chain.
 
 mod attach;
+pub mod decode;
 mod epochs;
 mod intervals;
 mod native;

@@ -394,7 +394,6 @@ pub fn run(a: Args) -> Result<i32> {
         eprintln!("pepper: guest trapped ({t}); writing the profile of what completed");
     }
 
-    let stacks = cfg.sampler.as_ref().and_then(|s| s.stacks.clone());
     if contexts == pepper_wasm::ContextMode::Native
         && result
             .samples
@@ -406,106 +405,38 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let facts = ModuleFacts::parse(&wasm)?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
-    let mut outcome = pepper_wasm::RunOutcome {
-        module,
-        run: RunInfo {
-            args,
-            exit_code: Some(result.exit_code),
-            trap: result.trap.clone(),
-            instrument_ms,
-            compile_ms: result.compile.as_secs_f64() * 1e3,
-            run_ms: result.run.as_secs_f64() * 1e3,
-        },
-        warnings: Vec::new(),
-        sampling: (mode == pepper_profile::Mode::Pep).then(|| {
-            let s = result.samples.clone().unwrap_or_default();
-            let info = pepper_profile::Sampling {
-                design: if a.every.is_some() { "every" } else { "ring" }.into(),
-                samples: a.samples,
-                stride: a.stride,
-                interval_us: a.interval.as_micros() as u64,
-                every: a.every.unwrap_or(0) as u64,
-                ticks: s.ticks,
-                taken: s.taken,
-                path_ends: s.path_ends,
-                lost: s.lost,
-                idle_ticks: s.idle_ticks,
-                switch: inst.plan.switch.map_or(String::new(), |p| p.name().into()),
-                switched_on_us: s.switched_on.as_micros() as u64,
-                instrumented_path_ends: s.instrumented_ends,
-                guide: guide.as_ref().map(|g| g.id.clone()),
-                weights: if a.every.is_some() {
-                    String::new()
-                } else {
-                    pepper_runtime::BurstWeights::from(a.burst_weights)
-                        .name()
-                        .into()
-                },
-            };
-            (info, s.words)
-        }),
-        contexts: stacks.and_then(|sc| {
-            result
-                .samples
-                .as_ref()
-                .and_then(|r| sc.collected(r, stack_interval))
-        }),
+    let run = RunInfo {
+        args,
+        exit_code: Some(result.exit_code),
+        trap: result.trap.clone(),
+        instrument_ms,
+        compile_ms: result.compile.as_secs_f64() * 1e3,
+        run_ms: result.run.as_secs_f64() * 1e3,
     };
-    if mode == pepper_profile::Mode::Ephemeral {
-        // Ephemeral epochs in the sampling record: `samples` is the persistence,
-        // `interval_us` the epoch and `ticks` the epochs armed.
-        let info = pepper_profile::Sampling {
-            design: "ephemeral".into(),
-            samples: a.persistence,
-            interval_us: a.epoch.as_micros() as u64,
-            ticks: result.epochs,
-            ..Default::default()
-        };
-        outcome.sampling = Some((info, Vec::new()));
-    }
-    let intervals = result.samples.as_ref().and_then(|s| s.intervals.clone());
-    if let (Some(design), Some((info, _))) = (ia.design(), outcome.sampling.as_mut()) {
-        // Interval sampling: `samples` is N for periodic intervals, `interval_us` the
-        // interval, `ticks` the intervals and `taken` the path ends read in profiled ones.
-        info.design = design.into();
-        info.samples = ia.periodic().unwrap_or(0);
-        info.stride = 0;
-        info.interval_us = ia.phase_interval().as_micros() as u64;
-        info.ticks = intervals
-            .as_ref()
-            .map_or(0, |i| i.timeline.intervals.len() as u64);
-        info.weights = String::new();
-    }
-    let mut profile = inst
-        .plan
-        .profile(result.counters.as_deref(), outcome, &|o| lines.lookup(o));
-    if let Some(ir) = intervals {
-        if ir.timeline.lost > 0 {
-            profile.warnings.push(format!(
-                "the sampler could not read {} path ends before the guest overwrote them; {}",
-                ir.timeline.lost,
-                if ir.words.is_some() {
-                    "the ones it read in each profiled interval stand for them"
-                } else {
-                    "their intervals' vectors miss them (positions stay exact)"
-                }
-            ));
-        }
-        if ir.words.as_ref().is_some_and(|w| w.is_empty()) {
-            profile.warnings.push(
-                "no interval was profiled: the run was too short for its phases to reach a \
-                 third interval (try a shorter --phase-interval)"
-                    .into(),
-            );
-        }
-        profile.timeline = Some(ir.timeline);
-        profile.phases = ir.phases;
-    }
-    if let Some(s) = profile.sampling.as_mut().filter(|s| s.design == "every") {
-        // The in-guest design counted its samples in the hash table (counts are scaled to
-        // executions, `every` per sample).
-        s.taken = profile.paths.iter().map(|p| p.count).sum::<u64>() / s.every.max(1);
-    }
+    let settings = pepper_runtime::decode::Settings {
+        params: pepper_sampling::PepParams {
+            samples: a.samples,
+            stride: a.stride,
+        },
+        interval: a.interval,
+        every: a.every,
+        weights: a.burst_weights.into(),
+        guide: guide.as_ref().map(|g| g.id.clone()),
+        persistence: a.persistence,
+        epoch: a.epoch,
+        intervals: ia
+            .design()
+            .map(|d| (d, ia.periodic().unwrap_or(0), ia.phase_interval())),
+    };
+    let profile = pepper_runtime::decode::profile(
+        &inst.plan,
+        result.results(),
+        module,
+        run,
+        &settings,
+        cfg.sampler.as_ref(),
+        &|o| lines.lookup(o),
+    );
     let output = a.output.clone().unwrap_or_else(|| {
         let stem = a
             .program

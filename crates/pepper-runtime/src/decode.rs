@@ -1,0 +1,179 @@
+//! From what a run collected to a profile: the one place that says how a run sampled
+//! (the settings the collected data does not carry) and hands everything to the plan's
+//! decoder. `pepper run`, the benchmark and embedders (`examples/embed.rs`) all go through
+//! [`profile`].
+
+use crate::{BurstWeights, Collected, RunResult, SamplerConfig, SamplerResult};
+use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo, Sampling};
+use pepper_sampling::PepParams;
+use std::time::Duration;
+
+/// How a run sampled, as its profile records it.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// PEP(SAMPLES, STRIDE) and the burst period.
+    pub params: PepParams,
+    pub interval: Duration,
+    /// The in-guest every-K design instead of the ring.
+    pub every: Option<u32>,
+    pub weights: BurstWeights,
+    /// SHA-256 of the guide profile, when smart numbering used one.
+    pub guide: Option<String>,
+    /// Ephemeral instrumentation: persistence and epoch.
+    pub persistence: u32,
+    pub epoch: Duration,
+    /// Interval sampling: `phase-aware` or `periodic-intervals`, the period N (periodic)
+    /// and the interval.
+    pub intervals: Option<(&'static str, u32, Duration)>,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            params: PepParams {
+                samples: 64,
+                stride: 17,
+            },
+            interval: Duration::from_micros(250),
+            every: None,
+            weights: BurstWeights::Rate,
+            guide: None,
+            persistence: 1000,
+            epoch: Duration::from_millis(10),
+            intervals: None,
+        }
+    }
+}
+
+/// What a run collected, borrowed from a [`Collected`] or a [`RunResult`].
+#[derive(Clone, Copy, Debug)]
+pub struct Results<'a> {
+    /// pepper's memory after the run.
+    pub counters: Option<&'a [u8]>,
+    pub samples: Option<&'a SamplerResult>,
+    /// Ephemeral instrumentation: the epochs armed.
+    pub epochs: u64,
+}
+
+impl Collected {
+    pub fn results(&self) -> Results<'_> {
+        Results {
+            counters: self.counters.as_deref(),
+            samples: self.samples.as_ref(),
+            epochs: self.epochs,
+        }
+    }
+}
+
+impl RunResult {
+    pub fn results(&self) -> Results<'_> {
+        Results {
+            counters: self.counters.as_deref(),
+            samples: self.samples.as_ref(),
+            epochs: self.epochs,
+        }
+    }
+}
+
+/// The profile of a run of `plan`'s module: `collected` (pepper's memory and the sampler's
+/// results), `sampler` (the configuration the run used, for its stack samples), `lines`
+/// (source lines of original code offsets, when known).
+pub fn profile(
+    plan: &pepper_wasm::Plan,
+    collected: Results<'_>,
+    module: ModuleInfo,
+    run: RunInfo,
+    settings: &Settings,
+    sampler: Option<&SamplerConfig>,
+    lines: &dyn Fn(u64) -> Option<String>,
+) -> Profile {
+    let samples = collected.samples;
+    let mut sampling = (plan.mode == Mode::Pep).then(|| {
+        let s = samples.cloned().unwrap_or_default();
+        let ring = settings.every.is_none();
+        let info = Sampling {
+            design: if ring { "ring" } else { "every" }.into(),
+            samples: settings.params.samples,
+            stride: settings.params.stride,
+            interval_us: settings.interval.as_micros() as u64,
+            every: settings.every.unwrap_or(0) as u64,
+            ticks: s.ticks,
+            taken: s.taken,
+            path_ends: s.path_ends,
+            lost: s.lost,
+            idle_ticks: s.idle_ticks,
+            switch: plan.switch.map_or(String::new(), |p| p.name().into()),
+            switched_on_us: s.switched_on.as_micros() as u64,
+            instrumented_path_ends: s.instrumented_ends,
+            guide: settings.guide.clone(),
+            weights: if ring {
+                settings.weights.name().into()
+            } else {
+                String::new()
+            },
+        };
+        (info, s.words)
+    });
+    if plan.mode == Mode::Ephemeral {
+        // Ephemeral epochs in the sampling record: `samples` is the persistence,
+        // `interval_us` the epoch and `ticks` the epochs armed.
+        let info = Sampling {
+            design: "ephemeral".into(),
+            samples: settings.persistence,
+            interval_us: settings.epoch.as_micros() as u64,
+            ticks: collected.epochs,
+            ..Default::default()
+        };
+        sampling = Some((info, Vec::new()));
+    }
+    let intervals = samples.and_then(|s| s.intervals.clone());
+    if let (Some((design, n, length)), Some((info, _))) = (settings.intervals, sampling.as_mut()) {
+        // Interval sampling: `samples` is N for periodic intervals, `interval_us` the
+        // interval, `ticks` the intervals and `taken` the path ends read in profiled ones.
+        info.design = design.into();
+        info.samples = n;
+        info.stride = 0;
+        info.interval_us = length.as_micros() as u64;
+        info.ticks = intervals
+            .as_ref()
+            .map_or(0, |i| i.timeline.intervals.len() as u64);
+        info.weights = String::new();
+    }
+    let stacks = sampler.and_then(|s| s.stacks.as_ref().map(|st| (st, s.stack_interval())));
+    let outcome = pepper_wasm::RunOutcome {
+        module,
+        run,
+        warnings: Vec::new(),
+        sampling,
+        contexts: stacks.and_then(|(sc, every)| samples.and_then(|r| sc.collected(r, every))),
+    };
+    let mut profile = plan.profile(collected.counters, outcome, lines);
+    if let Some(ir) = intervals {
+        if ir.timeline.lost > 0 {
+            profile.warnings.push(format!(
+                "the sampler could not read {} path ends before the guest overwrote them; {}",
+                ir.timeline.lost,
+                if ir.words.is_some() {
+                    "the ones it read in each profiled interval stand for them"
+                } else {
+                    "their intervals' vectors miss them (positions stay exact)"
+                }
+            ));
+        }
+        if ir.words.as_ref().is_some_and(|w| w.is_empty()) {
+            profile.warnings.push(
+                "no interval was profiled: the run was too short for any phase to reach its \
+                 representative interval (try a shorter --phase-interval)"
+                    .into(),
+            );
+        }
+        profile.timeline = Some(ir.timeline);
+        profile.phases = ir.phases;
+    }
+    if let Some(s) = profile.sampling.as_mut().filter(|s| s.design == "every") {
+        // The in-guest design counted its samples in the hash table (counts are scaled to
+        // executions, `every` per sample).
+        s.taken = profile.paths.iter().map(|p| p.count).sum::<u64>() / s.every.max(1);
+    }
+    profile
+}
