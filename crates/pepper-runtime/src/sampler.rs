@@ -432,22 +432,7 @@ fn sample_loop(
     in_host: &AtomicBool,
     native: Option<Native>,
 ) -> SamplerResult {
-    let mut raw: Vec<(u64, u64)> = Vec::with_capacity(crate::native::MAX_FRAMES);
-    let mut frames: Vec<(u32, u32, (u64, u64))> = Vec::with_capacity(crate::native::MAX_FRAMES);
-    let mut previous: Vec<(u32, u32, (u64, u64))> = Vec::with_capacity(crate::native::MAX_FRAMES);
-    let mut stacks = cfg.stacks.as_ref().map(|sc| {
-        (
-            sc,
-            Pcct::new(sc.budget, sc.bufsize, sc.edge_mode, sc.num_funcs),
-            Vec::with_capacity(sc.bufsize + 4),
-        )
-    });
-    let mut copied = crate::native::Copied::default();
-    let (mut last_events_head, mut last_words_head) = (0u32, 0u32);
-    let mut replay = pepper_cct::Replay::default();
-    let mut paths = PathWindows::default();
-    let mut last_sample = Instant::now();
-    let mut in_host_samples = 0;
+    let mut stacks = cfg.stacks.as_ref().map(StackSamples::new);
     let mut ag = ArnoldGrove::new(cfg.params);
     let mut table = SampleTable::with_capacity(cfg.table_capacity);
     let n = cfg.entries as u64;
@@ -498,59 +483,8 @@ fn sample_loop(
         };
         tick_no += 1;
         let stack_tick = last || tick_no.is_multiple_of(cfg.stack_every.max(1) as u64);
-        if let Some((sc, pcct, cache)) = stacks.as_mut().filter(|_| stack_tick) {
-            let now = Instant::now();
-            let weight = (now - last_sample).as_micros().max(1) as u64;
-            last_sample = now;
-            let host = in_host.load(Ordering::Acquire);
-            in_host_samples += host as u64;
-            if let Some((sampler, map)) = &native {
-                if sampler.sample(&mut raw, &mut copied) {
-                    // Events and path words since the last window: the newest of them
-                    // are replayed.
-                    let (events, since) = copied.events.since(&mut last_events_head);
-                    let (words, words_since) = copied.words.since(&mut last_words_head);
-                    if crate::native::wasm_frames(&raw, map, &mut frames) {
-                        if let Some(iv) = intervals.as_mut() {
-                            iv.stack_sample(frames.iter().map(|f| f.0));
-                        }
-                        let mut stack =
-                            crate::native::NativeStack::new(&frames, &previous, raw.len());
-                        pcct.sample(&mut stack, weight);
-                        pcct.replay_calls(events, &sc.sites, since as u64, &mut replay);
-                        if let Some(ps) = &sc.path_windows {
-                            // Where the leaf is: what its unfinished path may have called.
-                            let top = frames
-                                .last()
-                                .zip(map.offset(raw[0].0))
-                                .map_or(pepper_cct::Pos::UNKNOWN, |(&(func, _, _), offset)| {
-                                    ps.pos_at(func, offset)
-                                });
-                            let w = (words, words_since);
-                            paths.replay(pcct, ps, w, top, &sc.sites, &mut replay);
-                        }
-                        std::mem::swap(&mut frames, &mut previous);
-                    } else {
-                        // In the host: its code has no frame pointers to follow back into
-                        // the guest, so the time goes to a `(host)` context of its own.
-                        const HOST: [(u32, u32, (u64, u64)); 1] =
-                            [(u32::MAX, pepper_cct::NO_SITE, (0, 0))];
-                        pcct.sample(&mut crate::native::NativeStack::new(&HOST, &[], 1), weight);
-                        previous.clear();
-                        if !host {
-                            in_host_samples += 1;
-                        }
-                    }
-                }
-            } else {
-                // A torn read (the guest returned below a frame being read) is read again.
-                for _ in 0..4 {
-                    let mut stack = MemStack::read(mem, sc, host, cache);
-                    if pcct.sample(&mut stack, weight) {
-                        break;
-                    }
-                }
-            }
+        if let Some(st) = stacks.as_mut().filter(|_| stack_tick) {
+            st.take(mem, in_host, native.as_ref(), intervals.as_mut());
         }
         if !ring {
             if last {
@@ -711,10 +645,128 @@ fn sample_loop(
         }
         res.intervals = Some(ir);
     }
-    res.pcct = stacks.map(|s| s.1);
-    res.windows = replay;
-    res.in_host = in_host_samples;
+    if let Some(st) = stacks {
+        st.finish(&mut res);
+    }
     res
+}
+
+/// The calling-context half of the sampler: a stack sample at every `stack_every`-th
+/// tick, from the guest's machine stack (native) or its shadow stack, into Whaley's PCCT,
+/// with call windows replayed into it.
+struct StackSamples<'c> {
+    config: &'c StackConfig,
+    pcct: Pcct,
+    /// Scratch for shadow-stack reads.
+    cache: Vec<(usize, u32, u32)>,
+    raw: Vec<(u64, u64)>,
+    frames: Vec<(u32, u32, (u64, u64))>,
+    previous: Vec<(u32, u32, (u64, u64))>,
+    copied: crate::native::Copied,
+    last_events_head: u32,
+    last_words_head: u32,
+    replay: pepper_cct::Replay,
+    paths: PathWindows,
+    last_sample: Instant,
+    in_host_samples: u64,
+}
+
+impl<'c> StackSamples<'c> {
+    fn new(config: &'c StackConfig) -> StackSamples<'c> {
+        StackSamples {
+            config,
+            pcct: Pcct::new(
+                config.budget,
+                config.bufsize,
+                config.edge_mode,
+                config.num_funcs,
+            ),
+            cache: Vec::with_capacity(config.bufsize + 4),
+            raw: Vec::with_capacity(crate::native::MAX_FRAMES),
+            frames: Vec::with_capacity(crate::native::MAX_FRAMES),
+            previous: Vec::with_capacity(crate::native::MAX_FRAMES),
+            copied: crate::native::Copied::default(),
+            last_events_head: 0,
+            last_words_head: 0,
+            replay: pepper_cct::Replay::default(),
+            paths: PathWindows::default(),
+            last_sample: Instant::now(),
+            in_host_samples: 0,
+        }
+    }
+
+    /// Takes one stack sample (its weight: the time since the previous one) and, with
+    /// interval sampling, adds its functions to the interval's footprint.
+    fn take(
+        &mut self,
+        mem: MemView,
+        in_host: &AtomicBool,
+        native: Option<&Native>,
+        intervals: Option<&mut crate::intervals::Intervals>,
+    ) {
+        let sc = self.config;
+        let now = Instant::now();
+        let weight = (now - self.last_sample).as_micros().max(1) as u64;
+        self.last_sample = now;
+        let host = in_host.load(Ordering::Acquire);
+        self.in_host_samples += host as u64;
+        let Some((sampler, map)) = native else {
+            // A torn read (the guest returned below a frame being read) is read again.
+            for _ in 0..4 {
+                let mut stack = MemStack::read(mem, sc, host, &mut self.cache);
+                if self.pcct.sample(&mut stack, weight) {
+                    break;
+                }
+            }
+            return;
+        };
+        if !sampler.sample(&mut self.raw, &mut self.copied) {
+            return;
+        }
+        // Events and path words since the last window: the newest of them are replayed.
+        let (events, since) = self.copied.events.since(&mut self.last_events_head);
+        let (words, words_since) = self.copied.words.since(&mut self.last_words_head);
+        if crate::native::wasm_frames(&self.raw, map, &mut self.frames) {
+            if let Some(iv) = intervals {
+                iv.stack_sample(self.frames.iter().map(|f| f.0));
+            }
+            let mut stack =
+                crate::native::NativeStack::new(&self.frames, &self.previous, self.raw.len());
+            self.pcct.sample(&mut stack, weight);
+            self.pcct
+                .replay_calls(events, &sc.sites, since as u64, &mut self.replay);
+            if let Some(ps) = &sc.path_windows {
+                // Where the leaf is: what its unfinished path may have called.
+                let top = self
+                    .frames
+                    .last()
+                    .zip(map.offset(self.raw[0].0))
+                    .map_or(pepper_cct::Pos::UNKNOWN, |(&(func, _, _), offset)| {
+                        ps.pos_at(func, offset)
+                    });
+                let w = (words, words_since);
+                self.paths
+                    .replay(&mut self.pcct, ps, w, top, &sc.sites, &mut self.replay);
+            }
+            std::mem::swap(&mut self.frames, &mut self.previous);
+        } else {
+            // In the host: its code has no frame pointers to follow back into the guest,
+            // so the time goes to a `(host)` context of its own.
+            const HOST: [(u32, u32, (u64, u64)); 1] = [(u32::MAX, pepper_cct::NO_SITE, (0, 0))];
+            self.pcct
+                .sample(&mut crate::native::NativeStack::new(&HOST, &[], 1), weight);
+            self.previous.clear();
+            if !host {
+                self.in_host_samples += 1;
+            }
+        }
+    }
+
+    fn finish(self, res: &mut SamplerResult) {
+        res.pcct = Some(self.pcct);
+        res.windows = self.replay;
+        res.in_host = self.in_host_samples;
+    }
 }
 
 /// Time between two reads of the head while measuring the rate. Spinning on the head
