@@ -433,29 +433,9 @@ fn sample_loop(
     native: Option<Native>,
 ) -> SamplerResult {
     let mut stacks = cfg.stacks.as_ref().map(StackSamples::new);
-    let mut ag = ArnoldGrove::new(cfg.params);
-    let mut table = SampleTable::with_capacity(cfg.table_capacity);
-    let n = cfg.entries as u64;
-    // Sampled words are copied here first and kept only if the guest cannot have
-    // overwritten them during the copy.
-    let mut buf: Vec<(u64, u64)> =
-        Vec::with_capacity((cfg.params.samples + cfg.params.stride) as usize + 1);
-    let mut res = SamplerResult::default();
     let ring = cfg.entries > 0;
-    let mut head32 = if ring { mem.u32_at(cfg.head) } else { 0 };
-    let mut head: u64 = head32 as u64;
-    // Path ends before `seen` have been offered to the state machine.
-    let mut seen = head;
-    // Keep a margin so that words being written while we copy are never read.
-    let margin = (n / 4).max(8);
-    // Path ends not yet represented by any sample (carried over passes that took none).
-    let mut unrepresented: u64 = 0;
-    let rate_weights = cfg.weights == BurstWeights::Rate;
-    // When the last weighted burst was taken, and the weight given out so far (rate
-    // weights are rescaled at the end so that they add up to the path ends counted).
-    let mut last_burst = Instant::now();
-    let mut total_weight = 0f64;
-    let mut pick = Pick(0x9E37_79B9_7F4A_7C15);
+    let mut res = SamplerResult::default();
+    let mut bursts = Bursts::new(mem, cfg);
     let mut tick_no: u64 = 0;
     let mut intervals = cfg.intervals.clone().filter(|_| ring).map(|ic| {
         crate::intervals::Intervals::new(ic, (cfg.head, cfg.base, cfg.entries), cfg.switch)
@@ -501,139 +481,12 @@ fn sample_loop(
                 continue;
             }
         }
-        // Switch: the guest runs instrumented code from its next check on; the first
-        // path ends after that come from wherever the checks are, so the burst is drawn
-        // only after a warm-up.
-        let switched = cfg.switch.filter(|_| !last).inspect(|&flag| {
-            mem.set_u32(flag, 1);
-            let from = (mem.u32_at(cfg.head), Instant::now());
-            watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT);
-        });
-        let switch_from = Instant::now();
-        let t0 = Instant::now();
-        let mut h = mem.u32_at(cfg.head);
-        let mut rate = None;
-        // The path ends completed while the rate was watched: [watched_from, head).
-        let mut watched_from = None;
-        if rate_weights && !last && !ag.armed() {
-            watched_from = Some(head + h.wrapping_sub(head32) as u64);
-            let span = (cfg.params.samples + cfg.params.stride) as u64;
-            let (h1, per_sec) = watch_rate(mem, cfg.head, (h, t0), span);
-            (h, rate) = (h1, Some(per_sec));
-        }
-        let delta = h.wrapping_sub(head32) as u64;
-        head += delta;
-        head32 = h;
-        unrepresented += delta;
-        res.ticks += 1;
-        let mut begin = seen;
-        if ag.on_tick() {
-            let mut start = head.saturating_sub(ag.pending());
-            // The burst starts at a path end drawn uniformly from those completed while
-            // the rate was watched, so that its paths are a sample of the same stretch
-            // the rate measures (see `watch_rate`), not of its last few hundred
-            // nanoseconds.
-            if let Some(from) = watched_from.filter(|&f| f < start) {
-                start = from + pick.below(start - from + 1);
-            }
-            begin = begin.max(start);
-        }
-        if let Some(flag) = switched {
-            // Until the burst's path ends are written (or the guest is too slow to).
-            let from = (head32, Instant::now());
-            let left = (begin + ag.pending()).saturating_sub(head);
-            let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT);
-            mem.set_u32(flag, 0);
-            res.switched_on += switch_from.elapsed();
-            let delta = h.wrapping_sub(head32) as u64;
-            head += delta;
-            head32 = h;
-            unrepresented += delta;
-        }
-        // A run whose every tick found the guest completing nothing (in host calls, or
-        // descheduled by its own sampler when two runs share two cores) still gets the
-        // exit burst, from the newest paths in the ring, standing for all its path ends:
-        // a coarse profile rather than none.
-        let starved = last && total_weight == 0.0;
-        if starved {
-            begin = head.saturating_sub(ag.pending());
-            unrepresented = head;
-        }
-        if head.saturating_sub(begin) > n - margin {
-            let skip_to = head - (n - margin);
-            if ag.armed() {
-                // Samples the burst would have taken from the overwritten stretch.
-                res.lost += (skip_to - begin).min(ag.pending());
-            }
-            begin = skip_to;
-        }
-        buf.clear();
-        let mut seq = begin;
-        while seq < head && ag.armed() {
-            if ag.on_path_end() == Decision::Sample {
-                let word = mem.u64_at(cfg.base + 8 * (seq % n) as u32);
-                buf.push((seq, word));
-            }
-            seq += 1;
-        }
-        seen = head;
-        // Re-read the head: a word older than (new head - n) may have been overwritten.
-        let h2 = mem.u32_at(cfg.head);
-        let head_now = head + h2.wrapping_sub(head32) as u64;
-        let valid = buf
-            .iter()
-            .filter(|&&(s, word)| s + n > head_now && word != 0)
-            .count();
-        res.lost += (buf.len() - valid) as u64;
-        if rate.is_some_and(|per_sec| per_sec <= 0.0) {
-            // The guest completed no path while watched (in a host call, or not running):
-            // its path-end rate at this moment is zero, so this tick's burst, which holds
-            // the paths before it stopped, stands for nothing. Weighting it by the path
-            // ends since the last burst instead (tick weights) overcounted the code that
-            // runs just before host calls: bzip2's input loop got twice its flow.
-            res.idle_ticks += 1;
-            last_burst = t0;
-            unrepresented = 0;
-        } else if valid > 0 {
-            // The path ends this burst stands for: at the rate the guest completed them
-            // at this moment, over the time since the last burst; or (tick weights, or no
-            // rate measured: a burst left over from the previous tick) the path ends
-            // since the last burst.
-            let represented = match rate {
-                Some(per_sec) => per_sec * (t0 - last_burst).as_secs_f64(),
-                None => unrepresented as f64,
-            };
-            let weight = represented / valid as f64;
-            last_burst = t0;
-            total_weight += represented;
-            unrepresented = 0;
-            for &(s, word) in &buf {
-                if s + n > head_now && word != 0 {
-                    if table.add(word, weight) {
-                        res.taken += 1;
-                    } else {
-                        res.lost += 1;
-                    }
-                }
-            }
-        }
+        bursts.tick(mem, cfg, last, &mut res);
         if last {
             break;
         }
     }
-    let h = if ring { mem.u32_at(cfg.head) } else { 0 };
-    res.path_ends = head + h.wrapping_sub(head32) as u64;
-    if cfg.switch.is_some() {
-        // Clean code counts nothing: the rate estimates are all there is.
-        res.instrumented_ends = res.path_ends;
-        res.path_ends = total_weight.round() as u64;
-    } else if total_weight > 0.0 {
-        // Rate weights are estimates to be brought to the counted total; tick weights add
-        // up to it already, except for the path ends after the last burst when the final
-        // pass took none (a guest that ended in a pause), which this spreads over the rest.
-        table.scale(res.path_ends as f64 / total_weight);
-    }
-    res.words = table.estimates();
+    bursts.finish(mem, cfg, &mut res);
     if let Some(ir) = intervals.map(crate::intervals::Intervals::finish) {
         if let Some(words) = &ir.words {
             // Interval sampling: the profiled intervals' path ends, scaled per phase.
@@ -649,6 +502,197 @@ fn sample_loop(
         st.finish(&mut res);
     }
     res
+}
+
+/// PEP's half of the sampler: at each tick, a burst of consecutive path ends drawn through
+/// the Arnold-Grove state machine, weighted, into the sample table.
+struct Bursts {
+    ag: ArnoldGrove,
+    table: SampleTable,
+    /// Sampled words are copied here first and kept only if the guest cannot have
+    /// overwritten them during the copy.
+    buf: Vec<(u64, u64)>,
+    /// The ring's length, and the margin kept so that words being written while the
+    /// sampler copies are never read.
+    n: u64,
+    margin: u64,
+    head32: u32,
+    head: u64,
+    /// Path ends before `seen` have been offered to the state machine.
+    seen: u64,
+    /// Path ends not yet represented by any sample (carried over passes that took none).
+    unrepresented: u64,
+    rate_weights: bool,
+    /// When the last weighted burst was taken, and the weight given out so far (rate
+    /// weights are rescaled at the end so that they add up to the path ends counted).
+    last_burst: Instant,
+    total_weight: f64,
+    pick: Pick,
+}
+
+impl Bursts {
+    fn new(mem: MemView, cfg: &SamplerConfig) -> Bursts {
+        let n = cfg.entries as u64;
+        let head32 = if cfg.entries > 0 {
+            mem.u32_at(cfg.head)
+        } else {
+            0
+        };
+        Bursts {
+            ag: ArnoldGrove::new(cfg.params),
+            table: SampleTable::with_capacity(cfg.table_capacity),
+            buf: Vec::with_capacity((cfg.params.samples + cfg.params.stride) as usize + 1),
+            n,
+            margin: (n / 4).max(8),
+            head32,
+            head: head32 as u64,
+            seen: head32 as u64,
+            unrepresented: 0,
+            rate_weights: cfg.weights == BurstWeights::Rate,
+            last_burst: Instant::now(),
+            total_weight: 0.0,
+            pick: Pick(0x9E37_79B9_7F4A_7C15),
+        }
+    }
+
+    /// One tick's burst (`last`: the pass after the guest finished).
+    fn tick(&mut self, mem: MemView, cfg: &SamplerConfig, last: bool, res: &mut SamplerResult) {
+        // Switch: the guest runs instrumented code from its next check on; the first
+        // path ends after that come from wherever the checks are, so the burst is drawn
+        // only after a warm-up.
+        let switched = cfg.switch.filter(|_| !last).inspect(|&flag| {
+            mem.set_u32(flag, 1);
+            let from = (mem.u32_at(cfg.head), Instant::now());
+            watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT);
+        });
+        let switch_from = Instant::now();
+        let t0 = Instant::now();
+        let mut h = mem.u32_at(cfg.head);
+        let mut rate = None;
+        // The path ends completed while the rate was watched: [watched_from, head).
+        let mut watched_from = None;
+        if self.rate_weights && !last && !self.ag.armed() {
+            watched_from = Some(self.head + h.wrapping_sub(self.head32) as u64);
+            let span = (cfg.params.samples + cfg.params.stride) as u64;
+            let (h1, per_sec) = watch_rate(mem, cfg.head, (h, t0), span);
+            (h, rate) = (h1, Some(per_sec));
+        }
+        let delta = h.wrapping_sub(self.head32) as u64;
+        self.head += delta;
+        self.head32 = h;
+        self.unrepresented += delta;
+        res.ticks += 1;
+        let mut begin = self.seen;
+        if self.ag.on_tick() {
+            let mut start = self.head.saturating_sub(self.ag.pending());
+            // The burst starts at a path end drawn uniformly from those completed while
+            // the rate was watched, so that its paths are a sample of the same stretch
+            // the rate measures (see `watch_rate`), not of its last few hundred
+            // nanoseconds.
+            if let Some(from) = watched_from.filter(|&f| f < start) {
+                start = from + self.pick.below(start - from + 1);
+            }
+            begin = begin.max(start);
+        }
+        if let Some(flag) = switched {
+            // Until the burst's path ends are written (or the guest is too slow to).
+            let from = (self.head32, Instant::now());
+            let left = (begin + self.ag.pending()).saturating_sub(self.head);
+            let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT);
+            mem.set_u32(flag, 0);
+            res.switched_on += switch_from.elapsed();
+            let delta = h.wrapping_sub(self.head32) as u64;
+            self.head += delta;
+            self.head32 = h;
+            self.unrepresented += delta;
+        }
+        // A run whose every tick found the guest completing nothing (in host calls, or
+        // descheduled by its own sampler when two runs share two cores) still gets the
+        // exit burst, from the newest paths in the ring, standing for all its path ends:
+        // a coarse profile rather than none.
+        let starved = last && self.total_weight == 0.0;
+        if starved {
+            begin = self.head.saturating_sub(self.ag.pending());
+            self.unrepresented = self.head;
+        }
+        if self.head.saturating_sub(begin) > self.n - self.margin {
+            let skip_to = self.head - (self.n - self.margin);
+            if self.ag.armed() {
+                // Samples the burst would have taken from the overwritten stretch.
+                res.lost += (skip_to - begin).min(self.ag.pending());
+            }
+            begin = skip_to;
+        }
+        self.buf.clear();
+        let mut seq = begin;
+        while seq < self.head && self.ag.armed() {
+            if self.ag.on_path_end() == Decision::Sample {
+                let word = mem.u64_at(cfg.base + 8 * (seq % self.n) as u32);
+                self.buf.push((seq, word));
+            }
+            seq += 1;
+        }
+        self.seen = self.head;
+        // Re-read the head: a word older than (new head - n) may have been overwritten.
+        let h2 = mem.u32_at(cfg.head);
+        let head_now = self.head + h2.wrapping_sub(self.head32) as u64;
+        let valid = self
+            .buf
+            .iter()
+            .filter(|&&(s, word)| s + self.n > head_now && word != 0)
+            .count();
+        res.lost += (self.buf.len() - valid) as u64;
+        if rate.is_some_and(|per_sec| per_sec <= 0.0) {
+            // The guest completed no path while watched (in a host call, or not running):
+            // its path-end rate at this moment is zero, so this tick's burst, which holds
+            // the paths before it stopped, stands for nothing. Weighting it by the path
+            // ends since the last burst instead (tick weights) overcounted the code that
+            // runs just before host calls: bzip2's input loop got twice its flow.
+            res.idle_ticks += 1;
+            self.last_burst = t0;
+            self.unrepresented = 0;
+        } else if valid > 0 {
+            // The path ends this burst stands for: at the rate the guest completed them
+            // at this moment, over the time since the last burst; or (tick weights, or no
+            // rate measured: a burst left over from the previous tick) the path ends
+            // since the last burst.
+            let represented = match rate {
+                Some(per_sec) => per_sec * (t0 - self.last_burst).as_secs_f64(),
+                None => self.unrepresented as f64,
+            };
+            let weight = represented / valid as f64;
+            self.last_burst = t0;
+            self.total_weight += represented;
+            self.unrepresented = 0;
+            for &(s, word) in &self.buf {
+                if s + self.n > head_now && word != 0 {
+                    if self.table.add(word, weight) {
+                        res.taken += 1;
+                    } else {
+                        res.lost += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The path ends counted in all, and the table's estimates.
+    fn finish(mut self, mem: MemView, cfg: &SamplerConfig, res: &mut SamplerResult) {
+        let ring = cfg.entries > 0;
+        let h = if ring { mem.u32_at(cfg.head) } else { 0 };
+        res.path_ends = self.head + h.wrapping_sub(self.head32) as u64;
+        if cfg.switch.is_some() {
+            // Clean code counts nothing: the rate estimates are all there is.
+            res.instrumented_ends = res.path_ends;
+            res.path_ends = self.total_weight.round() as u64;
+        } else if self.total_weight > 0.0 {
+            // Rate weights are estimates to be brought to the counted total; tick weights add
+            // up to it already, except for the path ends after the last burst when the final
+            // pass took none (a guest that ended in a pause), which this spreads over the rest.
+            self.table.scale(res.path_ends as f64 / self.total_weight);
+        }
+        res.words = self.table.estimates();
+    }
 }
 
 /// The calling-context half of the sampler: a stack sample at every `stack_every`-th
