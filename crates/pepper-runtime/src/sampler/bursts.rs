@@ -1,0 +1,281 @@
+//! PEP's bursts: at each tick, consecutive path ends drawn through the Arnold-Grove state
+//! machine from the guest's ring, weighted by the guest's path-end rate at that moment.
+
+use super::{BurstWeights, MemView, SamplerConfig, SamplerResult};
+use pepper_sampling::{ArnoldGrove, Decision, SampleTable};
+use std::time::{Duration, Instant};
+
+/// PEP's half of the sampler: at each tick, a burst of consecutive path ends drawn through
+/// the Arnold-Grove state machine, weighted, into the sample table.
+pub(super) struct Bursts {
+    ag: ArnoldGrove,
+    table: SampleTable,
+    /// Sampled words are copied here first and kept only if the guest cannot have
+    /// overwritten them during the copy.
+    buf: Vec<(u64, u64)>,
+    /// The ring's length, and the margin kept so that words being written while the
+    /// sampler copies are never read.
+    n: u64,
+    margin: u64,
+    head32: u32,
+    head: u64,
+    /// Path ends before `seen` have been offered to the state machine.
+    seen: u64,
+    /// Path ends not yet represented by any sample (carried over passes that took none).
+    unrepresented: u64,
+    rate_weights: bool,
+    /// When the last weighted burst was taken, and the weight given out so far (rate
+    /// weights are rescaled at the end so that they add up to the path ends counted).
+    last_burst: Instant,
+    total_weight: f64,
+    pick: Pick,
+}
+
+impl Bursts {
+    pub(super) fn new(mem: MemView, cfg: &SamplerConfig) -> Bursts {
+        let n = cfg.entries as u64;
+        let head32 = if cfg.entries > 0 {
+            mem.u32_at(cfg.head)
+        } else {
+            0
+        };
+        Bursts {
+            ag: ArnoldGrove::new(cfg.params),
+            table: SampleTable::with_capacity(cfg.table_capacity),
+            buf: Vec::with_capacity((cfg.params.samples + cfg.params.stride) as usize + 1),
+            n,
+            margin: (n / 4).max(8),
+            head32,
+            head: head32 as u64,
+            seen: head32 as u64,
+            unrepresented: 0,
+            rate_weights: cfg.weights == BurstWeights::Rate,
+            last_burst: Instant::now(),
+            total_weight: 0.0,
+            pick: Pick(0x9E37_79B9_7F4A_7C15),
+        }
+    }
+
+    /// One tick's burst (`last`: the pass after the guest finished).
+    pub(super) fn tick(
+        &mut self,
+        mem: MemView,
+        cfg: &SamplerConfig,
+        last: bool,
+        res: &mut SamplerResult,
+    ) {
+        // Switch: the guest runs instrumented code from its next check on; the first
+        // path ends after that come from wherever the checks are, so the burst is drawn
+        // only after a warm-up.
+        let switched = cfg.switch.filter(|_| !last).inspect(|&flag| {
+            mem.set_u32(flag, 1);
+            let from = (mem.u32_at(cfg.head), Instant::now());
+            watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT);
+        });
+        let switch_from = Instant::now();
+        let t0 = Instant::now();
+        let mut h = mem.u32_at(cfg.head);
+        let mut rate = None;
+        // The path ends completed while the rate was watched: [watched_from, head).
+        let mut watched_from = None;
+        if self.rate_weights && !last && !self.ag.armed() {
+            watched_from = Some(self.head + h.wrapping_sub(self.head32) as u64);
+            let span = (cfg.params.samples + cfg.params.stride) as u64;
+            let (h1, per_sec) = watch_rate(mem, cfg.head, (h, t0), span);
+            (h, rate) = (h1, Some(per_sec));
+        }
+        let delta = h.wrapping_sub(self.head32) as u64;
+        self.head += delta;
+        self.head32 = h;
+        self.unrepresented += delta;
+        res.ticks += 1;
+        let mut begin = self.seen;
+        if self.ag.on_tick() {
+            let mut start = self.head.saturating_sub(self.ag.pending());
+            // The burst starts at a path end drawn uniformly from those completed while
+            // the rate was watched, so that its paths are a sample of the same stretch
+            // the rate measures (see `watch_rate`), not of its last few hundred
+            // nanoseconds.
+            if let Some(from) = watched_from.filter(|&f| f < start) {
+                start = from + self.pick.below(start - from + 1);
+            }
+            begin = begin.max(start);
+        }
+        if let Some(flag) = switched {
+            // Until the burst's path ends are written (or the guest is too slow to).
+            let from = (self.head32, Instant::now());
+            let left = (begin + self.ag.pending()).saturating_sub(self.head);
+            let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT);
+            mem.set_u32(flag, 0);
+            res.switched_on += switch_from.elapsed();
+            let delta = h.wrapping_sub(self.head32) as u64;
+            self.head += delta;
+            self.head32 = h;
+            self.unrepresented += delta;
+        }
+        // A run whose every tick found the guest completing nothing (in host calls, or
+        // descheduled by its own sampler when two runs share two cores) still gets the
+        // exit burst, from the newest paths in the ring, standing for all its path ends:
+        // a coarse profile rather than none.
+        let starved = last && self.total_weight == 0.0;
+        if starved {
+            begin = self.head.saturating_sub(self.ag.pending());
+            self.unrepresented = self.head;
+        }
+        if self.head.saturating_sub(begin) > self.n - self.margin {
+            let skip_to = self.head - (self.n - self.margin);
+            if self.ag.armed() {
+                // Samples the burst would have taken from the overwritten stretch.
+                res.lost += (skip_to - begin).min(self.ag.pending());
+            }
+            begin = skip_to;
+        }
+        self.buf.clear();
+        let mut seq = begin;
+        while seq < self.head && self.ag.armed() {
+            if self.ag.on_path_end() == Decision::Sample {
+                let word = mem.u64_at(cfg.base + 8 * (seq % self.n) as u32);
+                self.buf.push((seq, word));
+            }
+            seq += 1;
+        }
+        self.seen = self.head;
+        // Re-read the head: a word older than (new head - n) may have been overwritten.
+        let h2 = mem.u32_at(cfg.head);
+        let head_now = self.head + h2.wrapping_sub(self.head32) as u64;
+        let valid = self
+            .buf
+            .iter()
+            .filter(|&&(s, word)| s + self.n > head_now && word != 0)
+            .count();
+        res.lost += (self.buf.len() - valid) as u64;
+        if rate.is_some_and(|per_sec| per_sec <= 0.0) {
+            // The guest completed no path while watched (in a host call, or not running):
+            // its path-end rate at this moment is zero, so this tick's burst, which holds
+            // the paths before it stopped, stands for nothing. Weighting it by the path
+            // ends since the last burst instead (tick weights) overcounted the code that
+            // runs just before host calls: bzip2's input loop got twice its flow.
+            res.idle_ticks += 1;
+            self.last_burst = t0;
+            self.unrepresented = 0;
+        } else if valid > 0 {
+            // The path ends this burst stands for: at the rate the guest completed them
+            // at this moment, over the time since the last burst; or (tick weights, or no
+            // rate measured: a burst left over from the previous tick) the path ends
+            // since the last burst.
+            let represented = match rate {
+                Some(per_sec) => per_sec * (t0 - self.last_burst).as_secs_f64(),
+                None => self.unrepresented as f64,
+            };
+            let weight = represented / valid as f64;
+            self.last_burst = t0;
+            self.total_weight += represented;
+            self.unrepresented = 0;
+            for &(s, word) in &self.buf {
+                if s + self.n > head_now && word != 0 {
+                    if self.table.add(word, weight) {
+                        res.taken += 1;
+                    } else {
+                        res.lost += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The path ends counted in all, and the table's estimates.
+    pub(super) fn finish(mut self, mem: MemView, cfg: &SamplerConfig, res: &mut SamplerResult) {
+        let ring = cfg.entries > 0;
+        let h = if ring { mem.u32_at(cfg.head) } else { 0 };
+        res.path_ends = self.head + h.wrapping_sub(self.head32) as u64;
+        if cfg.switch.is_some() {
+            // Clean code counts nothing: the rate estimates are all there is.
+            res.instrumented_ends = res.path_ends;
+            res.path_ends = self.total_weight.round() as u64;
+        } else if self.total_weight > 0.0 {
+            // Rate weights are estimates to be brought to the counted total; tick weights add
+            // up to it already, except for the path ends after the last burst when the final
+            // pass took none (a guest that ended in a pause), which this spreads over the rest.
+            self.table.scale(res.path_ends as f64 / self.total_weight);
+        }
+        res.words = self.table.estimates();
+    }
+}
+
+/// Time between two reads of the head while measuring the rate. Spinning on the head
+/// itself would take its cache line away from the guest at every one of its stores, and
+/// slow down most the code that completes paths fastest.
+const RATE_GAP: Duration = Duration::from_micros(1);
+/// The longest a rate measurement watches: a guest this slow to complete `span` paths
+/// (or in a host call) is measured over this time.
+const RATE_MAX: Duration = Duration::from_micros(20);
+
+/// Watches the ring head, starting from `(h0, t0)`, until the guest has completed `span`
+/// more path ends (a burst's worth) or `RATE_MAX` has passed, and returns the new head and
+/// the guest's path-end rate (per second) over the whole watch.
+///
+/// Why: a tick lands at a random *time*, so a burst taken then comes from code in
+/// proportion to the time the guest spends there, not to its path ends. Weighting each
+/// burst by the rate at that moment turns the time sample into a count sample (importance
+/// weighting). With weights from the path ends of the whole tick interval instead, code
+/// that completes paths slowly (long paths, or paths just before a host call) was
+/// overcounted: on bzip2, whose sorting mixes fast and slow loops within microseconds,
+/// edge absolute overlap went from 77% to 92% with rate weights (bench/results/bench.md,
+/// variant `pep(64,17)+tick-weights` for the old estimate).
+///
+/// The head is read every `RATE_GAP`, so the watch lasts at least a microsecond, in which
+/// a fast guest completes a thousand paths or more: the rate is that stretch's, and the
+/// caller draws the burst from anywhere in it, so that the burst and its weight describe
+/// the same code. (A burst of the newest paths only, 81 of them or about 100 ns on this
+/// machine, carried the stretch's average rate, which undercounted fast loops next to
+/// slow ones: bzip2's absolute overlap fell to 85%.)
+///
+/// A guest that completes nothing while watched (in a host call, or descheduled) has a
+/// zero rate at that moment, and its burst weighs nothing.
+fn watch_rate(mem: MemView, head_at: u32, from: (u32, Instant), span: u64) -> (u32, f64) {
+    watch(mem, head_at, from, span, RATE_MAX)
+}
+
+/// Path ends the guest completes in its instrumented copies before a burst is drawn.
+const SWITCH_WARM_UP: u64 = 256;
+/// The longest the sampler waits for the switched guest, per wait.
+const SWITCH_WAIT: Duration = Duration::from_micros(200);
+
+/// Reads the head every `RATE_GAP` from `(h0, t0)` until `span` more path ends are
+/// written or `max` has passed; returns the head and the rate over the watch.
+fn watch(
+    mem: MemView,
+    head_at: u32,
+    (h0, t0): (u32, Instant),
+    span: u64,
+    max: Duration,
+) -> (u32, f64) {
+    let mut previous = t0;
+    loop {
+        let mut t = Instant::now();
+        while t - previous < RATE_GAP {
+            std::hint::spin_loop();
+            t = Instant::now();
+        }
+        previous = t;
+        let h = mem.u32_at(head_at);
+        let ends = h.wrapping_sub(h0) as u64;
+        if ends >= span || t - t0 >= max {
+            return (h, ends as f64 / (t - t0).as_secs_f64());
+        }
+    }
+}
+
+/// Where in a watched stretch a burst starts: a xorshift generator, seeded the same way
+/// every run (like the Arnold-Grove skip it extends), so a run's choices repeat.
+struct Pick(u64);
+
+impl Pick {
+    /// Uniform in `0..n` (`n` > 0; the modulo bias is below 2^-40 for the stretches here).
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
