@@ -5,15 +5,14 @@
 //! cargo run --release -p pepper-runtime --example embed
 //! ```
 //!
-//! The steps: instrument the module (`pepper_wasm::instrument`), compile the result in
-//! your engine (multi-memory on: pepper's counters are a memory of their own), instantiate
-//! it as usual, attach pepper to the store on the thread that calls the guest, call the
-//! guest, finish, and decode the profile.
+//! `Profiler::new` instruments the module; you compile the result in your engine
+//! (multi-memory on: pepper's counters are a memory of their own) and instantiate it as
+//! usual; `attach` wraps your store on the thread that calls the guest; your calls go
+//! through the wrapper; `finish` gives the store back with what pepper collected, which
+//! `profile` decodes.
 
 use anyhow::{ensure, Result};
-use pepper_profile::{Mode, ModuleInfo, RunInfo};
-use pepper_runtime::{AttachConfig, Profiled, SamplerConfig};
-use std::time::Duration;
+use pepper_runtime::{Profiler, ProfilerOptions};
 use wasmtime::{Config, Engine, Linker, Module, Store};
 
 /// The guest: `run(n)` loops `n` times and reports every third iteration to the host.
@@ -38,20 +37,13 @@ struct MyHost {
 
 fn main() -> Result<()> {
     let original = wat::parse_str(GUEST)?;
-    // 1. Instrument: PEP, pepper's default (paths sampled from a ring by a host thread).
-    let inst = pepper_wasm::instrument(
-        &original,
-        &pepper_wasm::InstrumentOptions {
-            mode: Mode::Pep,
-            ..Default::default()
-        },
-    )?;
-    // 2. Compile in your own engine.
+    // PEP, pepper's default: paths sampled in bursts from a ring by a host thread.
+    let profiler = Profiler::new(&original, &ProfilerOptions::default())?;
     let mut config = Config::new();
     config.wasm_multi_memory(true);
     let engine = Engine::new(&config)?;
-    let module = Module::new(&engine, &inst.wasm)?;
-    // 3. Your linker, your host function, your store.
+    let module = Module::new(&engine, profiler.wasm())?;
+    // Your linker, your host function, your store, your instance.
     let mut linker: Linker<MyHost> = Linker::new(&engine);
     linker.func_wrap(
         "host",
@@ -61,50 +53,16 @@ fn main() -> Result<()> {
         },
     )?;
     let mut store = Store::new(&engine, MyHost::default());
-    // Your instance, as usual.
     let instance = linker.instantiate(&mut store, &module)?;
-    // 4. Attach on the thread that calls the guest.
-    let (params, tick) = (
-        pepper_sampling::PepParams {
-            samples: 64,
-            stride: 17,
-        },
-        Duration::from_micros(250),
-    );
-    let cfg = AttachConfig {
-        counters_export: Some(pepper_wasm::COUNTERS_EXPORT.into()),
-        sampler: SamplerConfig::for_plan(&inst.plan, &inst.wasm, true, params, (tick, tick)),
-        ..Default::default()
-    };
-    // The store goes into `Profiled`, which gives it back at the end.
-    let mut profiled = Profiled::new(store, &instance, &module, &cfg)?;
-    // 5. Call the guest as often as you like, through `profiled`.
+    // Attach, call the guest through the result as often as you like, finish.
+    let mut profiled = profiler.attach(store, &instance, &module)?;
     let run = instance.get_typed_func::<i32, i32>(&mut profiled, "run")?;
     let mut acc = 0i64;
     for _ in 0..20 {
         acc += run.call(&mut profiled, 3_000_000)? as i64;
     }
-    // 6. Finish and decode.
     let (store, collected) = profiled.finish();
-    let module_info = ModuleInfo {
-        path: "embedded guest".into(),
-        sha256: pepper_profile::module_hash(&original),
-        size: original.len() as u64,
-    };
-    let settings = pepper_runtime::decode::Settings {
-        params,
-        interval: tick,
-        ..Default::default()
-    };
-    let profile = pepper_runtime::decode::profile(
-        &inst.plan,
-        collected.results(),
-        module_info,
-        RunInfo::default(),
-        &settings,
-        cfg.sampler.as_ref(),
-        &|_| None,
-    );
+    let profile = profiler.profile(&collected);
     let opts = pepper_profile::report::ReportOptions {
         top_functions: 3,
         top_paths: 3,

@@ -14,6 +14,7 @@ pub mod decode;
 mod epochs;
 mod intervals;
 mod native;
+mod profiler;
 mod sampler;
 mod worker;
 
@@ -24,6 +25,7 @@ pub use intervals::{
     TIMELINE_STRIDE,
 };
 pub use native::AVAILABLE as NATIVE_STACKS;
+pub use profiler::{Profiler, ProfilerOptions};
 pub use sampler::{BurstWeights, SamplerConfig, SamplerResult, StackConfig};
 
 use anyhow::{Context, Result};

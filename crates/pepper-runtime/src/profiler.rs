@@ -1,0 +1,143 @@
+//! The embedder's entry point: one value that instruments a module, attaches to the
+//! store that runs it and decodes what was collected.
+//!
+//! ```no_run
+//! # fn main() -> anyhow::Result<()> {
+//! use pepper_runtime::{Profiler, ProfilerOptions};
+//! let original = std::fs::read("guest.wasm")?;
+//! let profiler = Profiler::new(&original, &ProfilerOptions::default())?;
+//! let mut config = wasmtime::Config::new();
+//! config.wasm_multi_memory(true); // pepper's counters are a memory of their own
+//! let engine = wasmtime::Engine::new(&config)?;
+//! let module = wasmtime::Module::new(&engine, profiler.wasm())?;
+//! let linker = wasmtime::Linker::new(&engine); // yours: host functions, WASI or not
+//! let mut store = wasmtime::Store::new(&engine, ());
+//! let instance = linker.instantiate(&mut store, &module)?;
+//! let mut profiled = profiler.attach(store, &instance, &module)?;
+//! let run = instance.get_typed_func::<(), ()>(&mut profiled, "run")?;
+//! run.call(&mut profiled, ())?;
+//! let (_store, collected) = profiled.finish();
+//! let profile = profiler.profile(&collected);
+//! println!("{} paths", profile.paths.len());
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::{decode, AttachConfig, Collected, Profiled, SamplerConfig};
+use anyhow::Result;
+use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
+use pepper_sampling::PepParams;
+use std::time::Duration;
+use wasmtime::{Instance, Module, Store};
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct ProfilerOptions {
+    /// `Mode::Pep` (default: paths sampled in bursts by a host thread), or an exact mode
+    /// (`ExactPaths`, `ExactEdges`: counted in the guest, no thread).
+    pub mode: Mode,
+    /// PEP(SAMPLES, STRIDE) and the burst period.
+    pub params: PepParams,
+    pub interval: Duration,
+    /// Calling contexts from native stack samples (x86-64 Linux; one guest thread per
+    /// process at a time). Off by default.
+    pub contexts: bool,
+}
+
+impl Default for ProfilerOptions {
+    fn default() -> ProfilerOptions {
+        ProfilerOptions {
+            mode: Mode::Pep,
+            params: PepParams {
+                samples: 64,
+                stride: 17,
+            },
+            interval: Duration::from_micros(250),
+            contexts: false,
+        }
+    }
+}
+
+/// An instrumented module and everything needed to profile its instances.
+pub struct Profiler {
+    instrumented: pepper_wasm::Instrumented,
+    attach: AttachConfig,
+    settings: decode::Settings,
+    module: ModuleInfo,
+}
+
+impl Profiler {
+    /// Instruments `wasm` (a core module) for `opts.mode`.
+    pub fn new(wasm: &[u8], opts: &ProfilerOptions) -> Result<Profiler> {
+        let contexts = match (opts.contexts, crate::NATIVE_STACKS) {
+            (true, true) => pepper_wasm::ContextMode::Native,
+            (true, false) => pepper_wasm::ContextMode::Sampled,
+            (false, _) => pepper_wasm::ContextMode::Off,
+        };
+        let instrumented = pepper_wasm::instrument(
+            wasm,
+            &pepper_wasm::InstrumentOptions {
+                mode: opts.mode,
+                contexts,
+                ..Default::default()
+            },
+        )?;
+        let sampler = SamplerConfig::for_plan(
+            &instrumented.plan,
+            &instrumented.wasm,
+            true,
+            opts.params,
+            (opts.interval, opts.interval),
+        );
+        Ok(Profiler {
+            attach: AttachConfig {
+                counters_export: instrumented
+                    .plan
+                    .rewritten
+                    .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
+                sampler,
+                ..Default::default()
+            },
+            settings: decode::Settings {
+                params: opts.params,
+                interval: opts.interval,
+                ..Default::default()
+            },
+            module: ModuleInfo {
+                path: String::new(),
+                sha256: pepper_profile::module_hash(wasm),
+                size: wasm.len() as u64,
+            },
+            instrumented,
+        })
+    }
+
+    /// The instrumented module: compile this in your engine (with multi-memory on).
+    pub fn wasm(&self) -> &[u8] {
+        &self.instrumented.wasm
+    }
+
+    /// Starts profiling `instance` of the compiled [`Profiler::wasm`] in `store`; call it
+    /// on the thread that calls the guest, and make the calls through the result.
+    pub fn attach<T: 'static>(
+        &self,
+        store: Store<T>,
+        instance: &Instance,
+        module: &Module,
+    ) -> Result<Profiled<T>> {
+        Profiled::new(store, instance, module, &self.attach)
+    }
+
+    /// The profile of what one attachment collected.
+    pub fn profile(&self, collected: &Collected) -> Profile {
+        decode::profile(
+            &self.instrumented.plan,
+            collected.results(),
+            self.module.clone(),
+            RunInfo::default(),
+            &self.settings,
+            self.attach.sampler.as_ref(),
+            &|_| None,
+        )
+    }
+}
