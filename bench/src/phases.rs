@@ -245,9 +245,7 @@ impl Sweep {
     }
 
     fn name(&self) -> String {
-        let mut n = self.at(self.cw_div * 1000).name();
-        n = n.replace(" cw1000 tw1000", "");
-        format!("{n}, CW = MPL/{}", self.cw_div)
+        format!("{}, CW = MPL/{}", self.at(8).policy_name(), self.cw_div)
     }
 
     fn all() -> Vec<Sweep> {

@@ -74,8 +74,20 @@ impl DetectorConfig {
         }
     }
 
-    /// A short name for tables: `adaptive cw4 tw4 weighted t0.8 anchored`.
+    /// A short name for tables: `adaptive cw4 tw4 weighted threshold 0.8 anchored`.
     pub fn name(&self) -> String {
+        let (w, rest) = self.policies();
+        format!("{w} cw{} tw{} {rest}", self.cw, self.tw)
+    }
+
+    /// The name without window sizes: `adaptive weighted threshold 0.8 anchored`.
+    pub fn policy_name(&self) -> String {
+        let (w, rest) = self.policies();
+        format!("{w} {rest}")
+    }
+
+    /// The window policy's name, and the model's, analyzer's and anchoring's.
+    fn policies(&self) -> (&'static str, String) {
         let w = match self.window {
             Window::Constant => "constant",
             Window::Adaptive => "adaptive",
@@ -90,7 +102,7 @@ impl DetectorConfig {
             Analyzer::Average { enter, delta } => format!("average {enter}-{delta}"),
         };
         let anchor = if self.anchor { " anchored" } else { "" };
-        format!("{w} cw{} tw{} {m} {a}{anchor}", self.cw, self.tw)
+        (w, format!("{m} {a}{anchor}"))
     }
 }
 

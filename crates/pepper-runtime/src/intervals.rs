@@ -207,7 +207,6 @@ pub(crate) struct Intervals {
     profiles: PhaseProfiles<u64>,
     pending: Option<SampleTable>,
     index: u64,
-    tail: u64,
     /// Scratch: the functions of the stack sample being added.
     seen: Vec<u32>,
     /// Path ends lost before the current interval began.
@@ -256,7 +255,6 @@ impl Intervals {
             profiles: PhaseProfiles::default(),
             pending: None,
             index: 0,
-            tail: 0,
             seen: Vec::new(),
             pending_lost: 0,
             cuts: Vec::new(),
@@ -392,22 +390,19 @@ impl Intervals {
         }
     }
 
-    /// Reads path ends into the profiled interval's table (or counts them as the tail of
-    /// the last one).
+    /// Reads path ends into the profiled interval's table (outside profiled intervals:
+    /// the instrumented copies finishing their loop iteration after the flag was cleared,
+    /// which are dropped).
     fn read_pending(&mut self, mem: MemView) {
         let ring = self.ring;
         let pending = &mut self.pending;
-        let mut tail = 0;
-        self.drain
-            .read(mem, ring, 1, |_, words| match pending.as_mut() {
-                Some(t) => {
-                    for &w in words.iter().filter(|&&w| w != 0) {
-                        t.add(w, 1.0);
-                    }
+        self.drain.read(mem, ring, 1, |_, words| {
+            if let Some(t) = pending.as_mut() {
+                for &w in words.iter().filter(|&&w| w != 0) {
+                    t.add(w, 1.0);
                 }
-                None => tail += words.len() as u64,
-            });
-        self.tail += tail;
+            }
+        });
     }
 
     /// Appends a finished interval ending at path end `end` (time line) and runs the
@@ -509,7 +504,6 @@ impl Intervals {
                 phases: self.spans,
             }),
             words,
-            tail: self.tail,
         }
     }
 }
@@ -532,9 +526,6 @@ pub struct IntervalResult {
     pub phases: Option<DetectedPhases>,
     /// Interval sampling: estimated executions per path word (sorted).
     pub words: Option<Vec<(u64, u64)>>,
-    /// Interval sampling: path ends read outside profiled intervals (the instrumented
-    /// copies finishing their current loop iteration after the flag was cleared).
-    pub tail: u64,
 }
 
 #[cfg(test)]
