@@ -11,16 +11,19 @@ use std::time::Duration;
 /// How a run sampled, as its profile records it.
 #[derive(Clone, Debug)]
 pub struct Settings {
-    /// PEP(SAMPLES, STRIDE) and the burst period.
+    /// PEP(SAMPLES, STRIDE).
     pub params: PepParams,
+    /// The burst period.
     pub interval: Duration,
     /// The in-guest every-K design instead of the ring.
     pub every: Option<u32>,
+    /// What a burst's samples stand for.
     pub weights: BurstWeights,
     /// SHA-256 of the guide profile, when smart numbering used one.
     pub guide: Option<String>,
-    /// Ephemeral instrumentation: persistence and epoch.
+    /// Ephemeral instrumentation: executions recorded per function and epoch.
     pub persistence: u32,
+    /// Ephemeral instrumentation: how often budgets are re-armed.
     pub epoch: Duration,
     /// Interval sampling: `phase-aware` or `periodic-intervals`, the period N (periodic)
     /// and the interval.
@@ -50,12 +53,14 @@ impl Default for Settings {
 pub struct Results<'a> {
     /// pepper's memory after the run.
     pub counters: Option<&'a [u8]>,
+    /// What the sampler thread collected.
     pub samples: Option<&'a SamplerResult>,
     /// Ephemeral instrumentation: the epochs armed.
     pub epochs: u64,
 }
 
 impl Collected {
+    /// Borrows what was collected, for [`profile`].
     pub fn results(&self) -> Results<'_> {
         Results {
             counters: self.counters.as_deref(),
@@ -66,6 +71,7 @@ impl Collected {
 }
 
 impl RunResult {
+    /// Borrows what the run collected, for [`profile`].
     pub fn results(&self) -> Results<'_> {
         Results {
             counters: self.counters.as_deref(),

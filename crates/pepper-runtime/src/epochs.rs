@@ -14,6 +14,7 @@ use std::time::Duration;
 pub struct EphemeralConfig {
     /// Byte address of the first budget word (u32 each, one per function).
     pub budgets: u32,
+    /// Functions with a budget (one i32 each, from `budgets` on).
     pub functions: u32,
     /// What each budget is set to at every epoch (the paper's persistence).
     pub persistence: u32,

@@ -39,13 +39,17 @@ pub enum IntervalConfig {
     /// Read every path end; cut an interval every `length` of them; run `detector` on
     /// each interval as it closes.
     Timeline {
+        /// Path ends per interval.
         length: u64,
+        /// The online phase detector to run on each closed interval.
         detector: Option<DetectorConfig>,
     },
     /// Instrument whole intervals of `length` (wall time, cut at the first sampler tick
     /// after it), chosen by `strategy`.
     Sampled {
+        /// Wall time per interval.
         length: std::time::Duration,
+        /// Which intervals are instrumented.
         strategy: Strategy,
     },
 }
@@ -58,8 +62,11 @@ pub enum Strategy {
     /// Phases a [`Tracker`] finds at distance `threshold`: the `nth` interval of each
     /// new one, and every `every`-th interval of a phase again (0: never).
     PhaseAware {
+        /// Manhattan distance within which an interval belongs to a phase.
         threshold: f64,
+        /// Which interval of a new phase is profiled (2 or more).
         nth: u64,
+        /// Every `every`-th interval of a phase is profiled again (0: never).
         every: u64,
     },
 }
@@ -522,7 +529,9 @@ fn span(s: u32, e: u32, intervals: &[Interval], end: u64) -> PhaseSpan {
 /// What the interval work produced.
 #[derive(Clone, Debug, Default)]
 pub struct IntervalResult {
+    /// The intervals, for the profile.
     pub timeline: Timeline,
+    /// What the online detector found.
     pub phases: Option<DetectedPhases>,
     /// Interval sampling: estimated executions per path word (sorted).
     pub words: Option<Vec<(u64, u64)>>,

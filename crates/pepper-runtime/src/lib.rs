@@ -1,5 +1,11 @@
-//! Runs WASI command modules in embedded wasmtime and hands back what pepper needs to build
-//! a profile: exit status, timings, and a copy of the profiler memory.
+//! pepper's runtime: profiling a guest in wasmtime, in your host or in pepper's.
+//!
+//! - In your own host: [`Profiler`] instruments a module, attaches to your `Store` (your
+//!   linker, your host functions, WASI or not) and decodes what it collected into a
+//!   profile; see its example and `examples/embed.rs`.
+//! - As `pepper run` does: [`run`] / [`Prepared::run`] run a WASI command with its
+//!   arguments, environment and preopens, and hand back exit status, timings, pepper's
+//!   memory and the sampler's results, which [`decode::profile`] turns into a profile.
 //!
 //! The guest gets what a `wasmtime run` user expects: arguments, environment, inherited
 //! stdio and `--dir` preopens. A guest that traps or calls `proc_exit` still has its counters
@@ -8,6 +14,9 @@
 //! `unsafe` is denied except in `sampler`, which reads the profiler memory from another
 //! thread while the guest runs, and `native`, which interrupts the guest thread with a
 //! signal and copies its frame-pointer chain.
+
+// Every public item is documented (CI denies warnings): embedders read this crate's docs.
+#![warn(missing_docs)]
 
 mod attach;
 pub mod decode;
@@ -93,6 +102,7 @@ impl RunConfig {
         }
     }
 
+    /// What the engine needs for this run (epochs, branch hints, cache).
     pub fn engine_options(&self) -> EngineOptions {
         EngineOptions {
             cache_dir: self.cache_dir.clone(),
@@ -105,7 +115,9 @@ impl RunConfig {
 /// Epoch ticking for a run.
 #[derive(Clone, Debug)]
 pub struct EpochConfig {
+    /// How often the epoch is incremented.
     pub interval: Duration,
+    /// Take a wasmtime `GuestProfiler` sample at each tick.
     pub guest_profiler: bool,
 }
 
@@ -114,7 +126,9 @@ pub struct EpochConfig {
 pub struct RunResult {
     /// 0 when `_start` returned, the `proc_exit` code, or 134 (like `wasmtime run`) on a trap.
     pub exit_code: i32,
+    /// The trap's message, when the guest trapped.
     pub trap: Option<String>,
+    /// Compilation, or the cache lookup.
     pub compile: Duration,
     /// Instantiation and the guest's `_start`: what the guest experienced, profiler
     /// overhead included, but not `profiler_setup`/`profiler_finish`.
@@ -206,6 +220,7 @@ pub struct Prepared {
 }
 
 impl Prepared {
+    /// Compiles `wasm` in an engine built with `opts`.
     pub fn new(wasm: &[u8], opts: &EngineOptions) -> Result<Prepared> {
         let engine = engine(opts)?;
         let t0 = Instant::now();

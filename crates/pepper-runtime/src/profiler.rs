@@ -36,8 +36,9 @@ pub struct ProfilerOptions {
     /// `Mode::Pep` (default: paths sampled in bursts by a host thread), or an exact mode
     /// (`ExactPaths`, `ExactEdges`: counted in the guest, no thread).
     pub mode: Mode,
-    /// PEP(SAMPLES, STRIDE) and the burst period.
+    /// PEP(SAMPLES, STRIDE).
     pub params: PepParams,
+    /// PEP's burst period (and the stack-sample period with contexts).
     pub interval: Duration,
     /// Calling contexts from native stack samples (x86-64 Linux; one guest thread per
     /// process at a time). Off by default.

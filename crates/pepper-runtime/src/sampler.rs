@@ -46,7 +46,9 @@ pub struct SamplerConfig {
     pub base: u32,
     /// Ring length in words (a power of two).
     pub entries: u32,
+    /// PEP(SAMPLES, STRIDE) per tick.
     pub params: PepParams,
+    /// The tick period.
     pub interval: Duration,
     /// How a burst's samples are weighted.
     pub weights: BurstWeights,
@@ -81,6 +83,7 @@ pub enum BurstWeights {
 }
 
 impl BurstWeights {
+    /// The name profiles record (`rate`, `ticks`).
     pub fn name(self) -> &'static str {
         match self {
             BurstWeights::Rate => "rate",
@@ -94,6 +97,7 @@ impl BurstWeights {
 pub struct StackConfig {
     /// Byte address of the u32 stack pointer (frames × 16).
     pub pointer: u32,
+    /// Byte address of the frames.
     pub base: u32,
     /// Frames in the ring.
     pub entries: u32,
@@ -101,7 +105,9 @@ pub struct StackConfig {
     pub bufsize: usize,
     /// Most nodes the tree holds.
     pub budget: usize,
+    /// Which reading of Whaley's edge weights the tree keeps.
     pub edge_mode: EdgeMode,
+    /// Functions in the module (imports included).
     pub num_funcs: usize,
     /// The direct callee of each call site (names the import a host frame is in).
     pub callees: Arc<[Option<u32>]>,
@@ -293,10 +299,13 @@ pub struct SamplerResult {
     /// (path word, estimated executions), sorted by word, weighted as
     /// [`SamplerConfig::weights`] says and adding up to `path_ends`.
     pub words: Vec<(u64, u64)>,
+    /// Ticks the sampler took.
     pub ticks: u64,
+    /// Path words sampled.
     pub taken: u64,
     /// Path ends the guest completed in all.
     pub path_ends: u64,
+    /// Samples the guest overwrote before they were read, or beyond the table.
     pub lost: u64,
     /// Ticks at which the guest completed no path while the rate was watched (in a host
     /// call, or not running): their bursts weigh nothing.
@@ -310,6 +319,7 @@ pub struct SamplerResult {
     /// Switchable instrumentation: how long the flag was set, and the path ends the
     /// instrumented copies wrote (with the switch, `path_ends` is an estimate).
     pub switched_on: Duration,
+    /// Path ends the instrumented copies wrote (switch).
     pub instrumented_ends: u64,
     /// The time line, detected phases and interval sampling's estimate.
     pub intervals: Option<crate::IntervalResult>,
