@@ -284,8 +284,14 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
                 let mut phases: Vec<u32> = intervals.iter().filter_map(|i| i.phase).collect();
                 phases.sort_unstable();
                 phases.dedup();
+                let again = if s.stride > 0 {
+                    format!(" and every {}th of a phase", s.stride)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "the third interval of each new phase, {} phases",
+                    "interval {} of each new phase{again}, {} phases",
+                    s.samples,
                     phases.len()
                 )
             } else {

@@ -25,9 +25,8 @@ pub struct Settings {
     pub persistence: u32,
     /// Ephemeral instrumentation: how often budgets are re-armed.
     pub epoch: Duration,
-    /// Interval sampling: `phase-aware` or `periodic-intervals`, the period N (periodic)
-    /// and the interval.
-    pub intervals: Option<(&'static str, u32, Duration)>,
+    /// Interval sampling: which intervals, and their length.
+    pub intervals: Option<(crate::Strategy, Duration)>,
 }
 
 impl Default for Settings {
@@ -133,12 +132,20 @@ pub fn profile(
         sampling = Some((info, Vec::new()));
     }
     let intervals = samples.and_then(|s| s.intervals.clone());
-    if let (Some((design, n, length)), Some((info, _))) = (settings.intervals, sampling.as_mut()) {
-        // Interval sampling: `samples` is N for periodic intervals, `interval_us` the
-        // interval, `ticks` the intervals and `taken` the path ends read in profiled ones.
+    if let (Some((strategy, length)), Some((info, _))) = (settings.intervals, sampling.as_mut()) {
+        // Interval sampling: `samples` is N for periodic intervals and the representative
+        // interval for phase-aware ones, `stride` how often a phase is profiled again,
+        // `interval_us` the interval, `ticks` the intervals and `taken` the path ends read
+        // in profiled ones.
+        let (design, samples, stride) = match strategy {
+            crate::Strategy::Periodic(n) => ("periodic-intervals", n, 0),
+            crate::Strategy::PhaseAware { nth, every, .. } => {
+                ("phase-aware", nth as u32, every as u32)
+            }
+        };
         info.design = design.into();
-        info.samples = n;
-        info.stride = 0;
+        info.samples = samples;
+        info.stride = stride;
         info.interval_us = length.as_micros() as u64;
         info.ticks = intervals
             .as_ref()

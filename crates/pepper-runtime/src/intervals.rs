@@ -228,8 +228,8 @@ impl Intervals {
             IntervalConfig::Timeline { length, detector } => {
                 (*length, detector.map(Detector::new), Tracker::new(0.0))
             }
-            IntervalConfig::Sampled { strategy, .. } => (
-                0,
+            IntervalConfig::Sampled { strategy, length } => (
+                length.as_micros() as u64,
                 None,
                 match *strategy {
                     // One phase: every interval stands for all of them.

@@ -125,20 +125,11 @@ impl IntervalArgs {
         }
     }
 
-    /// The sampling design name the profile records for interval sampling.
-    pub fn design(&self) -> Option<&'static str> {
-        match (self.phase_aware, self.periodic_intervals) {
-            (true, _) => Some("phase-aware"),
-            (false, Some(_)) => Some("periodic-intervals"),
-            _ => None,
+    /// Interval sampling's strategy and interval, for the profile's sampling record.
+    pub fn sampled(&self) -> Option<(Strategy, Duration)> {
+        match self.config()? {
+            IntervalConfig::Sampled { length, strategy } => Some((strategy, length)),
+            IntervalConfig::Timeline { .. } => None,
         }
-    }
-
-    pub fn phase_interval(&self) -> Duration {
-        self.phase_interval
-    }
-
-    pub fn periodic(&self) -> Option<u32> {
-        self.periodic_intervals
     }
 }

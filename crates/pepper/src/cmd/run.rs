@@ -424,9 +424,7 @@ pub fn run(a: Args) -> Result<i32> {
         guide: guide.as_ref().map(|g| g.id.clone()),
         persistence: a.persistence,
         epoch: a.epoch,
-        intervals: ia
-            .design()
-            .map(|d| (d, ia.periodic().unwrap_or(0), ia.phase_interval())),
+        intervals: ia.sampled(),
     };
     let profile = pepper_runtime::decode::profile(
         &inst.plan,
