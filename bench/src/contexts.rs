@@ -7,9 +7,7 @@
 //! hot-context coverage) and against native samples at 0.1 ms in the same round
 //! (hot-function precision by self time). Writes `bench/results/contexts.md`.
 
-use crate::{
-    geomean_pct, machine, mean_worst_pct, median, medians, paired_ratio, pct, selected, Args,
-};
+use crate::{geomean_pct, machine, mean_worst_pct, median, pct, selected, Args};
 use anyhow::Result;
 use pepper_profile::context_accuracy::compare_contexts;
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
@@ -349,12 +347,12 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             eprintln!("bench: {} round {round}/{rounds}", w.name);
         }
         for (k, v) in variants.iter().enumerate() {
-            let ratio = paired_ratio(&v.times, &variants[0].times);
-            ratios[k].push(ratio);
-            let acc = medians(&v.accuracy);
-            if !v.accuracy.is_empty() {
-                accs[k].push(acc);
-            }
+            let (ratio, acc) = crate::tally(
+                &v.times,
+                &variants[0].times,
+                &v.accuracy,
+                (&mut ratios[k], &mut accs[k]),
+            );
             writeln!(
                 table,
                 "| {} | {} | {:.1} | {:+.1}% | {:.1} | {} | {} | {} | {} | {} | {} |",

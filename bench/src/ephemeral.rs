@@ -4,8 +4,7 @@
 //! exact-edges profile of the same round. Writes `bench/results/ephemeral.md`.
 
 use crate::{
-    geomean_pct, machine, mean_worst_pct, median, medians, paired_ratio, pct, profile_of, selected,
-    shuffled, Args,
+    geomean_pct, machine, mean_worst_pct, median, pct, profile_of, selected, shuffled, Args,
 };
 use anyhow::Result;
 use pepper_profile::compare::compare;
@@ -112,12 +111,12 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             eprintln!("bench: {} round {round}/{rounds}", w.name);
         }
         for (k, v) in variants.iter().enumerate() {
-            let ratio = paired_ratio(&v.times, &variants[0].times);
-            ratios[k].push(ratio);
-            let acc = medians(&v.accuracy);
-            if !v.accuracy.is_empty() {
-                accs[k].push(acc);
-            }
+            let (ratio, acc) = crate::tally(
+                &v.times,
+                &variants[0].times,
+                &v.accuracy,
+                (&mut ratios[k], &mut accs[k]),
+            );
             writeln!(
                 table,
                 "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} |",

@@ -439,8 +439,26 @@ fn paired_ratio(times: &[f64], base: &[f64]) -> f64 {
     median(&paired)
 }
 
+/// One workload's result for a variant of a side-by-side table: its overhead (median of
+/// per-round ratios to `base`'s times) and its accuracy columns (medians over rounds),
+/// both also added to the summary's accumulators (accuracy only when it was measured).
+pub fn tally<const N: usize>(
+    times: &[f64],
+    base: &[f64],
+    accuracy: &[[f64; N]],
+    (ratios, accs): (&mut Vec<f64>, &mut Vec<[f64; N]>),
+) -> (f64, [f64; N]) {
+    let ratio = paired_ratio(times, base);
+    ratios.push(ratio);
+    let acc = medians(accuracy);
+    if !accuracy.is_empty() {
+        accs.push(acc);
+    }
+    (ratio, acc)
+}
+
 /// Per column, the median over rounds.
-pub fn medians<const N: usize>(rounds: &[[f64; N]]) -> [f64; N] {
+fn medians<const N: usize>(rounds: &[[f64; N]]) -> [f64; N] {
     std::array::from_fn(|i| median(&rounds.iter().map(|a| a[i]).collect::<Vec<_>>()))
 }
 

@@ -17,7 +17,7 @@ use crate::{
 };
 use anyhow::Result;
 use pepper_phases::{
-    detect, sampling, timeline, Analyzer, Counts, DetectorConfig, Model, Signature, Tracker, Window,
+    detect, sampling, timeline, Analyzer, DetectorConfig, Model, Signature, Tracker, Window,
 };
 use pepper_profile::compare::compare;
 use pepper_profile::{Mode, Timeline};
@@ -188,8 +188,12 @@ fn run_config(
     }
 }
 
-fn counts(t: &Timeline) -> Vec<&Counts> {
-    timeline::counts(t)
+/// The baseline of `t` at each of [`MPLS`] (the intervals clustered once).
+fn baselines_of(t: &Timeline) -> Vec<Vec<pepper_phases::Label>> {
+    let ids = pepper_phases::cluster(&timeline::signatures(t), timeline::BASELINE_THRESHOLD);
+    MPLS.iter()
+        .map(|&m| pepper_phases::oracle(&ids, m))
+        .collect()
 }
 
 /// Part 1: baseline phases per workload and MPL.
@@ -205,8 +209,7 @@ fn baseline_table(lines: &[(&'static str, Timeline)]) -> Result<String> {
         write!(s, "| {name} | {} | {} |", t.intervals.len(), t.lost)?;
         let w = timeline::weights(t);
         let total = w.iter().sum::<u64>().max(1) as f64;
-        for m in MPLS {
-            let b = timeline::baseline(t, m);
+        for b in baselines_of(t) {
             let phases = pepper_phases::spans(&b).len();
             let inside: u64 = b
                 .iter()
@@ -300,10 +303,9 @@ fn sweep(lines: &[(&'static str, Timeline)]) -> Result<(String, String)> {
     // scores[config][line][mpl]
     let mut scores = vec![vec![[f64::NAN; MPLS.len()]; lines.len()]; configs.len()];
     for (li, (_, t)) in lines.iter().enumerate() {
-        let c = counts(t);
+        let c = timeline::counts(t);
         let w = timeline::weights(t);
-        let baselines: Vec<Vec<pepper_phases::Label>> =
-            MPLS.iter().map(|&m| timeline::baseline(t, m)).collect();
+        let baselines: Vec<Vec<pepper_phases::Label>> = baselines_of(t);
         for (ci, cfg) in configs.iter().enumerate() {
             for (mi, &m) in MPLS.iter().enumerate() {
                 let d = detect(cfg.at(m), &c);
@@ -426,7 +428,7 @@ fn trace_sampling(lines: &[(&'static str, Timeline)]) -> Result<String> {
     writeln!(s, "|---|---|---|---|---|---|")?;
     let mut reductions = Vec::new();
     for (name, t) in lines {
-        let c = counts(t);
+        let c = timeline::counts(t);
         if c.is_empty() {
             continue;
         }
@@ -670,12 +672,12 @@ fn live(
         }
         vs_pep.push(paired_ratio(&variants[3].times, &variants[2].times));
         for (k, v) in variants.iter().enumerate() {
-            let ratio = paired_ratio(&v.times, &variants[0].times);
-            ratios[k].push(ratio);
-            let acc = crate::medians(&v.acc);
-            if !v.acc.is_empty() {
-                accs[k].push(acc);
-            }
+            let (ratio, acc) = crate::tally(
+                &v.times,
+                &variants[0].times,
+                &v.acc,
+                (&mut ratios[k], &mut accs[k]),
+            );
             writeln!(
                 table,
                 "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} | {} |",

@@ -299,7 +299,7 @@ impl Intervals {
 
     /// One sampler tick; `last` is the pass after the guest finished.
     pub(crate) fn tick(&mut self, mem: MemView, last: bool) {
-        match self.cfg.clone() {
+        match self.cfg {
             IntervalConfig::Timeline { .. } => self.tick_timeline(mem, last),
             IntervalConfig::Sampled { length, strategy } => {
                 self.tick_sampled(mem, last, length, strategy)
