@@ -1,0 +1,325 @@
+//! What every table of the benchmark shares: the workloads, running variants in a
+//! shuffled order, overheads as median paired ratios, accuracy summaries, the machine's
+//! name and writing the results file.
+
+use crate::Args;
+use anyhow::{Context, Result};
+use pepper_profile::{ModuleInfo, Profile, RunInfo};
+use std::path::{Path, PathBuf};
+
+/// A program and its inputs.
+pub(crate) struct Workload {
+    pub name: &'static str,
+    pub args: Vec<String>,
+    /// A different input, for guides that must not come from the measured run.
+    pub other_args: Vec<String>,
+    pub dirs: Vec<(PathBuf, String)>,
+}
+
+pub(crate) fn workloads(build: &Path, quick: bool, yosys: bool, phases: bool) -> Vec<Workload> {
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let data = vec![(build.to_path_buf(), "/data".to_string())];
+    let input = if quick {
+        "/data/input-small.txt"
+    } else {
+        "/data/input-bench.txt"
+    };
+    let y = build.join("yosys");
+    let script = |design: &str| format!("read_verilog /work/{design}; synth_ice40 -top top; stat");
+    let mut v = Vec::new();
+    if phases {
+        // Programs with phases: the same libraries as below, driven through stages.
+        v.push(Workload {
+            name: "sqlite-phases",
+            args: s(&["sqlite-phases", if quick { "1" } else { "4" }]),
+            other_args: s(&["sqlite-phases", "1"]),
+            dirs: vec![],
+        });
+        v.push(Workload {
+            name: "lua-phases",
+            args: s(&["lua-phases", if quick { "1" } else { "4" }]),
+            other_args: s(&["lua-phases", "1"]),
+            dirs: vec![],
+        });
+    }
+    v.extend([
+        Workload {
+            name: "bzip2",
+            args: s(&["bzip2", "-c", "-9", input]),
+            other_args: s(&["bzip2", "-c", "-1", "/data/input-small.txt"]),
+            dirs: data,
+        },
+        Workload {
+            name: "lua",
+            args: s(&["lua", if quick { "2" } else { "100" }]),
+            other_args: s(&["lua", "1"]),
+            dirs: vec![],
+        },
+        Workload {
+            name: "sqlite",
+            args: s(&["sqlite", if quick { "1" } else { "20" }]),
+            other_args: s(&["sqlite", "2"]),
+            dirs: vec![],
+        },
+        Workload {
+            name: "zstd",
+            args: s(&["zstd", if quick { "1" } else { "8" }]),
+            other_args: s(&["zstd", "1"]),
+            dirs: vec![],
+        },
+    ]);
+    if yosys {
+        v.push(Workload {
+            name: "yosys",
+            args: vec!["yosys".into(), "-q".into(), "-p".into(), script("alu.v")],
+            other_args: vec![
+                "yosys".into(),
+                "-q".into(),
+                "-p".into(),
+                "read_verilog /work/alu.v; proc; opt; stat".into(),
+            ],
+            dirs: vec![
+                (y.join("share"), "/share".into()),
+                (y.join("tmp"), "/tmp".into()),
+                (y.join("work"), "/work".into()),
+            ],
+        });
+    }
+    v
+}
+
+/// Runs `run` once on every variant, in an order shuffled afresh each round (the same
+/// shuffles every time the harness runs), so that no variant always runs first or right
+/// after the same neighbour, which would bias it the same way every round. (It does not
+/// remove the noise: two identical copies of the baseline still differ by 1-3% over a run,
+/// in any order.) Results come back in variant order.
+pub(crate) fn shuffled<T, R>(
+    variants: &mut [T],
+    round: usize,
+    mut run: impl FnMut(&mut T) -> Result<R>,
+) -> Result<Vec<R>> {
+    let n = variants.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x = (round as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    for i in (1..n).rev() {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        order.swap(i, ((x >> 33) % (i as u64 + 1)) as usize);
+    }
+    let mut out: Vec<Option<R>> = (0..n).map(|_| None).collect();
+    for k in order {
+        out[k] = Some(run(&mut variants[k])?);
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// Median over rounds of each round's time divided by the baseline's time in the same
+/// round: runs next to each other share the machine's state, so slow drifts cancel.
+pub(crate) fn paired_ratio(times: &[f64], base: &[f64]) -> f64 {
+    let paired: Vec<f64> = times.iter().zip(base).map(|(t, b)| t / b).collect();
+    median(&paired)
+}
+
+/// One workload's result for a variant of a side-by-side table: its overhead (median of
+/// per-round ratios to `base`'s times) and its accuracy columns (medians over rounds),
+/// both also added to the summary's accumulators (accuracy only when it was measured).
+pub(crate) fn tally<const N: usize>(
+    times: &[f64],
+    base: &[f64],
+    accuracy: &[[f64; N]],
+    (ratios, accs): (&mut Vec<f64>, &mut Vec<[f64; N]>),
+) -> (f64, [f64; N]) {
+    let ratio = paired_ratio(times, base);
+    ratios.push(ratio);
+    let acc = medians(accuracy);
+    if !accuracy.is_empty() {
+        accs.push(acc);
+    }
+    (ratio, acc)
+}
+
+/// Per column, the median over rounds.
+pub(crate) fn medians<const N: usize>(rounds: &[[f64; N]]) -> [f64; N] {
+    std::array::from_fn(|i| median(&rounds.iter().map(|a| a[i]).collect::<Vec<_>>()))
+}
+
+/// A ratio as a percentage for a table cell (empty when unknown).
+pub(crate) fn pct(x: f64) -> String {
+    if x.is_nan() {
+        String::new()
+    } else {
+        format!("{:.1}%", x * 100.0)
+    }
+}
+
+/// "mean / worst" of per-workload accuracies for the summary (empty when none).
+pub(crate) fn mean_worst_pct(vals: &[f64]) -> String {
+    if vals.is_empty() {
+        return String::new();
+    }
+    let mean = vals.iter().sum::<f64>() / vals.len() as f64;
+    let min = vals.iter().copied().fold(f64::NAN, f64::min);
+    format!("{:.1}% / {:.1}%", mean * 100.0, min * 100.0)
+}
+
+/// Geometric mean of ratios, as a percentage change.
+pub(crate) fn geomean_pct(v: &[f64]) -> f64 {
+    let g = v.iter().map(|r| r.ln()).sum::<f64>() / v.len().max(1) as f64;
+    (g.exp() - 1.0) * 100.0
+}
+
+/// A workload with its module bytes and the compilation cache to use.
+pub(crate) type Loaded = (Workload, Vec<u8>, Option<PathBuf>);
+
+/// The workloads selected by `--only`, loaded (yosys compiles through wasmtime's cache:
+/// ~45 s cold).
+pub(crate) fn selected(args: &Args, build: &Path) -> Result<Vec<Loaded>> {
+    let mut out = Vec::new();
+    for w in workloads(build, args.quick, args.yosys, args.phases) {
+        if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
+            continue;
+        }
+        let path = if w.name == "yosys" {
+            build.join("yosys/yosys.wasm")
+        } else {
+            build.join(format!("{}.wasm", w.name))
+        };
+        let cache = (w.name == "yosys")
+            .then(pepper_runtime::default_cache_dir)
+            .flatten();
+        let wasm = std::fs::read(&path).with_context(|| {
+            format!(
+                "{} missing: run bench/workloads/build.sh (yosys: bench/workloads/yosys.sh)",
+                path.display()
+            )
+        })?;
+        out.push((w, wasm, cache));
+    }
+    Ok(out)
+}
+
+pub(crate) fn median(v: &[f64]) -> f64 {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    if v.len() % 2 == 1 {
+        v[v.len() / 2]
+    } else {
+        (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0
+    }
+}
+
+pub(crate) fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!(
+        "{cpu}, {cores} cores, {} {}",
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
+/// The profile of one run, as `pepper run` would write it (module and run details left
+/// out: the benchmark compares counts).
+pub(crate) fn profile_of(plan: &pepper_wasm::Plan, r: &pepper_runtime::RunResult) -> Profile {
+    let module = ModuleInfo {
+        path: String::new(),
+        sha256: String::new(),
+        size: 0,
+    };
+    pepper_runtime::decode::profile(
+        plan,
+        r.results(),
+        module,
+        RunInfo::default(),
+        &Default::default(),
+        None,
+        &|_| None,
+    )
+}
+
+/// Writes a results table to `--output`, or `bench/results/NAME.md` (a temporary file with
+/// `--quick`, whose numbers mean nothing), and prints it.
+pub(crate) fn write_results(args: &Args, root: &Path, name: &str, doc: &str) -> Result<()> {
+    let out = args.output.clone().unwrap_or_else(|| {
+        if args.quick {
+            std::env::temp_dir().join(format!("pepper-bench-{name}-quick.md"))
+        } else {
+            root.join(format!("bench/results/{name}.md"))
+        }
+    });
+    std::fs::write(&out, doc).with_context(|| format!("writing {}", out.display()))?;
+    println!("{doc}");
+    eprintln!("bench: wrote {}", out.display());
+    Ok(())
+}
+
+/// The options that reproduce a table (after `cargo run --release -p pepper-bench --`).
+pub(crate) fn reproduce(args: &Args, first: &str) -> String {
+    use std::fmt::Write as _;
+    let mut cmd = format!("{first} --rounds {}", args.rounds);
+    for o in &args.only {
+        write!(cmd, " --only {o}").expect("writing to a String");
+    }
+    for v in &args.variants {
+        // Labels like `pep(64,17)` need quotes in a shell.
+        let quoted = if v
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_+.,".contains(c))
+        {
+            v.clone()
+        } else {
+            format!("'{v}'")
+        };
+        write!(cmd, " --variants {quoted}").expect("writing to a String");
+    }
+    if args.yosys {
+        cmd.push_str(" --yosys");
+    }
+    if let Some(out) = &args.output {
+        write!(cmd, " --output {}", out.display()).expect("writing to a String");
+    }
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant runs once per round, results come back in variant order whatever the
+    /// run order was, and the run order changes from round to round.
+    #[test]
+    fn shuffled_runs_each_variant_once_and_returns_in_variant_order() {
+        let mut orders = Vec::new();
+        for round in 0..8 {
+            let mut variants: Vec<(usize, u32)> = (0..6).map(|k| (k, 0)).collect();
+            let mut ran = Vec::new();
+            let out = shuffled(&mut variants, round, |v| {
+                v.1 += 1;
+                ran.push(v.0);
+                Ok(v.0 * 10)
+            })
+            .unwrap();
+            assert_eq!(out, vec![0, 10, 20, 30, 40, 50]);
+            assert!(variants.iter().all(|v| v.1 == 1));
+            orders.push(ran);
+        }
+        orders.sort();
+        orders.dedup();
+        assert!(orders.len() >= 6, "orders barely change: {orders:?}");
+        assert!(
+            orders.iter().any(|o| o[0] != 0),
+            "the baseline is not always first"
+        );
+    }
+}
