@@ -1,0 +1,222 @@
+//! Which loops a switch can enter: the shape of each function's structured control flow
+//! on the way to its loops (see the parent module).
+
+use super::SwitchPlacement;
+use wasmparser::Operator as O;
+
+/// One step from a construct into a child construct on the way to a loop.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// The opener (`block`, `loop`, `if`, `else`) after which the parent's code starts;
+    /// `None`: the function body.
+    pub parent: Option<usize>,
+    /// An `if` parent: the `if`'s operator index and whether the way goes through `else`.
+    pub arm: Option<(usize, bool)>,
+    /// The child's opener (operator index).
+    pub child: usize,
+    pub child_is_if: bool,
+}
+
+/// A loop of the original body.
+#[derive(Clone, Debug)]
+pub struct ShapeLoop {
+    /// Operator index of the `loop`.
+    pub op: usize,
+    /// Holds no other loop.
+    pub innermost: bool,
+    /// Is in no other loop.
+    pub outermost: bool,
+    /// Holds a call.
+    pub calls: bool,
+    /// The way in from the function's start, outermost first (the last link's child is the
+    /// loop); `None` when the loop cannot be entered from outside (a non-empty operand
+    /// stack or a construct with parameters on the way, unreachable code, or labels
+    /// [`splice`] does not renumber).
+    pub chain: Option<Vec<Link>>,
+}
+
+/// What the switch needs to know about one function body.
+#[derive(Clone, Debug, Default)]
+pub struct Shape {
+    pub loops: Vec<ShapeLoop>,
+}
+
+impl Shape {
+    /// The loops (indices into `loops`, in operator order) that get checks under
+    /// `placement`.
+    pub fn targets(&self, placement: SwitchPlacement) -> Vec<usize> {
+        (0..self.loops.len())
+            .filter(|&k| self.loops[k].chain.is_some() && placement.wants(&self.loops[k]))
+            .collect()
+    }
+}
+
+struct Open {
+    /// Where the parent's code starts for children (the opener, or `else`).
+    start: usize,
+    /// Operand stack empty at that start.
+    start_ok: bool,
+    /// `if` opener index, when this is an `if`.
+    if_op: Option<usize>,
+    in_else: bool,
+    /// This construct's own link from its parent, when it can be entered.
+    link: Option<Link>,
+    /// A loop: its index in `Shape::loops`.
+    loop_k: Option<usize>,
+}
+
+/// Reads the shape of every defined function body of `wasm` (which must validate): stack
+/// heights come from wasmparser's validator.
+pub fn shapes(wasm: &[u8]) -> Result<Vec<Shape>, wasmparser::BinaryReaderError> {
+    let mut validator = wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
+    let mut out = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        let payload = payload?;
+        if let wasmparser::ValidPayload::Func(func, body) = validator.payload(&payload)? {
+            let mut v = func.into_validator(Default::default());
+            out.push(shape(&mut v, &body)?);
+        }
+    }
+    Ok(out)
+}
+
+fn rel_height(v: &wasmparser::FuncValidator<wasmparser::ValidatorResources>) -> Option<usize> {
+    let f = v.get_control_frame(0)?;
+    (!f.unreachable).then(|| (v.operand_stack_height() as usize).saturating_sub(f.height))
+}
+
+fn shape(
+    v: &mut wasmparser::FuncValidator<wasmparser::ValidatorResources>,
+    body: &wasmparser::FunctionBody<'_>,
+) -> Result<Shape, wasmparser::BinaryReaderError> {
+    let mut locals = body.get_locals_reader()?;
+    for _ in 0..locals.get_count() {
+        let offset = locals.original_position();
+        let (n, t) = locals.read()?;
+        v.define_locals(offset, n, t)?;
+    }
+    let mut reader = body.get_operators_reader()?;
+    let mut shape = Shape::default();
+    let mut labels_ok = true;
+    let mut opens = vec![Open {
+        start: usize::MAX,
+        start_ok: true,
+        if_op: None,
+        in_else: false,
+        link: None,
+        loop_k: None,
+    }];
+    let mut i = 0usize;
+    while !reader.eof() {
+        let offset = reader.original_position();
+        let op = reader.read()?;
+        let before = rel_height(v);
+        v.op(offset, &op)?;
+        let after = rel_height(v);
+        match op {
+            O::Block { .. } | O::Loop { .. } | O::If { .. } => {
+                let is_if = matches!(op, O::If { .. });
+                if opens.is_empty() {
+                    // Malformed nesting (validation would have refused it): nothing enters.
+                    labels_ok = false;
+                    opens.push(Open {
+                        start: usize::MAX,
+                        start_ok: false,
+                        if_op: None,
+                        in_else: false,
+                        link: None,
+                        loop_k: None,
+                    });
+                }
+                let parent = &opens[opens.len() - 1];
+                let child_ok = before == Some(if is_if { 1 } else { 0 });
+                let link = (parent.start_ok && child_ok).then(|| Link {
+                    parent: (parent.start != usize::MAX).then_some(parent.start),
+                    arm: parent.if_op.map(|f| (f, parent.in_else)),
+                    child: i,
+                    child_is_if: is_if,
+                });
+                let loop_k = matches!(op, O::Loop { .. }).then(|| {
+                    for o in &opens {
+                        if let Some(k) = o.loop_k {
+                            shape.loops[k].innermost = false;
+                        }
+                    }
+                    let chain: Option<Vec<Link>> = opens
+                        .iter()
+                        .skip(1)
+                        .map(|o| o.link)
+                        .chain(std::iter::once(link))
+                        .collect();
+                    let outermost = opens.iter().all(|o| o.loop_k.is_none());
+                    shape.loops.push(ShapeLoop {
+                        op: i,
+                        innermost: true,
+                        outermost,
+                        calls: false,
+                        chain,
+                    });
+                    shape.loops.len() - 1
+                });
+                opens.push(Open {
+                    start: i,
+                    start_ok: after == Some(0),
+                    if_op: is_if.then_some(i),
+                    in_else: false,
+                    link,
+                    loop_k,
+                });
+            }
+            O::Else => {
+                if let Some(top) = opens.last_mut() {
+                    top.start = i;
+                    top.start_ok = after == Some(0);
+                    top.in_else = true;
+                }
+            }
+            O::End | O::Delegate { .. } => {
+                opens.pop();
+                labels_ok &= !matches!(op, O::Delegate { .. });
+            }
+            O::TryTable { .. } | O::Try { .. } => {
+                // Not entered (and `splice` does not renumber their labels).
+                labels_ok = false;
+                opens.push(Open {
+                    start: i,
+                    start_ok: false,
+                    if_op: None,
+                    in_else: false,
+                    link: None,
+                    loop_k: None,
+                });
+            }
+            O::Call { .. }
+            | O::CallIndirect { .. }
+            | O::CallRef { .. }
+            | O::ReturnCall { .. }
+            | O::ReturnCallIndirect { .. }
+            | O::ReturnCallRef { .. } => {
+                for o in &opens {
+                    if let Some(k) = o.loop_k {
+                        shape.loops[k].calls = true;
+                    }
+                }
+            }
+            O::Catch { .. }
+            | O::CatchAll
+            | O::Rethrow { .. }
+            | O::BrOnNull { .. }
+            | O::BrOnNonNull { .. }
+            | O::BrOnCast { .. }
+            | O::BrOnCastFail { .. } => labels_ok = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    if !labels_ok {
+        for l in &mut shape.loops {
+            l.chain = None;
+        }
+    }
+    Ok(shape)
+}

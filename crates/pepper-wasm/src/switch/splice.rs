@@ -1,0 +1,224 @@
+//! Entering a structured body at a loop header: skip blocks, forced `if` conditions and
+//! renumbered branch depths spliced into an emitted body (see the parent module).
+
+use super::Shape;
+use wasm_encoder::{BlockType, Instruction as I};
+
+/// Where the pieces of one emitted body are: for each original operator, where the code
+/// for the actions before it begins (`pre_at`) and where its own instruction is
+/// (`op_at`); `start`: where the function's own code begins (after entry bookkeeping).
+pub struct Positions<'a> {
+    pub pre_at: &'a [usize],
+    pub op_at: &'a [usize],
+    pub start: usize,
+}
+
+/// How a copy is entered and left.
+pub struct Splice<'s> {
+    /// The `id` parameter of a copy that can be entered at a loop; `None` for `F` itself,
+    /// which is entered at its start only.
+    pub entry: Option<u32>,
+    /// Loops (indices into `Shape::loops`) with their ids: where the copy checks the flag.
+    pub checks: Vec<(usize, u32)>,
+    /// Loops with their ids: where the copy can be entered (with `entry`).
+    pub entries: Vec<(usize, u32)>,
+    /// Code at `Positions::start`.
+    pub at_start: Vec<I<'static>>,
+    /// The check at target `id`'s header (after the header's own code).
+    pub check: &'s dyn Fn(u32) -> Vec<I<'static>>,
+}
+
+enum Piece {
+    Open(BlockType),
+    Close,
+    Code(Vec<I<'static>>),
+}
+
+/// A construct on the way in: (opener, is an `if`, lowest id, highest id) of the loops
+/// entered through it.
+type Child = (usize, bool, u32, u32);
+
+/// `entry - lo <= hi - lo` (unsigned): `entry` in `lo..=hi`, never for 0.
+fn in_range(entry: u32, lo: u32, hi: u32) -> [I<'static>; 5] {
+    [
+        I::LocalGet(entry),
+        I::I32Const(lo as i32),
+        I::I32Sub,
+        I::I32Const((hi - lo) as i32),
+        I::I32LeU,
+    ]
+}
+
+/// The body `out` with the switch's code spliced in: the start code, a check at each
+/// of `how.checks`, and, for a copy that can be entered at a loop, the skip blocks and
+/// forced conditions that lead to each of `how.entries`. Branches that cross a skip block
+/// are renumbered. Ids must grow with operator order, so that the ids inside one
+/// construct form a range.
+pub fn splice<'f>(
+    out: Vec<I<'f>>,
+    pos: &Positions<'_>,
+    shape: &Shape,
+    how: &Splice<'_>,
+) -> Vec<I<'f>> {
+    // (position, class, sequence, piece): at one position, skip blocks open (0) and
+    // test `id` (1) before a header's check (2), which comes before blocks that close
+    // there (3) and forced conditions (4).
+    let mut pieces: Vec<(usize, u8, usize, Piece)> = Vec::new();
+    let mut push = |at: usize, class: u8, p: Piece| {
+        let seq = pieces.len();
+        pieces.push((at, class, seq, p));
+    };
+    push(pos.start, 0, Piece::Code(how.at_start.clone()));
+    let header = |k: usize| pos.pre_at[shape.loops[k].op + 1];
+    if let Some(e) = how.entry {
+        // Arrived: from here on the copy runs everything.
+        for &(k, _) in &how.entries {
+            push(
+                header(k),
+                2,
+                Piece::Code(vec![I::I32Const(0), I::LocalSet(e)]),
+            );
+        }
+    }
+    for &(k, id) in &how.checks {
+        push(header(k), 2, Piece::Code((how.check)(id)));
+    }
+    if let Some(e) = how.entry {
+        // Per parent: its children on the way to targets, each with its range of ids.
+        let mut parents: std::collections::BTreeMap<Option<usize>, Vec<Child>> = Default::default();
+        // Per `if`: the id ranges in its then and else arms.
+        let mut ifs: std::collections::BTreeMap<usize, [Option<(u32, u32)>; 2]> =
+            Default::default();
+        let widen = |r: &mut Option<(u32, u32)>, id: u32| {
+            *r = Some(r.map_or((id, id), |(lo, hi)| (lo.min(id), hi.max(id))));
+        };
+        for &(k, id) in &how.entries {
+            for link in shape.loops[k].chain.as_ref().expect("targets have a chain") {
+                let children = parents.entry(link.parent).or_default();
+                match children.iter_mut().find(|c| c.0 == link.child) {
+                    Some(c) => (c.2, c.3) = (c.2.min(id), c.3.max(id)),
+                    None => children.push((link.child, link.child_is_if, id, id)),
+                }
+                if let Some((f, in_else)) = link.arm {
+                    widen(&mut ifs.entry(f).or_default()[in_else as usize], id);
+                }
+            }
+        }
+        for (parent, mut children) in parents {
+            let start = parent.map_or(pos.start, |p| pos.op_at[p] + 1);
+            // Nothing to skip in front of a child that starts its parent's code.
+            children.retain(|c| pos.pre_at[c.0] > start);
+            children.sort_unstable();
+            if children.is_empty() {
+                continue;
+            }
+            let ty = |is_if: bool| {
+                if is_if {
+                    BlockType::Result(wasm_encoder::ValType::I32)
+                } else {
+                    BlockType::Empty
+                }
+            };
+            for c in children.iter().rev() {
+                push(start, 0, Piece::Open(ty(c.1)));
+            }
+            let mut tests = Vec::new();
+            for (depth, &(_, is_if, lo, hi)) in children.iter().enumerate() {
+                if is_if {
+                    tests.push(I::I32Const(0));
+                }
+                tests.extend(in_range(e, lo, hi));
+                tests.push(I::BrIf(depth as u32));
+                if is_if {
+                    tests.push(I::Drop);
+                }
+            }
+            push(start, 1, Piece::Code(tests));
+            for c in &children {
+                push(pos.pre_at[c.0], 3, Piece::Close);
+            }
+        }
+        for (f, [then, els]) in ifs {
+            let mut code = Vec::new();
+            if let Some((lo, hi)) = then {
+                code.extend(in_range(e, lo, hi));
+                code.push(I::I32Or);
+            }
+            if let Some((lo, hi)) = els {
+                code.extend(in_range(e, lo, hi));
+                code.extend([I::I32Eqz, I::I32And]);
+            }
+            push(pos.op_at[f], 4, Piece::Code(code));
+        }
+    }
+    pieces.sort_by_key(|p| (p.0, p.1, p.2));
+
+    let mut res = Vec::with_capacity(out.len() + 16 * pieces.len());
+    // Open constructs, innermost last: true for a skip block.
+    let mut frames: Vec<bool> = Vec::new();
+    let mut next = pieces.into_iter().peekable();
+    for (j, ins) in out.into_iter().enumerate() {
+        while let Some((_, _, _, p)) = next.next_if(|p| p.0 == j) {
+            match p {
+                Piece::Open(bt) => {
+                    frames.push(true);
+                    res.push(I::Block(bt));
+                }
+                Piece::Close => {
+                    let skip = frames.pop();
+                    debug_assert_eq!(skip, Some(true), "a skip block closes in its parent");
+                    res.push(I::End);
+                }
+                Piece::Code(code) => res.extend(code),
+            }
+        }
+        let ins = match ins {
+            I::Block(_) | I::Loop(_) | I::If(_) | I::TryTable(..) | I::Try(_) => {
+                frames.push(false);
+                ins
+            }
+            I::End => {
+                frames.pop();
+                ins
+            }
+            I::Br(d) => I::Br(relabel(d, &frames)),
+            I::BrIf(d) => I::BrIf(relabel(d, &frames)),
+            I::BrTable(ds, d) => I::BrTable(
+                ds.iter().map(|&d| relabel(d, &frames)).collect(),
+                relabel(d, &frames),
+            ),
+            other => other,
+        };
+        res.push(ins);
+    }
+    debug_assert!(next.peek().is_none(), "every piece lands inside the body");
+    res
+}
+
+/// The depth of label `d` of the body without skip blocks, in the body with them.
+fn relabel(d: u32, frames: &[bool]) -> u32 {
+    let mut plain = 0;
+    for (k, &skip) in frames.iter().rev().enumerate() {
+        if !skip {
+            if plain == d {
+                return k as u32;
+            }
+            plain += 1;
+        }
+    }
+    frames.len() as u32 + (d - plain)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relabel_skips_skip_blocks() {
+        // frames: plain, skip, plain(innermost)
+        let f = [false, true, false];
+        assert_eq!(relabel(0, &f), 0);
+        assert_eq!(relabel(1, &f), 2);
+        assert_eq!(relabel(2, &f), 3, "the function's label");
+    }
+}
