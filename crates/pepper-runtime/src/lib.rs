@@ -298,8 +298,7 @@ impl Prepared {
 
         let t1 = Instant::now();
         let mut collected = attach::Collected::default();
-        let instance = linker.instantiate(&mut store, module);
-        let (outcome, instance) = match instance {
+        let outcome = match linker.instantiate(&mut store, module) {
             Ok(instance) => {
                 let start = instance
                     .get_typed_func::<(), ()>(&mut store, "_start")
@@ -323,9 +322,9 @@ impl Prepared {
                 let finish = Instant::now();
                 collected = attached.finish(&store);
                 profiler_finish = finish.elapsed();
-                (outcome, Some(instance))
+                outcome
             }
-            Err(e) => (Err(e), None),
+            Err(e) => Err(e),
         };
         let run = t1.elapsed() - profiler_setup - profiler_finish;
         let (exit_code, trap) = match outcome {
@@ -341,13 +340,8 @@ impl Prepared {
                 }
             },
         };
-        // A trap or `proc_exit` left the instance, and so pepper's memory, intact.
-        let counters = match (instance, &cfg.counters_export) {
-            (Some(i), Some(name)) if collected.counters.is_none() => i
-                .get_memory(&mut store, name)
-                .map(|m| m.data(&store).to_vec()),
-            _ => collected.counters,
-        };
+        // A trap or `proc_exit` leaves the instance, and so pepper's memory, intact:
+        // `finish` copied it after the call whatever the outcome.
         Ok(RunResult {
             exit_code,
             trap,
@@ -355,7 +349,7 @@ impl Prepared {
             run,
             profiler_setup,
             profiler_finish,
-            counters,
+            counters: collected.counters,
             samples: collected.samples,
             epochs: collected.epochs,
         })
