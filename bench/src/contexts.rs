@@ -188,9 +188,9 @@ fn specs() -> Vec<Spec> {
 struct Variant {
     spec: Spec,
     prepared: pepper_runtime::Prepared,
-    plan: pepper_wasm::Plan,
-    /// Built once: for native stacks it maps the module's call sites.
-    sampler: Option<pepper_runtime::SamplerConfig>,
+    inst: pepper_wasm::Instrumented,
+    /// Built once: for native stacks its sampler maps the module's call sites.
+    cfg: pepper_runtime::RunConfig,
     times: Vec<f64>,
     /// Per round: starting and stopping the sampler (ms), outside `times`.
     start_stop: Vec<f64>,
@@ -199,41 +199,45 @@ struct Variant {
     accuracy: Vec<[f64; 5]>,
 }
 
-fn config(w: &crate::Workload, v: &Variant) -> pepper_runtime::RunConfig {
-    pepper_runtime::RunConfig {
-        args: w.args.clone(),
-        dirs: w.dirs.clone(),
-        counters_export: v
-            .plan
-            .rewritten
-            .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        sampler: v.sampler.clone(),
-        epoch: v.spec.guest_profiler.map(|i| pepper_runtime::EpochConfig {
-            interval: i,
-            guest_profiler: true,
-        }),
+/// How `pepper run` would run a variant: its stack period, PEP's bursts at `pepper run`'s
+/// default period, and wasmtime's epochs for the guest profiler references.
+fn config(
+    w: &crate::Workload,
+    spec: &Spec,
+    opts: pepper_wasm::InstrumentOptions,
+    inst: &pepper_wasm::Instrumented,
+) -> pepper_runtime::RunConfig {
+    let sampling = pepper_runtime::SamplingOptions {
+        interval: crate::PEP_INTERVAL,
+        stack_interval: spec.interval,
         ..Default::default()
+    };
+    let mut cfg = w.options(opts, sampling).run_config(inst);
+    if spec.interval.is_none() {
+        cfg.sampler = None;
     }
+    cfg.epoch = spec.guest_profiler.map(|i| pepper_runtime::EpochConfig {
+        interval: i,
+        guest_profiler: true,
+    });
+    cfg
 }
 
 fn profile(v: &Variant, r: &pepper_runtime::RunResult) -> Profile {
-    let stacks = v.sampler.as_ref().and_then(|s| s.stacks.as_ref());
-    let outcome = pepper_wasm::RunOutcome {
-        module: ModuleInfo {
-            path: String::new(),
-            sha256: String::new(),
-            size: 0,
-        },
-        run: RunInfo::default(),
-        warnings: Vec::new(),
-        sampling: None,
-        contexts: stacks.and_then(|sc| {
-            r.samples
-                .as_ref()
-                .and_then(|s| sc.collected(s, v.spec.interval.unwrap_or_default()))
-        }),
+    let module = ModuleInfo {
+        path: String::new(),
+        sha256: String::new(),
+        size: 0,
     };
-    v.plan.profile(r.counters.as_deref(), outcome, &|_| None)
+    pepper_runtime::decode::profile(
+        &v.inst,
+        r.results(),
+        module,
+        RunInfo::default(),
+        &Default::default(),
+        v.cfg.sampler.as_ref(),
+        &|_| None,
+    )
 }
 
 pub fn main(args: &Args, root: &Path) -> Result<()> {
@@ -258,17 +262,15 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     for (w, wasm, cache) in selected(args, &build)? {
         let mut variants = Vec::new();
         for spec in &specs {
-            let inst = pepper_wasm::instrument(
-                &wasm,
-                &pepper_wasm::InstrumentOptions {
-                    mode: spec.mode,
-                    contexts: spec.contexts,
-                    site_counters: spec.counters,
-                    call_log_log2: spec.windows.then_some(14),
-                    path_windows: spec.path_windows,
-                    ..Default::default()
-                },
-            )?;
+            let opts = pepper_wasm::InstrumentOptions {
+                mode: spec.mode,
+                contexts: spec.contexts,
+                site_counters: spec.counters,
+                call_log_log2: spec.windows.then_some(14),
+                path_windows: spec.path_windows,
+                ..Default::default()
+            };
+            let inst = pepper_wasm::instrument(&wasm, &opts)?;
             let prepared = pepper_runtime::Prepared::new(
                 &inst.wasm,
                 &pepper_runtime::EngineOptions {
@@ -280,18 +282,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             variants.push(Variant {
                 spec: spec.clone(),
                 prepared,
-                sampler: spec.interval.and_then(|i| {
-                    pepper_runtime::SamplerConfig::for_plan(
-                        &inst.plan,
-                        &inst.wasm,
-                        true,
-                        Default::default(),
-                        // The variant's period is the stacks'; PEP's bursts come at
-                        // `pepper run`'s default period.
-                        (crate::PEP_INTERVAL, i),
-                    )
-                }),
-                plan: inst.plan,
+                cfg: config(&w, spec, opts, &inst),
+                inst,
                 times: Vec::new(),
                 start_stop: Vec::new(),
                 accuracy: Vec::new(),
@@ -300,7 +292,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         let mut contexts = vec![0usize; variants.len()];
         for round in 0..=rounds {
             let results = crate::shuffled(&mut variants, round, |v| {
-                let r = v.prepared.run(&config(&w, v))?;
+                let r = v.prepared.run(&v.cfg.clone())?;
                 anyhow::ensure!(
                     r.exit_code == 0,
                     "{} {} exited {}",

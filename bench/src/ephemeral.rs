@@ -73,19 +73,19 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         let mut epochs = vec![0u64; variants.len()];
         for round in 0..=rounds {
             let results = shuffled(&mut variants, round, |v| {
-                let cfg = pepper_runtime::RunConfig {
-                    args: w.args.clone(),
-                    dirs: w.dirs.clone(),
-                    counters_export: (v.mode != Mode::None)
-                        .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-                    ephemeral: v.persistence.map(|p| pepper_runtime::EphemeralConfig {
-                        budgets: v.inst.plan.layout.switch_flag,
-                        functions: v.inst.plan.functions.len() as u32,
-                        persistence: p,
-                        epoch: EPOCH,
-                    }),
-                    ..Default::default()
-                };
+                let cfg = w
+                    .options(
+                        pepper_wasm::InstrumentOptions {
+                            mode: v.mode,
+                            ..Default::default()
+                        },
+                        pepper_runtime::SamplingOptions {
+                            persistence: v.persistence.unwrap_or_default(),
+                            epoch: EPOCH,
+                            ..Default::default()
+                        },
+                    )
+                    .run_config(&v.inst);
                 let r = v.prepared.run(&cfg)?;
                 anyhow::ensure!(r.exit_code == 0, "{} exited {}", w.name, r.exit_code);
                 if round > 0 {
@@ -94,13 +94,13 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 Ok(r)
             })?;
             if round > 0 {
-                let reference = profile_of(&variants[2].inst.plan, &results[2]);
+                let reference = profile_of(&variants[2].inst, &results[2]);
                 for (k, (v, r)) in variants.iter_mut().zip(&results).enumerate() {
                     if v.mode != Mode::Ephemeral {
                         continue;
                     }
                     epochs[k] = r.epochs;
-                    let a = compare(&reference, &profile_of(&v.inst.plan, r));
+                    let a = compare(&reference, &profile_of(&v.inst, r));
                     v.accuracy.push([
                         a.edge_relative_overlap.unwrap_or(f64::NAN),
                         a.edge_absolute_overlap.unwrap_or(f64::NAN),

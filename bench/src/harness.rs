@@ -16,6 +16,27 @@ pub(crate) struct Workload {
     pub dirs: Vec<(PathBuf, String)>,
 }
 
+impl Workload {
+    /// The library's options for a run of this workload (its own input), as `pepper run`
+    /// builds them from flags.
+    pub fn options(
+        &self,
+        instrument: pepper_wasm::InstrumentOptions,
+        sampling: pepper_runtime::SamplingOptions,
+    ) -> pepper_runtime::CommandOptions {
+        pepper_runtime::CommandOptions {
+            instrument,
+            wasi: pepper_runtime::WasiOptions {
+                args: self.args.clone(),
+                dirs: self.dirs.clone(),
+                ..Default::default()
+            },
+            sampling,
+            ..Default::default()
+        }
+    }
+}
+
 pub(crate) fn workloads(build: &Path, quick: bool, yosys: bool, phases: bool) -> Vec<Workload> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
     let data = vec![(build.to_path_buf(), "/data".to_string())];
@@ -231,14 +252,17 @@ pub(crate) fn machine() -> String {
 
 /// The profile of one run, as `pepper run` would write it (module and run details left
 /// out: the benchmark compares counts).
-pub(crate) fn profile_of(plan: &pepper_wasm::Plan, r: &pepper_runtime::RunResult) -> Profile {
+pub(crate) fn profile_of(
+    inst: &pepper_wasm::Instrumented,
+    r: &pepper_runtime::RunResult,
+) -> Profile {
     let module = ModuleInfo {
         path: String::new(),
         sha256: String::new(),
         size: 0,
     };
     pepper_runtime::decode::profile(
-        plan,
+        inst,
         r.results(),
         module,
         RunInfo::default(),

@@ -8,7 +8,6 @@
 use crate::{geomean_pct, machine, median, paired_ratio, selected, shuffled, Args};
 use anyhow::{Context, Result};
 use pepper_profile::{Mode, Profile};
-use pepper_sampling::PepParams;
 use pepper_wasm::hints::{self, HintOptions};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -80,29 +79,18 @@ fn train(wasm: &[u8], w: &crate::Workload, mode: Mode) -> Result<Profile> {
             ..Default::default()
         },
     )?;
-    let sampler = (mode == Mode::Pep).then(|| {
-        let mut c = pepper_runtime::SamplerConfig::new(
-            inst.plan.layout.ring(),
-            PepParams {
-                samples: 64,
-                stride: 17,
+    let mut cfg = w
+        .options(
+            pepper_wasm::InstrumentOptions {
+                mode,
+                ..Default::default()
             },
-            crate::PEP_INTERVAL,
-        );
-        c.params = c.burst_params();
-        c
-    });
-    let r = pepper_runtime::run(
-        &inst.wasm,
-        &pepper_runtime::RunConfig {
-            args: w.other_args.clone(),
-            dirs: w.dirs.clone(),
-            counters_export: Some(pepper_wasm::COUNTERS_EXPORT.to_string()),
-            sampler,
-            ..Default::default()
-        },
-    )?;
-    Ok(crate::profile_of(&inst.plan, &r))
+            Default::default(),
+        )
+        .run_config(&inst);
+    cfg.args = w.other_args.clone();
+    let r = pepper_runtime::run(&inst.wasm, &cfg)?;
+    Ok(crate::profile_of(&inst, &r))
 }
 
 struct Variant {

@@ -318,7 +318,7 @@ fn specs() -> Vec<Spec> {
 struct Variant {
     spec: Spec,
     prepared: pepper_runtime::Prepared,
-    plan: pepper_wasm::Plan,
+    inst: pepper_wasm::Instrumented,
     rewrite_ms: f64,
     size: usize,
     /// Paths numbered over all functions, and functions counting by hash.
@@ -332,7 +332,38 @@ struct Variant {
     accuracy: Vec<[f64; 6]>,
 }
 
+/// The library's options for a variant on a workload, as `pepper run` would build them
+/// from the variant's flags.
+fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
+    let mut instrument = pepper_wasm::InstrumentOptions {
+        mode: spec.mode,
+        pep_every: spec.every,
+        obvious: spec.obvious,
+        loop_counts: spec.loop_counts,
+        switch: spec.switch,
+        ..Default::default()
+    };
+    if !spec.register_loops {
+        instrument.loop_threshold = 0.0;
+    }
+    if spec.classic {
+        instrument.array_max_paths = CLASSIC_ARRAY_MAX_PATHS;
+        // No cache in front of the table.
+        instrument.hash_cache_log2 = 0;
+    }
+    w.options(
+        instrument,
+        pepper_runtime::SamplingOptions {
+            params: spec.sampler.unwrap_or_default(),
+            interval: spec.interval,
+            weights: spec.weights,
+            ..Default::default()
+        },
+    )
+}
+
 fn instrument(
+    w: &Workload,
     wasm: &[u8],
     spec: &Spec,
     guide: Option<&Arc<pepper_wasm::plan::Guide>>,
@@ -343,48 +374,27 @@ fn instrument(
         spec.label
     );
     let t = Instant::now();
-    let mut opts = pepper_wasm::InstrumentOptions {
-        mode: spec.mode,
-        pep_every: spec.every,
-        guide: guide.cloned(),
-        obvious: spec.obvious,
-        loop_counts: spec.loop_counts,
-        switch: spec.switch,
-        ..Default::default()
-    };
-    if !spec.register_loops {
-        opts.loop_threshold = 0.0;
-    }
-    if spec.classic {
-        opts.array_max_paths = CLASSIC_ARRAY_MAX_PATHS;
-        // No cache in front of the table.
-        opts.hash_cache_log2 = 0;
-    }
+    let opts = options(w, spec).instrument_options(guide.cloned());
     let inst = pepper_wasm::instrument(wasm, &opts)?;
     Ok((inst, t.elapsed().as_secs_f64() * 1e3))
 }
 
-fn run_config(w: &Workload, spec: &Spec, plan: &pepper_wasm::Plan) -> pepper_runtime::RunConfig {
-    pepper_runtime::RunConfig {
-        args: w.args.clone(),
-        dirs: w.dirs.clone(),
-        counters_export: (spec.mode != Mode::None)
-            .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        sampler: spec.sampler.map(|params| {
-            let mut c = pepper_runtime::SamplerConfig {
-                weights: spec.weights,
-                switch: plan.switch.map(|_| plan.layout.switch_flag),
-                ..pepper_runtime::SamplerConfig::new(plan.layout.ring(), params, spec.interval)
-            };
-            c.params = c.burst_params();
-            c
-        }),
-        epoch: spec.epoch.map(|gp| pepper_runtime::EpochConfig {
-            interval: INTERVAL,
-            guest_profiler: gp,
-        }),
-        ..Default::default()
+/// How `pepper run` would run a variant; the PEP ring without a sampler where the variant
+/// measures the instrumentation alone, and wasmtime's epochs for the reference variants.
+fn run_config(
+    w: &Workload,
+    spec: &Spec,
+    inst: &pepper_wasm::Instrumented,
+) -> pepper_runtime::RunConfig {
+    let mut cfg = options(w, spec).run_config(inst);
+    if spec.sampler.is_none() {
+        cfg.sampler = None;
     }
+    cfg.epoch = spec.epoch.map(|gp| pepper_runtime::EpochConfig {
+        interval: INTERVAL,
+        guest_profiler: gp,
+    });
+    cfg
 }
 
 fn main() -> Result<()> {
@@ -450,12 +460,12 @@ fn main() -> Result<()> {
                 Some(i) if guides[i].is_none() => {
                     // The guide: one exact-paths run, as a user would record it.
                     let v = &variants[exact_k];
-                    let mut cfg = run_config(&w, &v.spec, &v.plan);
+                    let mut cfg = run_config(&w, &v.spec, &v.inst);
                     if i == 1 {
                         cfg.args = w.other_args.clone();
                     }
                     let r = v.prepared.run(&cfg)?;
-                    let p = profile_of(&v.plan, &r);
+                    let p = profile_of(&v.inst, &r);
                     guides[i] = Some(Arc::new(pepper_wasm::plan::Guide::from_profile(
                         &p,
                         "exact-paths".into(),
@@ -465,7 +475,7 @@ fn main() -> Result<()> {
                 Some(i) => guides[i].clone(),
                 None => None,
             };
-            let (inst, rewrite_ms) = instrument(&wasm, spec, guide.as_ref())?;
+            let (inst, rewrite_ms) = instrument(&w, &wasm, spec, guide.as_ref())?;
             let fns = &inst.plan.functions;
             let static_paths: u64 = fns
                 .iter()
@@ -493,9 +503,9 @@ fn main() -> Result<()> {
             variants.push(Variant {
                 spec: spec.clone(),
                 prepared,
-                plan: inst.plan,
-                rewrite_ms,
                 size: inst.wasm.len(),
+                inst,
+                rewrite_ms,
                 static_paths,
                 hashed,
                 times: Vec::new(),
@@ -506,7 +516,7 @@ fn main() -> Result<()> {
         // One untimed warm-up of each variant, then interleaved timed rounds.
         for round in 0..=rounds {
             let results = shuffled(&mut variants, round, |v| {
-                let r = v.prepared.run(&run_config(&w, &v.spec, &v.plan))?;
+                let r = v.prepared.run(&run_config(&w, &v.spec, &v.inst))?;
                 anyhow::ensure!(
                     r.exit_code == 0,
                     "{} {} exited {} ({:?})",
@@ -525,7 +535,7 @@ fn main() -> Result<()> {
                     if let Some(inc) = r
                         .counters
                         .as_deref()
-                        .and_then(|m| v.plan.edge_increments(m))
+                        .and_then(|m| v.inst.plan.edge_increments(m))
                     {
                         increments.push((w.name.to_string(), v.spec.label, inc));
                     }
@@ -533,18 +543,19 @@ fn main() -> Result<()> {
                 Ok(r)
             })?;
             if round > 0 {
-                let reference = profile_of(&variants[exact_k].plan, &results[exact_k]);
+                let reference = profile_of(&variants[exact_k].inst, &results[exact_k]);
                 for (v, r) in variants.iter_mut().zip(&results) {
                     let sampled = v.spec.mode == Mode::Pep
                         && (v.spec.sampler.is_some() || v.spec.every.is_some());
                     if !sampled && v.spec.mode != Mode::Targeted {
                         continue;
                     }
-                    let p = profile_of(&v.plan, r);
+                    let p = profile_of(&v.inst, r);
                     let a = compare(&reference, &p);
                     let cold: u64 = p.functions.iter().filter_map(|f| f.cold_executions).sum();
                     // Targeted: the share of path executions counted on defining edges.
                     let obvious: std::collections::HashSet<(u32, u64)> = v
+                        .inst
                         .plan
                         .functions
                         .iter()
@@ -611,7 +622,7 @@ fn main() -> Result<()> {
                 tpp_static[k].push((
                     1.0 - v.static_paths as f64 / e.static_paths.max(1) as f64,
                     e.hashed as i64 - v.hashed as i64,
-                    v.plan.functions.iter().map(|f| f.obvious.len()).sum(),
+                    v.inst.plan.functions.iter().map(|f| f.obvious.len()).sum(),
                 ));
             }
             if !v.accuracy.is_empty() {

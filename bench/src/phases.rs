@@ -167,25 +167,18 @@ fn run_config(
     inst: &pepper_wasm::Instrumented,
     intervals: Option<IntervalConfig>,
 ) -> pepper_runtime::RunConfig {
-    let plan = &inst.plan;
-    pepper_runtime::RunConfig {
-        args: w.args.clone(),
-        dirs: w.dirs.clone(),
-        counters_export: (plan.mode != Mode::None)
-            .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        sampler: pepper_runtime::SamplerConfig::for_plan(
-            plan,
-            &inst.wasm,
-            true,
-            PEP_DEFAULT,
-            (PEP_INTERVAL, PEP_INTERVAL),
-        )
-        .map(|mut s| {
-            s.intervals = intervals;
-            s
-        }),
+    let sampling = pepper_runtime::SamplingOptions {
+        params: PEP_DEFAULT,
+        interval: PEP_INTERVAL,
+        stack_interval: Some(PEP_INTERVAL),
+        intervals,
         ..Default::default()
-    }
+    };
+    let opts = pepper_wasm::InstrumentOptions {
+        mode: inst.guest.mode,
+        ..Default::default()
+    };
+    w.options(opts, sampling).run_config(inst)
 }
 
 /// The baseline of `t` at each of [`MPLS`] (the intervals clustered once).
@@ -612,7 +605,7 @@ fn live(
     for (w, wasm, cache) in loaded.iter().filter(|l| has_phases(l.0.name)) {
         let exact_inst = instrument(wasm, Mode::ExactPaths, None, ContextMode::Off, false)?;
         let exact_run = prepare(&exact_inst, cache)?.run(&run_config(w, &exact_inst, None))?;
-        let reference = profile_of(&exact_inst.plan, &exact_run);
+        let reference = profile_of(&exact_inst, &exact_run);
         let line = lines.iter().find(|l| l.0 == w.name).map(|l| &l.1);
         let mut variants = Vec::new();
         for (label, mode, switch, big_ring, intervals) in &specs {
@@ -650,7 +643,7 @@ fn live(
                 if v.inst.plan.mode != Mode::Pep {
                     continue;
                 }
-                let a = compare(&reference, &profile_of(&v.inst.plan, r));
+                let a = compare(&reference, &profile_of(&v.inst, r));
                 let ir = r.samples.as_ref().and_then(|s| s.intervals.as_ref());
                 let profiled = ir.filter(|i| i.words.is_some()).map_or(f64::NAN, |i| {
                     let iv = &i.timeline.intervals;

@@ -19,7 +19,7 @@ pub mod tree;
 pub mod window;
 
 pub use complete::{complete, CompleteOptions, EntryCount, SiteCount};
-pub use paths::{path_events, CallGraph, PathCalls, PathEnd, Pos, Resolution, Start};
+pub use paths::{path_events, CallGraph, PathCalls, PathDecoder, PathEnd, Pos, Resolution, Start};
 pub use pcct::{EdgeMode, Frame, Pcct, Stack, VecStack};
 pub use tree::{ContextTree, NodeIdx, DETACHED_SITE, NO_SITE, ROOT};
 pub use window::{Replay, SiteInfo};

@@ -71,6 +71,17 @@ pub enum Start {
     Split(u32),
 }
 
+/// What a sampler needs to replay PEP's path words as calls: the calls a word's path
+/// makes, where a sampled code offset is, and the [`CallGraph`] questions the replay asks.
+/// The rewriter implements it (it knows each path's branches and call sites); the sampler
+/// only holds one.
+pub trait PathDecoder: CallGraph + Send + Sync + std::fmt::Debug {
+    /// The calls of the path a PEP ring word names; `None` if it does not decode.
+    fn decode(&self, word: u64) -> Option<PathCalls>;
+    /// Where code offset `offset` of function `func` (in the running module) is.
+    fn pos_at(&self, func: u32, offset: u64) -> Pos;
+}
+
 /// The program's call sites, as the conversion needs them.
 pub trait CallGraph {
     /// Just before call site `site` of `func`.
@@ -134,7 +145,7 @@ impl Seg<'_> {
     }
 }
 
-fn skip_silent(pending: &mut &[u32], g: &impl CallGraph) {
+fn skip_silent(pending: &mut &[u32], g: &(impl CallGraph + ?Sized)) {
     while let Some((&s, rest)) = pending.split_last() {
         if !g.silent(s) {
             break;
@@ -152,7 +163,7 @@ pub fn path_events(
     records: &[Option<&PathCalls>],
     stack: &[(u32, u32)],
     top: Pos,
-    g: &impl CallGraph,
+    g: &(impl CallGraph + ?Sized),
     out: &mut Vec<u32>,
 ) -> usize {
     let mut frames: Vec<Seg<'_>> = stack
@@ -314,7 +325,7 @@ impl Pcct {
         &mut self,
         records: &[Option<&PathCalls>],
         top: Pos,
-        g: &impl CallGraph,
+        g: &(impl CallGraph + ?Sized),
         sites: &[SiteInfo],
         represents: u64,
         r: &mut Replay,

@@ -80,11 +80,11 @@ impl RunResult {
     }
 }
 
-/// The profile of a run of `plan`'s module: `collected` (pepper's memory and the sampler's
+/// The profile of a run of `instrumented`: `collected` (pepper's memory and the sampler's
 /// results), `sampler` (the configuration the run used, for its stack samples), `lines`
 /// (source lines of original code offsets, when known).
 pub fn profile(
-    plan: &pepper_wasm::Plan,
+    instrumented: &pepper_wasm::Instrumented,
     collected: Results<'_>,
     module: ModuleInfo,
     run: RunInfo,
@@ -93,7 +93,8 @@ pub fn profile(
     lines: &dyn Fn(u64) -> Option<String>,
 ) -> Profile {
     let samples = collected.samples;
-    let mut sampling = (plan.mode == Mode::Pep).then(|| {
+    let guest = &instrumented.guest;
+    let mut sampling = (guest.mode == Mode::Pep).then(|| {
         let s = samples.cloned().unwrap_or_default();
         let ring = settings.every.is_none();
         let info = Sampling {
@@ -107,7 +108,7 @@ pub fn profile(
             path_ends: s.path_ends,
             lost: s.lost,
             idle_ticks: s.idle_ticks,
-            switch: plan.switch.map_or(String::new(), |p| p.name().into()),
+            switch: guest.switch.unwrap_or_default().into(),
             switched_on_us: s.switched_on.as_micros() as u64,
             instrumented_path_ends: s.instrumented_ends,
             guide: settings.guide.clone(),
@@ -119,7 +120,7 @@ pub fn profile(
         };
         (info, s.words)
     });
-    if plan.mode == Mode::Ephemeral {
+    if guest.mode == Mode::Ephemeral {
         // Ephemeral epochs in the sampling record: `samples` is the persistence,
         // `interval_us` the epoch and `ticks` the epochs armed.
         let info = Sampling {
@@ -160,7 +161,7 @@ pub fn profile(
         sampling,
         contexts: stacks.and_then(|(sc, every)| samples.and_then(|r| sc.collected(r, every))),
     };
-    let mut profile = plan.profile(collected.counters, outcome, lines);
+    let mut profile = instrumented.decode(collected.counters, outcome, lines);
     if let Some(ir) = intervals {
         if ir.timeline.lost > 0 {
             profile.warnings.push(format!(

@@ -3,9 +3,11 @@
 //! - In your own host: [`Profiler`] instruments a module, attaches to your `Store` (your
 //!   linker, your host functions, WASI or not) and decodes what it collected into a
 //!   profile; see its example and `examples/embed.rs`.
-//! - As `pepper run` does: [`run`] / [`Prepared::run`] run a WASI command with its
-//!   arguments, environment and preopens, and hand back exit status, timings, pepper's
-//!   memory and the sampler's results, which [`decode::profile`] turns into a profile.
+//! - As `pepper run` does: [`profile_command`] profiles one run of a WASI command from
+//!   start to end (staged guide, instrumentation, sampler, decoding). Underneath, [`run`] /
+//!   [`Prepared::run`] run a WASI command with its arguments, environment and preopens,
+//!   and hand back exit status, timings, pepper's memory and the sampler's results, which
+//!   [`decode::profile`] turns into a profile.
 //!
 //! The guest gets what a `wasmtime run` user expects: arguments, environment, inherited
 //! stdio and `--dir` preopens. A guest that traps or calls `proc_exit` still has its counters
@@ -19,6 +21,7 @@
 #![warn(missing_docs)]
 
 mod attach;
+mod command;
 pub mod decode;
 mod epochs;
 mod intervals;
@@ -28,6 +31,9 @@ mod sampler;
 mod worker;
 
 pub use attach::{AttachConfig, Collected, Profiled};
+pub use command::{
+    profile_command, CommandOptions, CommandRun, Note, SamplingOptions, SwitchDrive, WasiOptions,
+};
 pub use epochs::EphemeralConfig;
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, EVERY_PATH_END_RING_LOG2, MAX_INTERVALS,

@@ -30,7 +30,7 @@ pub const MAX_EVENTS: usize = 16384;
 /// Most PEP path words one sample copies (the newest ones; see `pepper_cct::paths`): the
 /// ring's default length, whatever the ring (a larger PEP burst makes a larger ring, not
 /// a longer window: more, shorter windows measured better than fewer, longer ones).
-pub const MAX_WORDS: usize = 1 << pepper_wasm::PATH_WINDOW_RING_LOG2;
+pub const MAX_WORDS: usize = 1 << pepper_layout::PATH_WINDOW_RING_LOG2;
 
 const IDLE: u32 = 0;
 const REQUESTED: u32 = 1;

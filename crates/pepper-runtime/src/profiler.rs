@@ -71,9 +71,9 @@ impl Profiler {
     /// Instruments `wasm` (a core module) for `opts.mode`.
     pub fn new(wasm: &[u8], opts: &ProfilerOptions) -> Result<Profiler> {
         let contexts = match (opts.contexts, crate::NATIVE_STACKS) {
-            (true, true) => pepper_wasm::ContextMode::Native,
-            (true, false) => pepper_wasm::ContextMode::Sampled,
-            (false, _) => pepper_wasm::ContextMode::Off,
+            (true, true) => pepper_layout::ContextMode::Native,
+            (true, false) => pepper_layout::ContextMode::Sampled,
+            (false, _) => pepper_layout::ContextMode::Off,
         };
         let instrumented = pepper_wasm::instrument(
             wasm,
@@ -83,19 +83,15 @@ impl Profiler {
                 ..Default::default()
             },
         )?;
-        let sampler = SamplerConfig::for_plan(
-            &instrumented.plan,
-            &instrumented.wasm,
+        let sampler = SamplerConfig::for_module(
+            &instrumented,
             true,
             opts.params,
             (opts.interval, opts.interval),
         );
         Ok(Profiler {
             attach: AttachConfig {
-                counters_export: instrumented
-                    .plan
-                    .rewritten
-                    .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
+                counters_export: instrumented.counters_export(),
                 sampler,
                 ..Default::default()
             },
@@ -132,7 +128,7 @@ impl Profiler {
     /// The profile of what one attachment collected.
     pub fn profile(&self, collected: &Collected) -> Profile {
         decode::profile(
-            &self.instrumented.plan,
+            &self.instrumented,
             collected.results(),
             self.module.clone(),
             RunInfo::default(),

@@ -31,6 +31,7 @@ mod stacks;
 use crate::worker::{Stop, Worker};
 use bursts::Bursts;
 use pepper_cct::{EdgeMode, Pcct};
+use pepper_layout::{ContextMode, Guest, Ring};
 use pepper_sampling::PepParams;
 use stacks::StackSamples;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -114,15 +115,15 @@ pub struct StackConfig {
     /// Sample the guest thread's native stack instead of a shadow stack; the map names
     /// call sites by their offset in the running module.
     pub native: Option<Arc<std::collections::HashMap<u64, u32>>>,
-    /// The guest's call log (head, ring, entries), copied with every native sample and
-    /// replayed into call windows (`pepper_cct::window`).
-    pub call_log: Option<(u32, u32, u32)>,
+    /// The guest's call log, copied with every native sample and replayed into call
+    /// windows (`pepper_cct::window`).
+    pub call_log: Option<Ring>,
     /// Caller and direct callee of every call site, for the replay.
     pub sites: Arc<[pepper_cct::SiteInfo]>,
     /// Path windows: with native stacks and PEP's ring, the newest path words copied with
     /// every stack sample are replayed as calls (`pepper_cct::paths`); what each path word
-    /// says about calls. Set by [`SamplerConfig::for_plan`].
-    pub path_windows: Option<Arc<pepper_wasm::PathSites>>,
+    /// says about calls. Set by [`SamplerConfig::for_module`].
+    pub path_windows: Option<Arc<dyn pepper_cct::PathDecoder>>,
     /// Switchable instrumentation: the function each copy is a copy of.
     pub origins: Arc<std::collections::HashMap<u32, u32>>,
 }
@@ -138,14 +139,18 @@ impl StackConfig {
     /// Nodes the tree holds by default: about 5 MB.
     pub const BUDGET: usize = 1 << 17;
 
-    /// How to sample the stacks of `wasm`, instrumented by `plan` with sampled or native
-    /// contexts, with Whaley's defaults (strict new-edge weights).
-    pub fn for_plan(plan: &pepper_wasm::Plan, wasm: &[u8]) -> Option<StackConfig> {
-        let l = &plan.layout;
-        let native = match plan.contexts {
-            pepper_wasm::ContextMode::Sampled => None,
-            pepper_wasm::ContextMode::Native => Some(Arc::new(
-                pepper_wasm::contexts::site_offsets(wasm, plan).unwrap_or_default(),
+    /// How to sample the stacks of an instrumented module with sampled or native
+    /// contexts, with Whaley's defaults (strict new-edge weights); `None` without contexts.
+    pub fn for_guest(guest: &Guest) -> Option<StackConfig> {
+        let l = &guest.layout;
+        let native = match guest.contexts {
+            ContextMode::Sampled => None,
+            ContextMode::Native => Some(Arc::new(
+                guest
+                    .site_offsets
+                    .iter()
+                    .map(|(&offset, site)| (offset, site.0))
+                    .collect(),
             )),
             _ => return None,
         };
@@ -156,26 +161,20 @@ impl StackConfig {
             bufsize: Self::BUFSIZE,
             budget: Self::BUDGET,
             edge_mode: EdgeMode::StrictNewEdges,
-            num_funcs: plan.imports.len() + plan.functions.len(),
-            callees: plan.call_sites.iter().map(|s| s.callee).collect(),
+            num_funcs: guest.num_funcs,
+            callees: guest.sites.iter().map(|s| s.callee.map(|c| c.0)).collect(),
             call_log: native.as_ref().and(l.call_log()),
-            sites: plan
-                .call_sites
+            sites: guest
+                .sites
                 .iter()
                 .map(|s| pepper_cct::SiteInfo {
-                    caller: s.func,
-                    callee: s.callee,
+                    caller: s.caller.0,
+                    callee: s.callee.map(|c| c.0),
                 })
                 .collect(),
             native,
             path_windows: None,
-            origins: Arc::new(
-                plan.functions
-                    .iter()
-                    .filter_map(|f| f.copies.map(|c| (f.index.0, c)))
-                    .flat_map(|(f, (inst, clean))| [(inst, f), (clean, f)])
-                    .collect(),
-            ),
+            origins: Arc::new(guest.origins.iter().map(|(c, f)| (c.0, f.0)).collect()),
         })
     }
 
@@ -214,8 +213,19 @@ impl StackConfig {
 impl SamplerConfig {
     /// Samples the ring at `head`/`base`/`entries` (from the rewriter's memory layout) with
     /// PEP(`params`) every `interval`, keeping up to 2^20 distinct paths.
-    pub fn new(
-        (head, base, entries): (u32, u32, u32),
+    pub fn new(ring: Ring, params: PepParams, interval: Duration) -> SamplerConfig {
+        let Ring {
+            head,
+            base,
+            entries,
+        } = ring;
+        SamplerConfig::with(head, base, entries, params, interval)
+    }
+
+    fn with(
+        head: u32,
+        base: u32,
+        entries: u32,
         params: PepParams,
         interval: Duration,
     ) -> SamplerConfig {
@@ -234,25 +244,25 @@ impl SamplerConfig {
         }
     }
 
-    /// The host sampler a plan needs: PEP's ring (unless PEP runs in the guest, `ring`
-    /// false), with bursts every `interval`, and/or the stacks, sampled every
+    /// The host sampler an instrumented module needs: PEP's ring (unless PEP runs in the
+    /// guest, `ring` false), with bursts every `interval`, and/or the stacks, sampled every
     /// `stack_interval` (rounded to a whole number of ticks when both run); `None` when
     /// neither is there.
-    pub fn for_plan(
-        plan: &pepper_wasm::Plan,
-        wasm: &[u8],
+    pub fn for_module(
+        module: &pepper_wasm::Instrumented,
         ring: bool,
         params: PepParams,
         (interval, stack_interval): (Duration, Duration),
     ) -> Option<SamplerConfig> {
-        let stacks = StackConfig::for_plan(plan, wasm);
-        if plan.mode == pepper_profile::Mode::Pep && ring {
-            let mut c = SamplerConfig::new(plan.layout.ring(), params, interval);
-            c.switch = plan.switch.map(|_| plan.layout.switch_flag);
+        let guest = &module.guest;
+        let stacks = StackConfig::for_guest(guest);
+        if guest.mode == pepper_profile::Mode::Pep && ring {
+            let mut c = SamplerConfig::new(guest.layout.ring(), params, interval);
+            c.switch = guest.switch.map(|_| guest.layout.switch_flag);
             c.params = c.burst_params();
             c.stacks = stacks.map(|mut s| {
                 if s.native.is_some() && s.call_log.is_none() {
-                    s.path_windows = pepper_wasm::PathSites::for_plan(plan, wasm).map(Arc::new);
+                    s.path_windows = module.path_decoder();
                 }
                 s
             });
@@ -288,7 +298,7 @@ impl SamplerConfig {
     pub fn stacks_only(stacks: StackConfig, interval: Duration) -> SamplerConfig {
         SamplerConfig {
             stacks: Some(stacks),
-            ..SamplerConfig::new((0, 0, 0), PepParams::default(), interval)
+            ..SamplerConfig::with(0, 0, 0, PepParams::default(), interval)
         }
     }
 }
@@ -422,7 +432,10 @@ impl Sampler {
                 .as_ref()
                 .map(|_| (cfg.head, cfg.base, cfg.entries));
             let rings = [
-                (crate::native::Ring::CallLog, sc.call_log),
+                (
+                    crate::native::Ring::CallLog,
+                    sc.call_log.map(|r| (r.head, r.base, r.entries)),
+                ),
                 (crate::native::Ring::PathWords, path_words),
             ];
             for (ring, layout) in rings {
@@ -561,8 +574,10 @@ mod tests {
             ptr: mem.as_ptr() as usize,
             len: mem.len() * 8,
         };
-        let cfg = SamplerConfig::new(
-            (0, 64, ENTRIES),
+        let cfg = SamplerConfig::with(
+            0,
+            64,
+            ENTRIES,
             PepParams::default(),
             Duration::from_millis(1),
         );

@@ -33,9 +33,8 @@ fn concurrent_runs_each_sample_their_own_paths_and_one_gets_native_stacks() {
     .unwrap();
     let prepared =
         Arc::new(pepper_runtime::Prepared::new(&inst.wasm, &Default::default()).unwrap());
-    let sampler = pepper_runtime::SamplerConfig::for_plan(
-        &inst.plan,
-        &inst.wasm,
+    let sampler = pepper_runtime::SamplerConfig::for_module(
+        &inst,
         true,
         Default::default(),
         (Duration::from_millis(1), Duration::from_millis(1)),

@@ -139,7 +139,7 @@ pub struct FunctionAnalysis {
     /// Each direct call (`call`, `return_call`) in reachable code: the node it is in and
     /// the function it calls. A node runs its calls once per execution.
     pub direct_calls: Vec<(NodeId, u32)>,
-    /// Every call operator (`contexts::call_target`'s list, so the k-th is the
+    /// Every call operator (`module::call_target`'s list, so the k-th is the
     /// function's k-th call site), in operator order: its operator index and its node
     /// (`None` in unreachable code).
     pub call_nodes: Vec<(usize, Option<NodeId>)>,
@@ -379,7 +379,7 @@ pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisErro
         let (op, offset) = reader
             .read_with_offset()
             .map_err(|e| malformed(start, &e))?;
-        if crate::contexts::call_target(&op).is_some() {
+        if crate::module::call_target(&op).is_some() {
             call_nodes.push((i, cur));
         }
         if let Some(op) = unsupported(&op) {

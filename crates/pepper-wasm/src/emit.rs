@@ -44,11 +44,7 @@ pub enum Update {
     Poison,
 }
 
-/// TPP's poisoned register (§4.1, A.2): the top two bits set. Hot increments after the
-/// poisoning add less than 2^62 in all, so the value stays negative and is never mistaken
-/// for a path number; a second cold edge sets it again rather than adding. (Array
-/// functions add their path count to it: `FunctionPlan::poison`.)
-pub const POISON: i64 = -(1 << 62);
+pub use crate::plan::POISON;
 
 /// Everything the emitter needs to write one function's instrumentation.
 pub struct Emitter<'p> {

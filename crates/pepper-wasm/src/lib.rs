@@ -1,32 +1,38 @@
-//! WebAssembly side of pepper: functions to CFGs, and the rewriter that inserts path or edge
-//! instrumentation. Knows nothing of the runtime: it produces module bytes plus a [`Plan`],
-//! and [`Plan::collect`] turns the profiler memory of a finished run back into a profile.
+//! WebAssembly side of pepper: functions to CFGs, the rewriter that inserts path, edge or
+//! context instrumentation, and the decoder that turns what a run counted back into a
+//! profile. Knows nothing of the runtime: [`instrument`] gives module bytes plus a [`Plan`],
+//! and [`Plan::profile`] decodes the profiler memory of a finished run.
 //!
-//! Pipeline: [`module::ModuleFacts`] (pre-pass) → [`analysis::analyze`] per function (CFG +
-//! action points) → `pepper_cfg` numbering → [`emit`] (code per mode) → [`rewrite`]
-//! (re-encoding, appending pepper's memory/types/hash function).
+//! Placement: [`module::ModuleFacts`] (pre-pass) → [`analysis::analyze`] per function (CFG and
+//! action points) → `plan` (what each function counts, via `pepper_cfg`'s numbering or
+//! spanning tree) → [`emit`], [`contexts`] and [`switch`] (code per mode) → `body` (the
+//! walk over a body's operators) → `rewrite` (re-encoding, appending pepper's memory,
+//! types and functions); `instrument` runs these stages. Decoding: [`decode`] (paths,
+//! edges, contexts, ephemeral estimates, path windows) reads the plan, never the emitter.
+//! Module dependencies point one way: decoding and emission depend on `plan`, `plan` on
+//! `analysis` and `module`.
 
 pub mod analysis;
-mod collect;
+mod body;
 pub mod contexts;
+pub mod decode;
 pub mod dwarf;
 pub mod emit;
 pub mod entries;
-mod ephemeral;
 pub mod hints;
+mod instrument;
 pub mod module;
-pub mod path_calls;
 pub mod plan;
 mod rewrite;
 pub mod switch;
 
-pub use collect::{Increments, RunOutcome};
-pub use contexts::{CallSiteInfo, ContextMode, SampledContexts};
+pub use decode::{Increments, PathSites, RunOutcome, SampledContexts};
+pub use instrument::instrument;
 pub use module::FuncIndex;
-pub use path_calls::PathSites;
+pub use pepper_layout::{ContextMode, COUNTERS_EXPORT, PATH_WINDOW_RING_LOG2};
 pub use plan::{
-    instrument, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan, COUNTERS_EXPORT,
-    DEFAULT_ARRAY_MAX_PATHS, HASH_CACHE_ENTRIES, PATH_WINDOW_RING_LOG2,
+    CallSiteInfo, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan,
+    DEFAULT_ARRAY_MAX_PATHS, HASH_CACHE_ENTRIES,
 };
 
 /// Reads a module file's bytes, translating WebAssembly text (`.wat`) when needed.

@@ -3,11 +3,7 @@
 use std::collections::HashMap;
 use wasmparser::{CompositeInnerType, FunctionBody, Parser, Payload, TypeRef};
 
-/// An index in the original module's function index space (imports first). pepper adds no
-/// imports, so these indices are also valid in the rewritten module; the type still keeps
-/// "original" indices from mixing with anything else (style habit 12).
-#[derive(Copy, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
-pub struct FuncIndex(pub u32);
+pub use pepper_layout::FuncIndex;
 
 #[derive(Clone, Debug)]
 pub struct FuncSig {
@@ -220,4 +216,54 @@ impl ModuleFacts<'_> {
             Some(k) => self.defined_types.get(k as usize).copied(),
         }
     }
+}
+
+/// What a call instruction calls: `(callee, type)` — the function of a direct call, the
+/// type index of an indirect one; `None` for anything that is not a call. The one list of
+/// call operators: call sites are numbered by it, and the emitter instruments the same ones.
+pub fn call_target(op: &wasmparser::Operator<'_>) -> Option<(Option<u32>, Option<u32>)> {
+    use wasmparser::Operator as O;
+    match *op {
+        O::Call { function_index } | O::ReturnCall { function_index } => {
+            Some((Some(function_index), None))
+        }
+        O::CallIndirect { type_index, .. }
+        | O::CallRef { type_index }
+        | O::ReturnCallIndirect { type_index, .. }
+        | O::ReturnCallRef { type_index } => Some((None, Some(type_index))),
+        _ => None,
+    }
+}
+
+/// The call sites of one function body, in operator order.
+pub fn call_sites(
+    func: u32,
+    body: &wasmparser::FunctionBody<'_>,
+) -> Result<Vec<CallSiteInfo>, wasmparser::BinaryReaderError> {
+    let mut reader = body.get_operators_reader()?;
+    let mut out = Vec::new();
+    while !reader.eof() {
+        let offset = reader.original_position();
+        if let Some((callee, sig)) = call_target(&reader.read()?) {
+            out.push(CallSiteInfo {
+                func,
+                offset,
+                callee,
+                sig,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// A call instruction of the original module.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallSiteInfo {
+    pub func: u32,
+    /// Offset of the call instruction in the original module.
+    pub offset: u64,
+    /// The callee of a direct call.
+    pub callee: Option<u32>,
+    /// An indirect call's type index (canonical signature after planning).
+    pub sig: Option<u32>,
 }

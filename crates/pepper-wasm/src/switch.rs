@@ -21,70 +21,12 @@
 mod shape;
 mod splice;
 
+pub(crate) use crate::body::Redirect;
+pub use crate::plan::SwitchPlacement;
 pub use shape::*;
 pub use splice::*;
 use wasm_encoder::{BlockType, Instruction as I};
 use wasmparser::Operator as O;
-
-/// Where clean code checks the flag.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
-pub enum SwitchPlacement {
-    /// Function entries only: a long-running activation never switches.
-    Entries,
-    /// Function entries and the headers of outermost loops (loops in no other loop).
-    #[default]
-    Outer,
-    /// Function entries and the headers of loops that call, hold other loops or are in no
-    /// other loop; only call-free innermost loops inside another loop are left without a
-    /// check (after HotSpot's rule for safepoint polls in counted loops): they end, and the
-    /// check of the loop around them runs, soon enough.
-    Loops,
-    /// Function entries and every loop header.
-    All,
-}
-
-impl SwitchPlacement {
-    pub const ALL: [SwitchPlacement; 4] = [
-        SwitchPlacement::Entries,
-        SwitchPlacement::Outer,
-        SwitchPlacement::Loops,
-        SwitchPlacement::All,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            SwitchPlacement::Entries => "entries",
-            SwitchPlacement::Outer => "outer",
-            SwitchPlacement::Loops => "loops",
-            SwitchPlacement::All => "all",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<SwitchPlacement> {
-        Self::ALL.into_iter().find(|p| p.name() == s)
-    }
-
-    /// Whether a function's clean code checks the flag at its entry. Everywhere under
-    /// `entries` and `all`; otherwise only where calls come from outside the module or
-    /// through tables (`outside`): direct calls from instrumented code go to the callee's
-    /// instrumented copy anyway ([`Redirect`]).
-    pub fn entry_check(self, outside: bool) -> bool {
-        match self {
-            SwitchPlacement::Entries | SwitchPlacement::All => true,
-            SwitchPlacement::Outer | SwitchPlacement::Loops => outside,
-        }
-    }
-
-    /// Whether a loop of `shape` gets a check.
-    fn wants(self, l: &ShapeLoop) -> bool {
-        match self {
-            SwitchPlacement::Entries => false,
-            SwitchPlacement::Outer => l.outermost,
-            SwitchPlacement::Loops => l.calls || !l.innermost || l.outermost,
-            SwitchPlacement::All => true,
-        }
-    }
-}
 
 /// Ephemeral instrumentation's counters for one function (see `SwitchedFunction::budget`).
 #[derive(Copy, Clone, Debug)]
@@ -141,14 +83,14 @@ fn zero(t: wasm_encoder::ValType) -> Option<I<'static>> {
 }
 
 /// One emitted copy with the switch's code spliced in, encoded.
-fn spliced(e: crate::plan::Emitted<'_>, shape: &Shape, how: &Splice<'_>) -> wasm_encoder::Function {
+fn spliced(e: crate::body::Emitted<'_>, shape: &Shape, how: &Splice<'_>) -> wasm_encoder::Function {
     let pos = Positions {
         pre_at: &e.pre_at,
         op_at: &e.op_at,
         start: e.start,
     };
     let out = splice(e.out, &pos, shape, how);
-    crate::plan::encode(e.locals, &out, &[]).0
+    crate::body::encode(e.locals, &out, &[]).0
 }
 
 /// Which locals (parameters included) each of `loop_ops`' headers may read before writing
@@ -219,12 +161,6 @@ pub fn live_at_headers(
         .collect())
 }
 
-/// Where an instrumented copy's direct calls go: a callee with copies is called at its
-/// instrumented copy (index, and the arguments after the call's own: the callee's locals'
-/// zeros and loop id 0), so a burst spreads down the calls it makes without a check in
-/// the callee.
-pub(crate) type Redirect<'r> = &'r dyn Fn(u32) -> Option<(u32, Vec<I<'static>>)>;
-
 /// The zeros of a function's locals (not its parameters), which its copies take as
 /// parameters after its own; `None` when it cannot have copies: a local without a default
 /// value, or more locals than a function may take parameters.
@@ -244,14 +180,14 @@ impl SwitchedFunction<'_, '_> {
         &self,
         kind: crate::emit::EmitKind<'_>,
         ctx: Ctx<'_>,
-        copy: crate::plan::BodyCopy,
+        copy: crate::body::BodyCopy,
         redirect: Option<Redirect<'_>>,
-    ) -> Result<crate::plan::Emitted<'f>, crate::plan::InstrumentError>
+    ) -> Result<crate::body::Emitted<'f>, crate::plan::InstrumentError>
     where
         Self: 'f,
     {
         let np = self.params.len() as u32;
-        crate::plan::emit_instructions(
+        crate::body::emit_instructions(
             self.facts,
             self.k,
             self.a,
@@ -284,7 +220,7 @@ impl SwitchedFunction<'_, '_> {
         )>,
         crate::plan::InstrumentError,
     > {
-        use crate::plan::BodyCopy;
+        use crate::body::BodyCopy;
         let np = self.params.len() as u32;
         let (k, a) = (self.k, self.a);
         let only = self.body(clean(), ctx(), BodyCopy::Only, None)?;

@@ -100,8 +100,14 @@ impl<'c> StackSamples<'c> {
                         ps.pos_at(func, offset)
                     });
                 let w = (words, words_since);
-                self.paths
-                    .replay(&mut self.pcct, ps, w, top, &sc.sites, &mut self.replay);
+                self.paths.replay(
+                    &mut self.pcct,
+                    ps.as_ref(),
+                    w,
+                    top,
+                    &sc.sites,
+                    &mut self.replay,
+                );
             }
             std::mem::swap(&mut self.frames, &mut self.previous);
         } else {
@@ -147,7 +153,7 @@ impl<'a> MemStack<'a> {
         cache: &'a mut Vec<(usize, u32, u32)>,
     ) -> MemStack<'a> {
         cache.clear();
-        let depth = (mem.u32_at(cfg.pointer) / pepper_wasm::contexts::FRAME_BYTES) as usize;
+        let depth = (mem.u32_at(cfg.pointer) / pepper_layout::FRAME_BYTES) as usize;
         let mut s = MemStack {
             mem,
             cfg,
@@ -164,8 +170,8 @@ impl<'a> MemStack<'a> {
     }
 
     fn addr(&self, i: usize, field: u32) -> u32 {
-        let mask = self.cfg.entries * pepper_wasm::contexts::FRAME_BYTES - 1;
-        self.cfg.base + ((i as u32).wrapping_mul(pepper_wasm::contexts::FRAME_BYTES) & mask) + field
+        let mask = self.cfg.entries * pepper_layout::FRAME_BYTES - 1;
+        self.cfg.base + ((i as u32).wrapping_mul(pepper_layout::FRAME_BYTES) & mask) + field
     }
 
     fn snapshot(&self, i: usize) -> (usize, u32, u32) {
@@ -196,13 +202,13 @@ impl Stack for MemStack<'_> {
         }
         let (_, w, site) = self.snapshot(i);
         Frame {
-            func: (w & !pepper_wasm::contexts::MARK).wrapping_sub(1),
+            func: (w & !pepper_layout::MARK).wrapping_sub(1),
             site,
         }
     }
 
     fn marked(&self, i: usize) -> bool {
-        i < self.depth && self.snapshot(i).1 & pepper_wasm::contexts::MARK != 0
+        i < self.depth && self.snapshot(i).1 & pepper_layout::MARK != 0
     }
 
     fn mark(&mut self, i: usize) -> bool {
@@ -210,7 +216,7 @@ impl Stack for MemStack<'_> {
             return true;
         }
         let w = self.snapshot(i).1;
-        let mark = pepper_wasm::contexts::MARK;
+        let mark = pepper_layout::MARK;
         w & mark != 0 || self.mem.cas_u32(self.addr(i, 0), w, w | mark)
     }
 
@@ -228,7 +234,7 @@ impl Stack for MemStack<'_> {
     ///   direct).
     fn consistent(&self) -> bool {
         let seen = self.seen.borrow();
-        let mark = pepper_wasm::contexts::MARK;
+        let mark = pepper_layout::MARK;
         let func = |w: u32| (w & !mark).wrapping_sub(1);
         for &(i, w, _) in seen.iter() {
             if w == 0 {
@@ -275,7 +281,7 @@ impl PathWindows {
     fn replay(
         &mut self,
         pcct: &mut Pcct,
-        ps: &pepper_wasm::PathSites,
+        ps: &dyn pepper_cct::PathDecoder,
         (words, since): (&[u64], usize),
         top: pepper_cct::Pos,
         sites: &[pepper_cct::SiteInfo],

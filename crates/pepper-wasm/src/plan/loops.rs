@@ -1,6 +1,7 @@
 //! Loops the plan treats specially: exact edges' loops read through their induction
 //! variable (`LoopCount`), and TPP's register loops (`RegisterLoop`).
 
+use super::weights::counter_costs;
 use super::*;
 
 /// Exact edges: a loop whose induction variable gives the executions of the node that
@@ -16,7 +17,7 @@ pub struct LoopCount {
 
 /// A natural loop: the header and every node that reaches one of its back edges (in-edges
 /// other than the entry) without passing the header.
-pub(super) fn natural_body(
+pub(crate) fn natural_body(
     cfg: &pepper_cfg::Cfg,
     header: pepper_cfg::NodeId,
     entry: pepper_cfg::EdgeId,
@@ -38,7 +39,7 @@ pub(super) fn natural_body(
 }
 
 /// The edges that leave a natural loop's `body`.
-pub(super) fn loop_exits(cfg: &pepper_cfg::Cfg, body: &[bool]) -> Vec<pepper_cfg::EdgeId> {
+pub(crate) fn loop_exits(cfg: &pepper_cfg::Cfg, body: &[bool]) -> Vec<pepper_cfg::EdgeId> {
     (0..cfg.num_edges())
         .map(pepper_cfg::EdgeId::new)
         .filter(|&e| {
@@ -70,10 +71,10 @@ pub struct RegisterLoop {
 /// the `r == path` test is mispredicted too often: at 0.3 Lua's `fmod` loop (two paths
 /// about even) made Lua 2 points slower; 0.6 and 0.9 left it unchanged, and 0.6 kept
 /// more of zstd's gain (5-round runs).
-pub(super) const REGISTER_LOOP_MIN_SHARE: f64 = 0.6;
+pub(crate) const REGISTER_LOOP_MIN_SHARE: f64 = 0.6;
 /// Loops bigger than this (operators in the natural body) keep plain recording: there
 /// `acc` would compete for registers, and an iteration is long enough to hide the store.
-pub(super) const REGISTER_LOOP_MAX_OPS: usize = 100;
+pub(crate) const REGISTER_LOOP_MAX_OPS: usize = 100;
 
 /// [`RegisterLoop`]s of an array function (slots at `base`): innermost loops without
 /// calls whose exits have a place for code, that run more than about 6.7 iterations per
@@ -81,7 +82,7 @@ pub(super) const REGISTER_LOOP_MAX_OPS: usize = 100;
 /// it saves), counting the path that follows each branch's more frequent outcome from the
 /// header back to it, when that path's estimated share of the header's path ends is at
 /// least [`REGISTER_LOOP_MIN_SHARE`].
-pub(super) fn register_loops(
+pub(crate) fn register_loops(
     a: &FunctionAnalysis,
     nd: &pepper_cfg::NumberedDag,
     freqs: &[u64],
@@ -157,7 +158,7 @@ pub(super) fn register_loops(
 /// in the loop's natural body (so it runs only between an entry and an exit), and every
 /// edge that leaves the body has a place for code. With the edges that leave each (and no
 /// address yet).
-pub(super) fn readable_loops(a: &FunctionAnalysis) -> Vec<LoopCount> {
+pub(crate) fn readable_loops(a: &FunctionAnalysis) -> Vec<LoopCount> {
     let costs = counter_costs(a);
     let cfg = &a.cfg;
     a.loop_counters

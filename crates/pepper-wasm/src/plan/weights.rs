@@ -1,19 +1,21 @@
 //! Edge weights for counter placement and smart numbering: static estimates, or a guide's
 //! measured frequencies, times what instrumenting each edge costs.
 
-use super::*;
+use super::LoopCount;
+use crate::analysis::{Action, FunctionAnalysis};
+use pepper_cfg::{DagEdgeKind, PathDag};
 
 /// Static cost of counting each edge, for the spanning tree: its estimated frequency
 /// (Wu-Larus, [`pepper_cfg::estimate_edge_frequencies`]; with a guide, the guide's counts
 /// wherever it saw the function branch; `freqs`, from [`frequencies`]) times the code a
 /// counter there needs. Heavy edges go in the tree and carry no counter.
-pub(super) fn edge_weights(a: &FunctionAnalysis, freqs: &[u64]) -> Vec<u64> {
+pub(crate) fn edge_weights(a: &FunctionAnalysis, freqs: &[u64]) -> Vec<u64> {
     counting_tree_weights(a, |e| freqs[e] * counter_cost(a, e))
 }
 
 /// What a counter on edge `e` costs: a `br_if`'s taken edge or a `br_table` arm (unless
 /// its code runs at its target) more than an edge with a place of its own.
-pub(super) fn counter_cost(a: &FunctionAnalysis, e: usize) -> u64 {
+pub(crate) fn counter_cost(a: &FunctionAnalysis, e: usize) -> u64 {
     let info = &a.edges[e];
     match info.branch {
         Some((site, 0)) if a.sites[site.0 as usize].kind == pepper_profile::BranchKind::BrIf => 3,
@@ -32,7 +34,7 @@ pub(super) fn counter_cost(a: &FunctionAnalysis, e: usize) -> u64 {
 /// the copy (a register held through the loop). The spanning tree takes the count only
 /// where that is cheaper than the chord it replaces: not for loops that run about once
 /// per entry, whose counter is best left on an edge.
-pub(super) fn loop_count_weight(a: &FunctionAnalysis, freqs: &[u64], l: &LoopCount) -> u64 {
+pub(crate) fn loop_count_weight(a: &FunctionAnalysis, freqs: &[u64], l: &LoopCount) -> u64 {
     let exits: u64 = l
         .exits
         .iter()
@@ -62,7 +64,7 @@ pub(crate) fn counting_tree_weights(
 /// Frequencies of every CFG edge as integer weights (1024 per function entry, saturating
 /// far below `u64::MAX` so that costs can multiply them): the static estimate, or with
 /// `observed` branch counts, those counts propagated (estimates where they say nothing).
-pub(super) fn frequencies(a: &FunctionAnalysis, observed: Option<&[Option<u64>]>) -> Vec<u64> {
+pub(crate) fn frequencies(a: &FunctionAnalysis, observed: Option<&[Option<u64>]>) -> Vec<u64> {
     let bias = branch_biases(a);
     pepper_cfg::profile_edge_frequencies(&a.cfg, &bias, observed.unwrap_or_default())
         .into_iter()
@@ -74,7 +76,7 @@ pub(super) fn frequencies(a: &FunctionAnalysis, observed: Option<&[Option<u64>]>
 /// successor that calls (and is not a join, which runs either way) is taken 22% of the
 /// time. (Loop exits and dead ends are structural; `pepper_cfg` weighs those. The return
 /// heuristic was measured too and changed nothing on the workloads.)
-pub(super) fn branch_biases(a: &FunctionAnalysis) -> Vec<f64> {
+pub(crate) fn branch_biases(a: &FunctionAnalysis) -> Vec<f64> {
     let cfg = &a.cfg;
     (0..cfg.num_edges())
         .map(|e| {
@@ -93,7 +95,7 @@ pub(super) fn branch_biases(a: &FunctionAnalysis) -> Vec<f64> {
 /// is a table lookup), or the taken edge of a `br_if` whose label carries values (a
 /// branch-free add of the condition would touch memory on every execution, taken or not).
 /// Straight-line slots cost 1, a `br_if` trampoline 2.
-pub(super) fn counter_costs(a: &FunctionAnalysis) -> Vec<Option<u32>> {
+pub(crate) fn counter_costs(a: &FunctionAnalysis) -> Vec<Option<u32>> {
     let mut cost = vec![None; a.cfg.num_edges()];
     let mut offer = |e: pepper_cfg::EdgeId, c: u32| {
         let slot: &mut Option<u32> = &mut cost[e.index()];
@@ -117,7 +119,7 @@ pub(super) fn counter_costs(a: &FunctionAnalysis) -> Vec<Option<u32>> {
 }
 
 /// [`counter_costs`] for a DAG edge: dummies are path starts and ends, which have code.
-pub(super) fn dag_counter_cost(
+pub(crate) fn dag_counter_cost(
     costs: &[Option<u32>],
     dag: &PathDag,
     e: pepper_cfg::DagEdgeId,
@@ -135,7 +137,7 @@ pub(super) fn dag_counter_cost(
 /// highest weight gets value 0 and so carries no code. Without a measured profile, a static
 /// estimate: edges that stay deep in loops first, then a `br_if`'s taken edge (a zero there
 /// leaves only a cheap add on the fall-through instead of a `select` before the branch).
-pub(super) fn static_numbering_weights(a: &FunctionAnalysis) -> Vec<u64> {
+pub(crate) fn static_numbering_weights(a: &FunctionAnalysis) -> Vec<u64> {
     (0..a.cfg.num_edges())
         .map(|e| {
             let (src, dst) = a.cfg.edge(pepper_cfg::EdgeId::new(e));
@@ -150,7 +152,7 @@ pub(super) fn static_numbering_weights(a: &FunctionAnalysis) -> Vec<u64> {
 }
 
 /// Lifts per-CFG-edge weights to the P-DAG's edges (dummy edges weigh nothing).
-pub(super) fn dag_weights(cfg_weights: Vec<u64>) -> impl Fn(&pepper_cfg::PathDag) -> Vec<u64> {
+pub(crate) fn dag_weights(cfg_weights: Vec<u64>) -> impl Fn(&pepper_cfg::PathDag) -> Vec<u64> {
     move |dag| {
         dag.edges()
             .map(|(_, de)| match de.kind {

@@ -46,7 +46,7 @@ impl Shape {
     /// `placement`.
     pub fn targets(&self, placement: SwitchPlacement) -> Vec<usize> {
         (0..self.loops.len())
-            .filter(|&k| self.loops[k].chain.is_some() && placement.wants(&self.loops[k]))
+            .filter(|&k| self.loops[k].chain.is_some() && wants(placement, &self.loops[k]))
             .collect()
     }
 }
@@ -219,4 +219,14 @@ fn shape(
         }
     }
     Ok(shape)
+}
+
+/// Whether `placement` puts a check at a loop of this shape.
+fn wants(placement: SwitchPlacement, l: &ShapeLoop) -> bool {
+    match placement {
+        SwitchPlacement::Entries => false,
+        SwitchPlacement::Outer => l.outermost,
+        SwitchPlacement::Loops => l.calls || !l.innermost || l.outermost,
+        SwitchPlacement::All => true,
+    }
 }

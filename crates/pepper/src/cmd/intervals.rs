@@ -124,12 +124,4 @@ impl IntervalArgs {
             None
         }
     }
-
-    /// Interval sampling's strategy and interval, for the profile's sampling record.
-    pub fn sampled(&self) -> Option<(Strategy, Duration)> {
-        match self.config()? {
-            IntervalConfig::Sampled { length, strategy } => Some((strategy, length)),
-            IntervalConfig::Timeline { .. } => None,
-        }
-    }
 }

@@ -2,10 +2,12 @@
 
 use super::{print_warnings, read_module, ContextsArg, ModeArg, StacksArg};
 use anyhow::{bail, Context, Result};
-use pepper_profile::{module_hash, ModuleInfo, RunInfo};
+use pepper_profile::{module_hash, ModuleInfo};
+use pepper_runtime::{CommandOptions, Note, SamplingOptions, SwitchDrive, WasiOptions};
 use pepper_wasm::module::ModuleFacts;
+use pepper_wasm::ContextMode;
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::Duration;
 
 /// Run a WASI command module under the profiler and write a profile.
 ///
@@ -171,8 +173,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<i32> {
     let wasm = read_module(&a.program)?;
-    let mode: pepper_profile::Mode = a.mode.into();
-    let t0 = Instant::now();
+    let opts = a.options(&wasm)?;
     if wasm.len() > 8 << 20 {
         eprintln!(
             "pepper: instrumenting {} ({} MB)...",
@@ -180,268 +181,22 @@ pub fn run(a: Args) -> Result<i32> {
             wasm.len() >> 20
         );
     }
-    let mut dirs = Vec::new();
-    for d in &a.dirs {
-        let (host, guest) = match d.split_once("::") {
-            Some((h, g)) => (h.to_string(), g.to_string()),
-            None => (d.clone(), d.clone()),
-        };
-        dirs.push((PathBuf::from(host), guest));
-    }
-    let mut env = Vec::new();
-    for e in &a.envs {
-        let Some((k, v)) = e.split_once('=') else {
-            bail!("--env {e:?}: expected NAME=VALUE")
-        };
-        env.push((k.to_string(), v.to_string()));
-    }
-    let argv0 = a
-        .program
-        .file_name()
-        .map_or("program".into(), |n| n.to_string_lossy().into_owned());
-    let mut args = vec![argv0];
-    args.extend(a.args.iter().cloned());
     let module = ModuleInfo {
         path: a.program.display().to_string(),
         sha256: module_hash(&wasm),
         size: wasm.len() as u64,
     };
-    let cache_dir = if a.no_cache {
-        None
-    } else {
-        pepper_runtime::default_cache_dir()
-    };
-    let guide = if a.mode == ModeArg::Staged {
-        // Stage one: a cheap exact edge profile of the same run, output discarded.
-        eprintln!("pepper: staged: stage 1, exact edge profile (guest output discarded)");
-        let stage = pepper_wasm::instrument(
-            &wasm,
-            &pepper_wasm::InstrumentOptions {
-                mode: pepper_profile::Mode::ExactEdges,
-                ..Default::default()
-            },
-        )
+    let facts = ModuleFacts::parse(&wasm)
         .with_context(|| format!("instrumenting {}", a.program.display()))?;
-        let r = pepper_runtime::run(
-            &stage.wasm,
-            &pepper_runtime::RunConfig {
-                args: args.clone(),
-                env: env.clone(),
-                inherit_env: a.inherit_env,
-                dirs: dirs.clone(),
-                cache_dir: cache_dir.clone(),
-                counters_export: Some(pepper_wasm::COUNTERS_EXPORT.to_string()),
-                ..Default::default()
-            },
-        )?;
-        let outcome = pepper_wasm::RunOutcome {
-            module: module.clone(),
-            run: RunInfo::default(),
-            warnings: Vec::new(),
-            sampling: None,
-            contexts: None,
-        };
-        let p = stage
-            .plan
-            .profile(r.counters.as_deref(), outcome, &|_| None);
-        eprintln!("pepper: staged: stage 2, targeted paths");
-        Some(std::sync::Arc::new(pepper_wasm::plan::Guide::from_profile(
-            &p,
-            "staged".into(),
-        )))
-    } else {
-        a.guided
-            .guide
-            .as_ref()
-            .and_then(|g| load_guide(g, &wasm))
-            .map(std::sync::Arc::new)
-    };
-    if mode == pepper_profile::Mode::Targeted && guide.is_none() {
-        eprintln!(
-            "pepper: warning: targeted mode without a usable --guide prunes nothing (same as exact-paths)"
-        );
-    }
-    let contexts = match (a.mode, a.contexts) {
-        (ModeArg::ExactCalls, _) => pepper_wasm::ContextMode::Exact,
-        (ModeArg::Calls, _) | (_, ContextsArg::On) | (ModeArg::Pep, ContextsArg::Auto) => {
-            match a.stacks {
-                Some(StacksArg::Shadow) => pepper_wasm::ContextMode::Sampled,
-                Some(StacksArg::Native) => pepper_wasm::ContextMode::Native,
-                None if pepper_runtime::NATIVE_STACKS => pepper_wasm::ContextMode::Native,
-                None => pepper_wasm::ContextMode::Sampled,
-            }
-        }
-        _ => pepper_wasm::ContextMode::Off,
-    };
-    if a.mode == ModeArg::None && contexts != pepper_wasm::ContextMode::Off {
-        bail!("--mode none runs the module unchanged; use --mode calls for contexts only");
-    }
-    let ia = &a.intervals;
-    ia.check(
-        mode == pepper_profile::Mode::Pep,
-        a.switch != SwitchArg::Off,
-        a.every.is_some(),
-        contexts == pepper_wasm::ContextMode::Native,
-    )?;
-    // Interval sampling holds the switch for whole intervals: outermost loop headers by
-    // default, as for bursts.
-    let switch = match a.switch {
-        SwitchArg::Off if ia.samples_intervals() => SwitchArg::Outer,
-        s => s,
-    };
-    let opts = pepper_wasm::InstrumentOptions {
-        mode,
-        contexts,
-        site_counters: !a.no_call_counts,
-        call_log_log2: (a.call_windows && contexts == pepper_wasm::ContextMode::Native)
-            .then_some(14),
-        path_windows: !a.no_path_windows,
-        array_max_paths: a.array_max_paths,
-        hash_cache_log2: a.hash_cache_log2,
-        loop_counts: !a.no_loop_counts,
-        pep_every: a.every,
-        switch: switch.placement(),
-        switch_chaos: a.switch_chaos,
-        guide: guide.clone(),
-        cold_threshold: a.guided.cold_threshold,
-        loop_threshold: a.guided.loop_threshold,
-        obvious: a.guided.obvious,
-        // The ring holds a whole burst four times over, so the sampler can copy it while
-        // the guest keeps writing.
-        ring_log2: (4 * (a.samples as u64 + a.stride as u64))
-            .next_power_of_two()
-            .trailing_zeros()
-            .max(12)
-            .max(if ia.reads_every_path_end() {
-                pepper_runtime::EVERY_PATH_END_RING_LOG2
-            } else {
-                0
-            }),
-        ..Default::default()
-    };
-    let inst = pepper_wasm::instrument(&wasm, &opts)
-        .with_context(|| format!("instrumenting {}", a.program.display()))?;
-    let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
-    print_warnings(&inst.plan.warnings, 10);
-
-    // Stack samples come with every PEP tick unless asked otherwise (see --stack-interval).
-    let pep_ticks = inst.plan.mode == pepper_profile::Mode::Pep && a.every.is_none();
-    let asked_stack_interval = a.stack_interval.unwrap_or(if pep_ticks {
-        a.interval
-    } else {
-        std::time::Duration::from_millis(1)
-    });
-    let cfg = pepper_runtime::RunConfig {
-        args: args.clone(),
-        env,
-        inherit_env: a.inherit_env,
-        dirs,
-        cache_dir,
-        counters_export: inst
-            .plan
-            .rewritten
-            .then(|| pepper_wasm::COUNTERS_EXPORT.to_string()),
-        inherit_stdio: true,
-        epoch: None,
-        branch_hints: a.branch_hints,
-        ephemeral: (mode == pepper_profile::Mode::Ephemeral && inst.plan.switch.is_some())
-            .then_some(pepper_runtime::EphemeralConfig {
-                budgets: inst.plan.layout.switch_flag,
-                functions: inst.plan.functions.len() as u32,
-                persistence: a.persistence,
-                epoch: a.epoch,
-            }),
-        switch_on: (a.switch_always_on && inst.plan.switch.is_some())
-            .then_some(inst.plan.layout.switch_flag),
-        sampler: pepper_runtime::SamplerConfig::for_plan(
-            &inst.plan,
-            &inst.wasm,
-            a.every.is_none(),
-            pepper_sampling::PepParams {
-                samples: a.samples,
-                stride: a.stride,
-            },
-            (a.interval, asked_stack_interval),
-        )
-        .map(|mut s| {
-            s.weights = a.burst_weights.into();
-            if a.switch_always_on || a.switch_chaos {
-                s.switch = None;
-            }
-            s.intervals = ia.config();
-            s
-        }),
-    };
-    if wasm.len() > 8 << 20 {
-        eprintln!("pepper: compiling (cached after the first run)...");
-    }
-    // The period stack samples actually get (PEP's rounds it to whole ticks).
-    let stack_interval = cfg
-        .sampler
-        .as_ref()
-        .map_or(asked_stack_interval, |s| s.stack_interval());
-    if cfg.sampler.as_ref().is_some_and(|s| s.stacks.is_some())
-        && stack_interval != asked_stack_interval
-    {
-        eprintln!(
-            "pepper: stack samples every {stack_interval:?} (--stack-interval {:?} rounded to \
-             whole --interval ticks of {:?})",
-            asked_stack_interval, a.interval
-        );
-    }
-    let result = pepper_runtime::run(&inst.wasm, &cfg)?;
-    if let Some(t) = &result.trap {
-        eprintln!("pepper: guest trapped ({t}); writing the profile of what completed");
-    }
-
-    if contexts == pepper_wasm::ContextMode::Native
-        && result
-            .samples
-            .as_ref()
-            .and_then(|s| s.pcct.as_ref())
-            .is_some_and(|p| p.samples == 0)
-    {
-        eprintln!("pepper: warning: no native stack samples (x86-64 Linux only)");
-    }
-    let facts = ModuleFacts::parse(&wasm)?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
-    let run = RunInfo {
-        args,
-        exit_code: Some(result.exit_code),
-        trap: result.trap.clone(),
-        instrument_ms,
-        compile_ms: result.compile.as_secs_f64() * 1e3,
-        run_ms: result.run.as_secs_f64() * 1e3,
-    };
-    let settings = pepper_runtime::decode::Settings {
-        params: pepper_sampling::PepParams {
-            samples: a.samples,
-            stride: a.stride,
-        },
-        interval: a.interval,
-        every: a.every,
-        weights: a.burst_weights.into(),
-        guide: guide.as_ref().map(|g| g.id.clone()),
-        persistence: a.persistence,
-        epoch: a.epoch,
-        intervals: ia.sampled(),
-    };
-    let profile = pepper_runtime::decode::profile(
-        &inst.plan,
-        result.results(),
-        module,
-        run,
-        &settings,
-        cfg.sampler.as_ref(),
-        &|o| lines.lookup(o),
-    );
-    let output = a.output.clone().unwrap_or_else(|| {
-        let stem = a
-            .program
-            .file_stem()
-            .map_or("program".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from(format!("{stem}.pepper.json"))
-    });
+    let large = wasm.len() > 8 << 20;
+    let done =
+        pepper_runtime::profile_command(&wasm, module, &opts, &|o| lines.lookup(o), &mut |n| {
+            say(n, large, a.interval)
+        })
+        .with_context(|| format!("profiling {}", a.program.display()))?;
+    let profile = done.profile;
+    let output = a.output_path();
     let file =
         std::fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
     profile.write(std::io::BufWriter::new(file))?;
@@ -451,13 +206,184 @@ pub fn run(a: Args) -> Result<i32> {
     eprintln!(
         "pepper: wrote {} ({} mode: {} paths, {} branches{contexts_note}; compile {:.0} ms, run {:.0} ms)",
         output.display(),
-        mode.name(),
+        profile.mode.name(),
         profile.paths.len(),
         profile.branches.len(),
         profile.run.compile_ms,
         profile.run.run_ms
     );
-    Ok(result.exit_code)
+    Ok(done.exit_code)
+}
+
+/// Tells the user what a run is doing (stderr; the guest owns stdout).
+fn say(note: Note<'_>, large: bool, interval: Duration) {
+    match note {
+        Note::Stage(1) => {
+            eprintln!("pepper: staged: stage 1, exact edge profile (guest output discarded)")
+        }
+        Note::Stage(_) => eprintln!("pepper: staged: stage 2, targeted paths"),
+        Note::Instrumented { warnings } => print_warnings(warnings, 10),
+        Note::StackInterval { asked, actual } => eprintln!(
+            "pepper: stack samples every {actual:?} (--stack-interval {asked:?} rounded to \
+             whole --interval ticks of {interval:?})"
+        ),
+        Note::Compiling if large => {
+            eprintln!("pepper: compiling (cached after the first run)...")
+        }
+        Note::Compiling => {}
+        Note::Trapped(t) => {
+            eprintln!("pepper: guest trapped ({t}); writing the profile of what completed")
+        }
+        Note::NoNativeSamples => {
+            eprintln!("pepper: warning: no native stack samples (x86-64 Linux only)")
+        }
+    }
+}
+
+impl Args {
+    /// The profile file: `-o`, or the program's stem + `.pepper.json`.
+    fn output_path(&self) -> PathBuf {
+        self.output.clone().unwrap_or_else(|| {
+            let stem = self
+                .program
+                .file_stem()
+                .map_or("program".into(), |s| s.to_string_lossy().into_owned());
+            PathBuf::from(format!("{stem}.pepper.json"))
+        })
+    }
+
+    /// What the guest sees.
+    fn wasi(&self) -> Result<WasiOptions> {
+        let mut dirs = Vec::new();
+        for d in &self.dirs {
+            let (host, guest) = match d.split_once("::") {
+                Some((h, g)) => (h.to_string(), g.to_string()),
+                None => (d.clone(), d.clone()),
+            };
+            dirs.push((PathBuf::from(host), guest));
+        }
+        let mut env = Vec::new();
+        for e in &self.envs {
+            let Some((k, v)) = e.split_once('=') else {
+                bail!("--env {e:?}: expected NAME=VALUE")
+            };
+            env.push((k.to_string(), v.to_string()));
+        }
+        let argv0 = self
+            .program
+            .file_name()
+            .map_or("program".into(), |n| n.to_string_lossy().into_owned());
+        let mut args = vec![argv0];
+        args.extend(self.args.iter().cloned());
+        Ok(WasiOptions {
+            args,
+            env,
+            inherit_env: self.inherit_env,
+            dirs,
+            inherit_stdio: true,
+        })
+    }
+
+    /// Where calling contexts come from, by mode, `--contexts` and `--stacks`.
+    fn contexts(&self) -> ContextMode {
+        match (self.mode, self.contexts) {
+            (ModeArg::ExactCalls, _) => ContextMode::Exact,
+            (ModeArg::Calls, _) | (_, ContextsArg::On) | (ModeArg::Pep, ContextsArg::Auto) => {
+                match self.stacks {
+                    Some(StacksArg::Shadow) => ContextMode::Sampled,
+                    Some(StacksArg::Native) => ContextMode::Native,
+                    None if pepper_runtime::NATIVE_STACKS => ContextMode::Native,
+                    None => ContextMode::Sampled,
+                }
+            }
+            _ => ContextMode::Off,
+        }
+    }
+
+    /// The flags as the library's options; refuses combinations that cannot work.
+    fn options(&self, wasm: &[u8]) -> Result<CommandOptions> {
+        let mode: pepper_profile::Mode = self.mode.into();
+        let staged = self.mode == ModeArg::Staged;
+        let guide = match staged {
+            true => None,
+            false => self
+                .guided
+                .guide
+                .as_ref()
+                .and_then(|g| load_guide(g, wasm))
+                .map(std::sync::Arc::new),
+        };
+        if mode == pepper_profile::Mode::Targeted && guide.is_none() && !staged {
+            eprintln!(
+                "pepper: warning: targeted mode without a usable --guide prunes nothing (same as exact-paths)"
+            );
+        }
+        let contexts = self.contexts();
+        if self.mode == ModeArg::None && contexts != ContextMode::Off {
+            bail!("--mode none runs the module unchanged; use --mode calls for contexts only");
+        }
+        let ia = &self.intervals;
+        ia.check(
+            mode == pepper_profile::Mode::Pep,
+            self.switch != SwitchArg::Off,
+            self.every.is_some(),
+            contexts == ContextMode::Native,
+        )?;
+        // Interval sampling holds the switch for whole intervals: outermost loop headers
+        // by default, as for bursts.
+        let switch = match self.switch {
+            SwitchArg::Off if ia.samples_intervals() => SwitchArg::Outer,
+            s => s,
+        };
+        let instrument = pepper_wasm::InstrumentOptions {
+            mode,
+            contexts,
+            site_counters: !self.no_call_counts,
+            call_log_log2: (self.call_windows && contexts == ContextMode::Native).then_some(14),
+            path_windows: !self.no_path_windows,
+            array_max_paths: self.array_max_paths,
+            hash_cache_log2: self.hash_cache_log2,
+            loop_counts: !self.no_loop_counts,
+            pep_every: self.every,
+            switch: switch.placement(),
+            switch_chaos: self.switch_chaos,
+            guide,
+            cold_threshold: self.guided.cold_threshold,
+            loop_threshold: self.guided.loop_threshold,
+            obvious: self.guided.obvious,
+            ..Default::default()
+        };
+        let sampling = SamplingOptions {
+            params: pepper_sampling::PepParams {
+                samples: self.samples,
+                stride: self.stride,
+            },
+            interval: self.interval,
+            stack_interval: self.stack_interval,
+            weights: self.burst_weights.into(),
+            intervals: ia.config(),
+            switch: if self.switch_always_on {
+                SwitchDrive::AlwaysOn
+            } else if self.switch_chaos {
+                SwitchDrive::Untouched
+            } else {
+                SwitchDrive::Sampler
+            },
+            persistence: self.persistence,
+            epoch: self.epoch,
+        };
+        Ok(CommandOptions {
+            instrument,
+            staged,
+            wasi: self.wasi()?,
+            cache_dir: match self.no_cache {
+                true => None,
+                false => pepper_runtime::default_cache_dir(),
+            },
+            branch_hints: self.branch_hints,
+            sampling,
+        })
+    }
 }
 
 /// Parses `1ms`, `250us`, `2s` or a bare number of milliseconds.

@@ -1,4 +1,5 @@
-//! Turning the profiler memory of a finished run into a [`Profile`].
+//! Decoding: turning the profiler memory of a finished run into a [`Profile`]. Reads what
+//! placement decided (`crate::plan`), never emits code.
 //!
 //! Exact paths: every non-zero counter is a path number, regenerated once into its branch
 //! sequence (digest §1.5) and stored with the profile, so reports need no module. The edge
@@ -27,7 +28,14 @@ pub struct RunOutcome {
     pub contexts: Option<SampledContexts>,
 }
 
-use crate::contexts::{read_u32, read_u64, SampledContexts};
+use pepper_layout::{read_u32, read_u64};
+
+mod contexts;
+pub(crate) mod ephemeral;
+pub mod path_calls;
+
+pub use contexts::{site_offsets, SampledContexts};
+pub use path_calls::PathSites;
 
 /// Every CFG edge's count in an exact-edges run: the chords' counters, the rest derived
 /// (with `entries` where the callers give them).
@@ -119,7 +127,7 @@ impl Plan {
             else {
                 continue;
             };
-            let weights = crate::plan::counting_tree_weights(a, |e| counts[e]);
+            let weights = crate::plan::weights::counting_tree_weights(a, |e| counts[e]);
             // The best placement with the same knowledge: entries and loop counts given
             // where they are (each loop exit adds its loop's count: one increment more).
             let read: Vec<_> = ec.nodes_given.iter().map(|&v| (v, 0)).collect();
@@ -202,7 +210,7 @@ impl Plan {
             lost.hash_overflow = read_u64(mem, l.hash_overflow as u64);
             // PEP words carry their function in the tag; group them like the hash table's.
             for (word, count) in host_samples {
-                match crate::plan::pep_untag(word) {
+                match pepper_layout::pep_untag(word) {
                     Some((f, r)) => hashed.entry(f).or_default().push((r, count)),
                     None => warnings.push(format!("sample word {word:#x} has no function tag")),
                 }
@@ -231,7 +239,7 @@ impl Plan {
                         if let Counting::Every { k } = fp.counting {
                             // Each sample stands for k path ends.
                             for w in &mut v {
-                                w.0 = crate::plan::pep_untag(w.0).map_or(u64::MAX, |x| x.1);
+                                w.0 = pepper_layout::pep_untag(w.0).map_or(u64::MAX, |x| x.1);
                                 w.1 *= k as u64;
                             }
                         }
@@ -331,7 +339,7 @@ impl Plan {
             }
         }
         if self.mode == Mode::Ephemeral {
-            crate::ephemeral::estimate(self, mem, &mut profile);
+            ephemeral::estimate(self, mem, &mut profile);
         }
         profile
     }

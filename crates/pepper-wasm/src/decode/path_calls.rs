@@ -108,7 +108,7 @@ impl PathSites {
 
     /// The calls of the path a PEP ring word names; `None` if it does not decode.
     pub fn decode(&self, word: u64) -> Option<PathCalls> {
-        let (func, r) = crate::plan::pep_untag(word)?;
+        let (func, r) = pepper_layout::pep_untag(word)?;
         let fp = self.funcs.get(&func)?;
         let dag = &fp.numbered.dag;
         let edges = fp.numbered.numbering.regenerate(dag, r).ok()?;
@@ -488,5 +488,15 @@ impl CallGraph for PathSites {
 
     fn silent(&self, site: u32) -> bool {
         self.silent.get(site as usize).copied().unwrap_or(true)
+    }
+}
+
+impl pepper_cct::PathDecoder for PathSites {
+    fn decode(&self, word: u64) -> Option<PathCalls> {
+        PathSites::decode(self, word)
+    }
+
+    fn pos_at(&self, func: u32, offset: u64) -> Pos {
+        PathSites::pos_at(self, func, offset)
     }
 }

@@ -38,8 +38,7 @@ pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
         if fp.copies.is_none() {
             continue;
         }
-        let entries =
-            crate::contexts::read_u64(mem, plan.layout.entry_counts as u64 + 8 * k as u64);
+        let entries = pepper_layout::read_u64(mem, plan.layout.entry_counts as u64 + 8 * k as u64);
         // Add-one smoothing: an outcome no window saw is rare, not impossible (a window
         // inside a loop seldom sees the loop's exit).
         let observed: Vec<Option<u64>> = a
@@ -54,7 +53,7 @@ pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
         let mut headers = vec![None; a.cfg.num_nodes()];
         if entries > 0 {
             for &(node, addr) in &fp.header_counters {
-                let count = crate::contexts::read_u64(mem, addr as u64);
+                let count = pepper_layout::read_u64(mem, addr as u64);
                 headers[node.index()] = Some(count as f64 / entries as f64);
             }
         }

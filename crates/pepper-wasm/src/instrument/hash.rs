@@ -1,7 +1,9 @@
 //! The in-module hash table's functions: a hashed function's cache miss and the table's
 //! insert (see `HashTable`).
 
-use super::*;
+use crate::emit::memarg;
+use pepper_layout::HashTable;
+use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
 
 /// A hashed function's cache miss, `(func, r, slot)`: the entry at `slot` (absolute
 /// address) moves its count to the hash table, and path `r` claims it with a count of 1.

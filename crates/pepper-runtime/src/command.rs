@@ -1,0 +1,332 @@
+//! A profiling run of a WASI command from start to end: the guide (staged mode's first
+//! run), instrumentation, the run with its sampler threads, and decoding into a profile.
+//! `pepper run` is this plus flags; the benchmark and the tests build their runs with
+//! [`CommandOptions::instrument_options`] and [`CommandOptions::run_config`] so that they
+//! measure what users run.
+
+use crate::{decode, BurstWeights, EphemeralConfig, IntervalConfig, RunConfig, SamplerConfig};
+use anyhow::{Context, Result};
+use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
+use pepper_sampling::PepParams;
+use pepper_wasm::plan::Guide;
+use pepper_wasm::{InstrumentOptions, Instrumented};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the guest sees: WASI arguments, environment, preopens and stdio.
+#[derive(Clone, Debug, Default)]
+pub struct WasiOptions {
+    /// `argv`, including `argv[0]` (the program name).
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    pub env: Vec<(String, String)>,
+    /// Pass the host environment through.
+    pub inherit_env: bool,
+    /// Preopened directories: (host path, guest path).
+    pub dirs: Vec<(PathBuf, String)>,
+    /// Inherit stdin/stdout/stderr (otherwise the guest's output is discarded).
+    pub inherit_stdio: bool,
+}
+
+/// How the switch flag of switchable instrumentation is driven.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum SwitchDrive {
+    /// The sampler sets it around each burst (or each profiled interval).
+    #[default]
+    Sampler,
+    /// Set before the guest starts and never cleared: the instrumented copies run all
+    /// along (to measure what the copies themselves cost).
+    AlwaysOn,
+    /// Left alone: the module switches itself at random (`InstrumentOptions::switch_chaos`).
+    Untouched,
+}
+
+/// How a run samples: PEP's bursts, stack samples, intervals, ephemeral epochs.
+#[derive(Clone, Debug)]
+pub struct SamplingOptions {
+    /// PEP(SAMPLES, STRIDE).
+    pub params: PepParams,
+    /// The sampler's tick: a burst every `interval`.
+    pub interval: Duration,
+    /// Stack samples every this long; `None`: at every PEP tick, or every 1 ms without
+    /// PEP's ring.
+    pub stack_interval: Option<Duration>,
+    /// What a burst's samples stand for.
+    pub weights: BurstWeights,
+    /// A time line, phase detection, or interval sampling.
+    pub intervals: Option<IntervalConfig>,
+    /// Who sets the switch flag.
+    pub switch: SwitchDrive,
+    /// Ephemeral instrumentation: executions recorded per function and epoch.
+    pub persistence: u32,
+    /// Ephemeral instrumentation: how often budgets are re-armed.
+    pub epoch: Duration,
+}
+
+impl Default for SamplingOptions {
+    fn default() -> Self {
+        let d = decode::Settings::default();
+        SamplingOptions {
+            params: d.params,
+            interval: d.interval,
+            stack_interval: None,
+            weights: d.weights,
+            intervals: None,
+            switch: SwitchDrive::Sampler,
+            persistence: d.persistence,
+            epoch: d.epoch,
+        }
+    }
+}
+
+/// Everything a profiling run of a WASI command needs.
+#[derive(Clone, Debug, Default)]
+pub struct CommandOptions {
+    /// What to instrument for. `ring_log2` is raised to what the sampling needs, and
+    /// with [`CommandOptions::staged`] the guide comes from the first run.
+    pub instrument: InstrumentOptions,
+    /// Staged mode: run the program once with exact edge profiling (its output discarded)
+    /// and use that profile as the guide.
+    pub staged: bool,
+    /// What the guest sees.
+    pub wasi: WasiOptions,
+    /// wasmtime's compilation cache directory; `None` disables caching.
+    pub cache_dir: Option<PathBuf>,
+    /// Compile with wasmtime's branch hinting on.
+    pub branch_hints: bool,
+    /// How the run samples.
+    pub sampling: SamplingOptions,
+}
+
+/// Something a caller may want to tell its user while a run goes on.
+#[derive(Debug)]
+pub enum Note<'a> {
+    /// Staged mode: stage 1 (the exact edge profile) or 2 (targeted paths) begins.
+    Stage(u8),
+    /// The module is instrumented; functions left alone are in the warnings.
+    Instrumented {
+        /// Why functions were left uninstrumented.
+        warnings: &'a [String],
+    },
+    /// Stack samples come at a period other than the one asked for (rounded to ticks).
+    StackInterval {
+        /// What was asked for.
+        asked: Duration,
+        /// What the sampler does.
+        actual: Duration,
+    },
+    /// The guest is about to be compiled (or found in the cache).
+    Compiling,
+    /// The guest trapped; the profile covers what completed.
+    Trapped(&'a str),
+    /// Native stack sampling took no sample (not on this platform, or too short a run).
+    NoNativeSamples,
+}
+
+/// A finished run: its profile and how the guest ended.
+#[derive(Debug)]
+pub struct CommandRun {
+    /// The decoded profile.
+    pub profile: Profile,
+    /// The guest's exit code (134 after a trap, like `wasmtime run`).
+    pub exit_code: i32,
+}
+
+impl CommandOptions {
+    /// The rewriter's options for `guide`: the ring holds a whole burst four times over,
+    /// so the sampler can copy it while the guest keeps writing, and every path end when
+    /// the sampler reads them all.
+    pub fn instrument_options(&self, guide: Option<Arc<Guide>>) -> InstrumentOptions {
+        let p = &self.sampling.params;
+        let every_path_end = self.sampling.intervals.is_some();
+        InstrumentOptions {
+            guide: guide.or_else(|| self.instrument.guide.clone()),
+            ring_log2: (4 * (p.samples as u64 + p.stride as u64))
+                .next_power_of_two()
+                .trailing_zeros()
+                .max(12)
+                .max(self.instrument.ring_log2)
+                .max(if every_path_end {
+                    crate::EVERY_PATH_END_RING_LOG2
+                } else {
+                    0
+                }),
+            ..self.instrument.clone()
+        }
+    }
+
+    /// The stack sampling period asked for (see [`SamplingOptions::stack_interval`]).
+    fn asked_stack_interval(&self, guest: &pepper_layout::Guest) -> Duration {
+        let pep_ticks = guest.mode == Mode::Pep && self.instrument.pep_every.is_none();
+        self.sampling.stack_interval.unwrap_or(if pep_ticks {
+            self.sampling.interval
+        } else {
+            Duration::from_millis(1)
+        })
+    }
+
+    /// How to run `module`, instrumented with these options.
+    pub fn run_config(&self, module: &Instrumented) -> RunConfig {
+        let (s, guest) = (&self.sampling, &module.guest);
+        let switched = guest.switch.is_some();
+        let sampler = SamplerConfig::for_module(
+            module,
+            self.instrument.pep_every.is_none(),
+            s.params,
+            (s.interval, self.asked_stack_interval(guest)),
+        )
+        .map(|mut c| {
+            c.weights = s.weights;
+            if s.switch != SwitchDrive::Sampler {
+                c.switch = None;
+            }
+            c.intervals = s.intervals.clone();
+            c
+        });
+        RunConfig {
+            args: self.wasi.args.clone(),
+            env: self.wasi.env.clone(),
+            inherit_env: self.wasi.inherit_env,
+            dirs: self.wasi.dirs.clone(),
+            cache_dir: self.cache_dir.clone(),
+            counters_export: module.counters_export(),
+            inherit_stdio: self.wasi.inherit_stdio,
+            epoch: None,
+            branch_hints: self.branch_hints,
+            ephemeral: (guest.mode == Mode::Ephemeral && switched).then(|| EphemeralConfig {
+                budgets: guest.layout.switch_flag,
+                functions: (guest.num_funcs - guest.num_imports) as u32,
+                persistence: s.persistence,
+                epoch: s.epoch,
+            }),
+            switch_on: (s.switch == SwitchDrive::AlwaysOn && switched)
+                .then_some(guest.layout.switch_flag),
+            sampler,
+        }
+    }
+
+    /// How the run sampled, as its profile records it.
+    fn settings(&self, guide: Option<&Guide>) -> decode::Settings {
+        let s = &self.sampling;
+        decode::Settings {
+            params: s.params,
+            interval: s.interval,
+            every: self.instrument.pep_every,
+            weights: s.weights,
+            guide: guide.map(|g| g.id.clone()),
+            persistence: s.persistence,
+            epoch: s.epoch,
+            intervals: match &s.intervals {
+                Some(IntervalConfig::Sampled { length, strategy }) => Some((*strategy, *length)),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// Staged mode's first stage: the exact edge profile of the same run, as a guide.
+fn staged_guide(wasm: &[u8], module: &ModuleInfo, opts: &CommandOptions) -> Result<Guide> {
+    let stage = pepper_wasm::instrument(
+        wasm,
+        &InstrumentOptions {
+            mode: Mode::ExactEdges,
+            ..Default::default()
+        },
+    )?;
+    let r = crate::run(
+        &stage.wasm,
+        &RunConfig {
+            args: opts.wasi.args.clone(),
+            env: opts.wasi.env.clone(),
+            inherit_env: opts.wasi.inherit_env,
+            dirs: opts.wasi.dirs.clone(),
+            cache_dir: opts.cache_dir.clone(),
+            counters_export: stage.counters_export(),
+            ..Default::default()
+        },
+    )?;
+    let outcome = pepper_wasm::RunOutcome {
+        module: module.clone(),
+        run: RunInfo::default(),
+        warnings: Vec::new(),
+        sampling: None,
+        contexts: None,
+    };
+    let p = stage.decode(r.counters.as_deref(), outcome, &|_| None);
+    Ok(Guide::from_profile(&p, "staged".into()))
+}
+
+/// Profiles one run of the WASI command `wasm`: instruments it (after a first, exact edge
+/// run when staged), runs it with pepper's sampler, and decodes what it collected.
+/// `lines` gives the source line of an original code offset when known; `note` hears
+/// about progress and events worth telling a user.
+pub fn profile_command(
+    wasm: &[u8],
+    module: ModuleInfo,
+    opts: &CommandOptions,
+    lines: &dyn Fn(u64) -> Option<String>,
+    note: &mut dyn FnMut(Note<'_>),
+) -> Result<CommandRun> {
+    let t0 = Instant::now();
+    let guide = if opts.staged {
+        note(Note::Stage(1));
+        let g = staged_guide(wasm, &module, opts).context("staged mode, stage 1")?;
+        note(Note::Stage(2));
+        Some(Arc::new(g))
+    } else {
+        None
+    };
+    let iopts = opts.instrument_options(guide);
+    let inst = pepper_wasm::instrument(wasm, &iopts)?;
+    let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
+    note(Note::Instrumented {
+        warnings: &inst.plan.warnings,
+    });
+    let cfg = opts.run_config(&inst);
+    let asked = opts.asked_stack_interval(&inst.guest);
+    if let Some(actual) = cfg
+        .sampler
+        .as_ref()
+        .filter(|s| s.stacks.is_some())
+        .map(|s| s.stack_interval())
+        .filter(|&actual| actual != asked)
+    {
+        note(Note::StackInterval { asked, actual });
+    }
+    note(Note::Compiling);
+    let result = crate::run(&inst.wasm, &cfg)?;
+    if let Some(t) = &result.trap {
+        note(Note::Trapped(t));
+    }
+    if inst.guest.contexts == pepper_layout::ContextMode::Native
+        && result
+            .samples
+            .as_ref()
+            .and_then(|s| s.pcct.as_ref())
+            .is_some_and(|p| p.samples == 0)
+    {
+        note(Note::NoNativeSamples);
+    }
+    let run = RunInfo {
+        args: opts.wasi.args.clone(),
+        exit_code: Some(result.exit_code),
+        trap: result.trap.clone(),
+        instrument_ms,
+        compile_ms: result.compile.as_secs_f64() * 1e3,
+        run_ms: result.run.as_secs_f64() * 1e3,
+    };
+    let profile = decode::profile(
+        &inst,
+        result.results(),
+        module,
+        run,
+        &opts.settings(iopts.guide.as_deref()),
+        cfg.sampler.as_ref(),
+        lines,
+    );
+    Ok(CommandRun {
+        profile,
+        exit_code: result.exit_code,
+    })
+}

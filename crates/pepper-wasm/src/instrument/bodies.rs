@@ -1,0 +1,365 @@
+//! Stage three: every function's new code (its one body, or under the switch its checked
+//! body and two copies), pepper's own functions, and the module written out.
+
+use super::hash::{cache_miss_function, hash_function};
+use super::memory::{ArmTables, LaidOut};
+use super::Build;
+use crate::body::{emit_body, val_type};
+use crate::contexts::ContextEmit;
+use crate::emit::EmitKind;
+use crate::plan::*;
+use crate::rewrite::{write_module, Additions};
+use crate::switch::{Budget, Redirect, SwitchedFunction};
+use pepper_layout::{pep_tag, ContextMode, HashTable};
+use pepper_profile::Mode;
+use std::collections::HashMap;
+use std::sync::Arc;
+use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
+
+/// Types pepper appends: the hash function's, the context table's, the cache miss's, and
+/// `[] -> results` for wrapper blocks of multi-result functions (and copies' types).
+type ExtraTypes = Vec<(Vec<ValType>, Vec<ValType>)>;
+
+/// Switch: per function, the index of its first copy and the zeros a call into it passes.
+type Switchable = Vec<Option<(u32, Vec<I<'static>>)>>;
+
+/// Function indices of what pepper appends after the module's own functions.
+#[derive(Copy, Clone)]
+struct Appended {
+    hash_fn: u32,
+    enter_fn: u32,
+    miss_fn: u32,
+}
+
+/// What emission produces besides the bodies.
+#[derive(Default)]
+struct Emitted {
+    bodies: Vec<Option<Function>>,
+    /// Switch copies, appended after pepper's own functions: (type, body).
+    copy_fns: Vec<(u32, Function)>,
+    /// (defined index, (F_inst, F_clean)).
+    copies: Vec<(usize, (u32, u32))>,
+    /// Path windows: (defined index, each original operator's code offset).
+    op_offsets: Vec<(usize, Vec<u32>)>,
+}
+
+impl Build<'_, '_> {
+    /// Emits every body into the plan's module.
+    pub(super) fn emit(
+        &self,
+        mut plan: Plan,
+        tables: &ArmTables,
+        laid: &LaidOut,
+        context_code: bool,
+    ) -> Result<(Vec<u8>, Plan), InstrumentError> {
+        let facts = self.facts;
+        plan.rewritten = true;
+        let hash_fn = facts.num_imported_funcs + facts.bodies.len() as u32;
+        let appended = Appended {
+            hash_fn,
+            enter_fn: hash_fn + 1,
+            miss_fn: hash_fn + 2,
+        };
+        let mut extra_types: ExtraTypes = vec![
+            (vec![ValType::I32, ValType::I64, ValType::I64], vec![]),
+            (vec![ValType::I32, ValType::I64], vec![ValType::I32]),
+            (vec![ValType::I32, ValType::I64, ValType::I32], vec![]),
+        ];
+        let switchable = self.switchable(&plan, hash_fn + 3)?;
+        let entry_counter: HashMap<u32, u32> =
+            plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
+        let mut out = Emitted::default();
+        for k in 0..plan.functions.len() {
+            let ctx = FunctionContext {
+                plan: &plan,
+                k,
+                tables,
+                laid,
+                appended,
+                context_code,
+                switchable: &switchable,
+                entry_counter: &entry_counter,
+            };
+            self.emit_function(&ctx, &mut extra_types, &mut out)?;
+        }
+        for (k, offsets) in out.op_offsets {
+            plan.functions[k].op_offsets = Arc::from(offsets);
+        }
+        for &(k, c) in &out.copies {
+            plan.functions[k].copies = Some(c);
+            if self.ephemeral {
+                plan.functions[k].header_counters = header_nodes(&plan.functions[k], laid, k);
+            }
+        }
+        let additions = self.additions(&plan, tables, appended, extra_types, out.copy_fns);
+        let (bytes, dropped) = write_module(self.wasm, facts, out.bodies, &additions)?;
+        plan.dropped_sections = dropped;
+        Ok((bytes, plan))
+    }
+
+    /// Switch: which functions get copies, at which index (first of the two), with the
+    /// zeros a call into the instrumented copy passes for its locals and loop id; decided
+    /// before any body so that instrumented copies can call each other.
+    fn switchable(&self, plan: &Plan, first: u32) -> Result<Switchable, InstrumentError> {
+        let mut switchable = vec![None; plan.functions.len()];
+        if self.switch.is_none() {
+            return Ok(switchable);
+        }
+        let mut next = first;
+        for (k, fp) in plan.functions.iter().enumerate() {
+            if fp.analysis.is_none() || fp.skipped.is_some() {
+                continue;
+            }
+            let mut locals = Vec::new();
+            for l in self.facts.bodies[k].get_locals_reader()? {
+                let (n, t) = l?;
+                locals.extend(std::iter::repeat_n(val_type(t)?, n as usize));
+            }
+            let np = self.facts.defined_sig(k).map_or(0, |s| s.params.len());
+            if let Some(mut zeros) = crate::switch::copy_zeros(np, &locals) {
+                zeros.push(I::I32Const(0));
+                switchable[k] = Some((next, zeros));
+                next += 2;
+            }
+        }
+        Ok(switchable)
+    }
+
+    /// One function's code: nothing (left alone), its one body, or its switched bodies.
+    fn emit_function(
+        &self,
+        c: &FunctionContext<'_>,
+        extra_types: &mut ExtraTypes,
+        out: &mut Emitted,
+    ) -> Result<(), InstrumentError> {
+        let (facts, k) = (self.facts, c.k);
+        let fp = &c.plan.functions[k];
+        let (Some(a), None) = (&fp.analysis, &fp.skipped) else {
+            out.bodies.push(None);
+            return Ok(());
+        };
+        let sig = facts.defined_sig(k).ok_or_else(|| {
+            InstrumentError::Encode(format!("function {} has no function type", fp.index.0))
+        })?;
+        let results: Vec<ValType> = sig
+            .results
+            .iter()
+            .map(|&t| val_type(t))
+            .collect::<Result<_, _>>()?;
+        let wrapper = wrapper_block(&results, facts.num_types, extra_types);
+        let mem = facts.num_memories;
+        if let (Some(placement), Some((first, _))) = (self.switch, &c.switchable[k]) {
+            let params: Vec<ValType> = sig
+                .params
+                .iter()
+                .map(|&t| val_type(t))
+                .collect::<Result<_, _>>()?;
+            let f = fp.index.0;
+            let layout = &c.plan.layout;
+            let switched = SwitchedFunction {
+                facts,
+                k,
+                a,
+                wrapper,
+                mem,
+                flag: match self.ephemeral {
+                    true => layout.switch_flag + 4 * k as u32,
+                    false => layout.switch_flag,
+                },
+                budget: self.ephemeral.then(|| Budget {
+                    entries: layout.entry_counts + 8 * k as u32,
+                    headers: c.laid.header_counters[k],
+                }),
+                params: &params,
+                results: &results,
+                shape: &c.laid.shapes[k],
+                placement,
+                chaos: self.opts.switch_chaos,
+                entry_check: self.ephemeral
+                    || placement.entry_check(
+                        facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
+                    ),
+                copies: (*first, first + 1),
+            };
+            let no_counters = vec![None; a.cfg.num_edges()];
+            let clean = || EmitKind::Edges {
+                counter: &no_counters,
+                tables: &[],
+                loops: &[],
+            };
+            // Not to functions that tables reach: their entry counters (contexts) are in
+            // `F`, which checks the flag at entry anyway.
+            let redirect = |f: u32| {
+                let k = f.checked_sub(facts.num_imported_funcs)? as usize;
+                if facts.address_taken.contains(&f) {
+                    return None;
+                }
+                c.switchable.get(k)?.clone()
+            };
+            // Ephemeral: calls go to the callee's `F`, which spends its own budget.
+            let no_redirect = |_: u32| None;
+            let redirect: Redirect<'_> = match self.ephemeral {
+                true => &no_redirect,
+                false => &redirect,
+            };
+            let (body, inst, clean_copy, ty) = switched
+                .emit(self.kind(c), clean, || self.ctx(c), redirect, extra_types)?
+                .ok_or_else(|| InstrumentError::Encode(format!("function {f}: no copies")))?;
+            let ty = facts.num_types + ty;
+            debug_assert_eq!(*first, c.appended.hash_fn + 3 + out.copy_fns.len() as u32);
+            out.copy_fns.push((ty, inst));
+            out.copy_fns.push((ty, clean_copy));
+            out.copies.push((k, (*first, first + 1)));
+            out.bodies.push(Some(body));
+            return Ok(());
+        }
+        let num_params = sig.params.len() as u32;
+        let (kind, ctx) = (self.kind(c), self.ctx(c));
+        let (body, offsets) = emit_body(facts, k, a, num_params, wrapper, mem, kind, ctx)?;
+        out.bodies.push(Some(body));
+        if c.plan.path_windows {
+            out.op_offsets.push((k, offsets));
+        }
+        Ok(())
+    }
+
+    /// What function `c.k` counts, for the emitter.
+    fn kind<'p>(&self, c: &FunctionContext<'p>) -> EmitKind<'p> {
+        let fp = &c.plan.functions[c.k];
+        match self.mode {
+            Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral => EmitKind::Paths {
+                numbered: fp
+                    .numbered
+                    .as_ref()
+                    .expect("paths mode numbers every instrumented function"),
+                counting: fp.counting,
+                func: fp.index.0,
+                tag: match self.mode {
+                    Mode::Pep => pep_tag(fp.index.0).unwrap_or(0),
+                    _ => 0,
+                },
+                layout: &c.plan.layout,
+                cold_counter: fp.cold_counter,
+                poison: fp.poison,
+                obvious: &fp.obvious,
+                register_loops: &fp.register_loops,
+                hash_fn: c.appended.hash_fn,
+                miss_fn: c.appended.miss_fn,
+                tables: &c.tables.tables[c.k],
+                arm_codes: &c.tables.arm_codes[c.k],
+            },
+            _ => EmitKind::Edges {
+                counter: &fp.edge_counter,
+                tables: &c.tables.tables[c.k],
+                loops: &fp.loop_counts,
+            },
+        }
+    }
+
+    /// Function `c.k`'s context code and its first call site, when it keeps any.
+    fn ctx<'p>(&self, c: &FunctionContext<'p>) -> Option<(ContextEmit<'p>, u32)> {
+        let fp = &c.plan.functions[c.k];
+        c.context_code.then(|| {
+            (
+                ContextEmit {
+                    mode: self.contexts,
+                    layout: &c.plan.layout,
+                    mem: self.facts.num_memories,
+                    func: fp.index.0,
+                    enter_fn: c.appended.enter_fn,
+                    counters: self.contexts != ContextMode::Off && self.opts.site_counters,
+                    entry_counter: c.entry_counter.get(&fp.index.0).copied(),
+                    imported_funcs: self.facts.num_imported_funcs,
+                },
+                fp.first_site,
+            )
+        })
+    }
+
+    /// pepper's own functions, types, memory and data.
+    fn additions(
+        &self,
+        plan: &Plan,
+        tables: &ArmTables,
+        appended: Appended,
+        extra_types: ExtraTypes,
+        copy_fns: Vec<(u32, Function)>,
+    ) -> Additions {
+        let mem = self.facts.num_memories;
+        let hash_type = self.facts.num_types;
+        let l = &plan.layout;
+        let path_table = HashTable {
+            base: l.hash_base,
+            capacity: l.hash_capacity,
+            used: l.hash_used,
+            overflow: l.hash_overflow,
+        };
+        // Not called without exact contexts; any valid table will do.
+        let cct = if l.cct.capacity == 0 {
+            path_table
+        } else {
+            l.cct
+        };
+        Additions {
+            extra_types,
+            functions: vec![
+                (hash_type, hash_function(mem, &path_table, false)),
+                (hash_type + 1, hash_function(mem, &cct, true)),
+                (hash_type + 2, cache_miss_function(mem, appended.hash_fn)),
+            ]
+            .into_iter()
+            .chain(copy_fns)
+            .collect(),
+            memory_pages: l.size.div_ceil(65536).max(1),
+            memory_index: mem,
+            data: (tables.start, tables.bytes.clone()),
+        }
+    }
+}
+
+/// Everything one function's emission reads.
+struct FunctionContext<'p> {
+    plan: &'p Plan,
+    k: usize,
+    tables: &'p ArmTables,
+    laid: &'p LaidOut,
+    appended: Appended,
+    context_code: bool,
+    switchable: &'p Switchable,
+    /// Contexts: each entry-counted function's counter address.
+    entry_counter: &'p HashMap<u32, u32>,
+}
+
+/// The block that funnels every return: its type is the function's results (a type of
+/// its own, appended, for several).
+fn wrapper_block(results: &[ValType], num_types: u32, extra_types: &mut ExtraTypes) -> BlockType {
+    match results.len() {
+        0 => BlockType::Empty,
+        1 => BlockType::Result(results[0]),
+        _ => {
+            let pos = extra_types
+                .iter()
+                .position(|t| t.0.is_empty() && t.1 == results);
+            let pos = pos.unwrap_or_else(|| {
+                extra_types.push((vec![], results.to_vec()));
+                extra_types.len() - 1
+            });
+            BlockType::FunctionType(num_types + pos as u32)
+        }
+    }
+}
+
+/// Ephemeral: the CFG node of each checked loop header of function `k`, with the address
+/// of its counter.
+fn header_nodes(fp: &FunctionPlan, laid: &LaidOut, k: usize) -> Vec<(pepper_cfg::NodeId, u32)> {
+    let (shape, a) = (&laid.shapes[k], fp.analysis.as_ref());
+    let targets = shape.targets(SwitchPlacement::Outer);
+    targets
+        .iter()
+        .zip(0u32..)
+        .filter_map(|(&t, i)| {
+            let node = a?.op_nodes.get(shape.loops[t].op).copied().flatten()?;
+            Some((node, laid.header_counters[k] + 8 * i))
+        })
+        .collect()
+}

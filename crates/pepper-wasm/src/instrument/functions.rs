@@ -1,0 +1,286 @@
+//! Stage one: each function's plan. Analysis, then path numbering (paths modes, with
+//! TPP's cold edges, obvious paths and register loops when targeted) or counter placement
+//! (exact edges, with loops read by induction variable), and its call sites.
+
+use super::memory::Allocator;
+use super::Build;
+use crate::analysis::{analyze, AnalysisError, FunctionAnalysis};
+use crate::emit::POISON;
+use crate::entries::GivenEntries;
+use crate::plan::weights::*;
+use crate::plan::*;
+use pepper_cfg::{
+    eliminate_obvious, number_pruned, EdgeCounting, NumberedDag, REGISTER_PATH_LIMIT,
+};
+use pepper_layout::{pep_tag, ContextMode, PEP_TAG_SHIFT};
+use pepper_profile::Mode;
+use std::sync::Arc;
+
+/// Every function's plan, before memory is laid out.
+pub(super) struct Planned {
+    pub functions: Vec<FunctionPlan>,
+    pub call_sites: Vec<CallSiteInfo>,
+    pub num_branches: u32,
+    pub given: GivenEntries,
+    pub warnings: Vec<String>,
+}
+
+impl Build<'_, '_> {
+    /// Plans every function; `force_skip` (defined index, why) are left alone.
+    pub(super) fn plan_functions(
+        &self,
+        force_skip: &[(usize, String)],
+        mem: &mut Allocator,
+    ) -> Result<Planned, InstrumentError> {
+        let facts = self.facts;
+        let mut out = Planned {
+            functions: Vec::with_capacity(facts.bodies.len()),
+            call_sites: Vec::new(),
+            num_branches: 0,
+            given: GivenEntries::default(),
+            warnings: Vec::new(),
+        };
+        // Exact edges decide across functions which entry counts callers give (analyzing
+        // every body first); other modes analyze each body as they go. Loop counts (exact
+        // edges) and register loops (targeted) need to know whether anything can unwind.
+        let mut analyses: Vec<Option<Result<FunctionAnalysis, AnalysisError>>> = Vec::new();
+        let mut may_unwind = false;
+        if self.mode == Mode::ExactEdges || self.mode == Mode::Targeted {
+            let all: Vec<_> = facts.bodies.iter().map(analyze).collect();
+            may_unwind = crate::entries::may_unwind(&all);
+            if self.mode == Mode::ExactEdges {
+                let skipped: Vec<bool> = (0..all.len())
+                    .map(|k| force_skip.iter().any(|s| s.0 == k))
+                    .collect();
+                out.given = GivenEntries::decide(facts, &all, &skipped);
+            }
+            analyses = all.into_iter().map(Some).collect();
+        }
+        for (k, body) in facts.bodies.iter().enumerate() {
+            let index = facts.func_index(k);
+            let name = facts.names.get(&index.0).cloned();
+            let display = name.clone().unwrap_or_else(|| format!("func[{}]", index.0));
+            let mut fp = FunctionPlan::new(index, name, out.num_branches, out.call_sites.len());
+            if self.mode == Mode::None && self.contexts == ContextMode::Off {
+                out.functions.push(fp);
+                continue;
+            }
+            if let Some((_, why)) = force_skip.iter().find(|s| s.0 == k) {
+                fp.skipped = Some(why.clone());
+            }
+            let analysis = analyses
+                .get_mut(k)
+                .and_then(Option::take)
+                .unwrap_or_else(|| analyze(body));
+            match analysis {
+                Ok(a) => {
+                    // Branch ids are assigned even when the function ends up skipped, so
+                    // that the profile lists every branch instruction of the module.
+                    out.num_branches += a.sites.len() as u32;
+                    if self.mode == Mode::Pep && pep_tag(index.0).is_none() {
+                        fp.skipped = Some("function index too large for PEP's path tag".into());
+                    }
+                    if fp.skipped.is_none() {
+                        let given = out.given.given.get(k).copied().unwrap_or(false);
+                        self.place(&mut fp, &a, given, may_unwind, mem);
+                    }
+                    fp.analysis = Some(Arc::new(a));
+                }
+                Err(e) => fp.skipped = Some(e.to_string()),
+            }
+            if self.contexts != ContextMode::Off {
+                // Listed for every function, instrumented or not: native stack samples
+                // name call sites in functions pepper leaves alone too.
+                match crate::contexts::call_sites(index.0, body) {
+                    Ok(sites) => out.call_sites.extend(sites),
+                    Err(e) => fp.skipped = Some(e.to_string()),
+                }
+            }
+            if let Some(why) = &fp.skipped {
+                out.warnings.push(format!(
+                    "function {} ({display}) left uninstrumented: {why}",
+                    index.0
+                ));
+            }
+            out.functions.push(fp);
+        }
+        if self.contexts != ContextMode::Off {
+            // Indirect calls by canonical signature (type indices may differ for one).
+            let sigs = facts.signature_ids();
+            for s in &mut out.call_sites {
+                s.sig = s.sig.and_then(|t| sigs.get(&t).copied());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Decides how `fp` counts: numbered paths, edge counters, or (contexts only) nothing.
+    fn place(
+        &self,
+        fp: &mut FunctionPlan,
+        a: &FunctionAnalysis,
+        given: bool,
+        may_unwind: bool,
+        mem: &mut Allocator,
+    ) {
+        if self.mode.paths() {
+            match self.number(fp, a) {
+                Ok(nd) => {
+                    let nd = self.count_paths(fp, a, nd, may_unwind, mem);
+                    fp.numbered = Some(Arc::new(nd));
+                }
+                Err(e) => fp.skipped = Some(e.to_string()),
+            }
+        } else if self.mode == Mode::ExactEdges {
+            self.count_edges(fp, a, given, may_unwind, mem);
+        } else {
+            // Contexts only: the function keeps its shape, no edge carries code.
+            fp.edge_counter = vec![None; a.cfg.num_edges()];
+        }
+    }
+
+    /// Smart path numbering (PEP §3.4) by the guide or the static estimate; targeted mode
+    /// numbers only the paths that avoid the guide's cold edges (TPP).
+    fn number(
+        &self,
+        fp: &FunctionPlan,
+        a: &FunctionAnalysis,
+    ) -> Result<NumberedDag, pepper_cfg::DagError> {
+        let opts = self.opts;
+        let func = fp.index.0;
+        let guided = opts.guide.as_ref().and_then(|g| g.weights(func, a));
+        let weights = dag_weights(guided.unwrap_or_else(|| static_numbering_weights(a)));
+        // One limit for every paths mode, so that exact and PEP profiles cut the same
+        // monster functions at the same places and their paths compare.
+        let limit = REGISTER_PATH_LIMIT.min(1 << PEP_TAG_SHIFT);
+        let cold = match (self.mode, &opts.guide) {
+            (Mode::Targeted, Some(g)) => g.cold_edges(func, a, opts.cold_threshold),
+            _ => None,
+        };
+        number_pruned(
+            &a.cfg,
+            &a.headers,
+            &[a.funnel],
+            Some(&weights),
+            limit,
+            cold.as_deref(),
+        )
+    }
+
+    /// Where a numbered function's path ends go: PEP's ring or every-K, an array, or the
+    /// hash table; targeted mode's cold counter, obvious paths and register loops.
+    fn count_paths(
+        &self,
+        fp: &mut FunctionPlan,
+        a: &FunctionAnalysis,
+        mut nd: NumberedDag,
+        may_unwind: bool,
+        mem: &mut Allocator,
+    ) -> NumberedDag {
+        let (mode, opts) = (self.mode, self.opts);
+        let n = nd.numbering.total();
+        // Targeted: slots n..2n catch poisoned registers (see `FunctionPlan::poison`), so
+        // a path end needs no test.
+        let slots = if mode == Mode::Targeted { 2 * n } else { n };
+        fp.counting = if mode == Mode::Pep {
+            match opts.pep_every {
+                Some(k) => {
+                    mem.any_hash = true;
+                    Counting::Every { k: k.max(1) }
+                }
+                None => Counting::Ring,
+            }
+        } else if n <= opts.array_max_paths && mem.array_bytes + 8 * slots <= opts.array_budget {
+            mem.array_bytes += 8 * slots;
+            fp.poison = POISON + 8 * n as i64;
+            Counting::Array {
+                base: mem.alloc(8 * slots),
+            }
+        } else {
+            mem.any_hash = true;
+            let entries = mem.layout.hash_cache_entries;
+            Counting::Hash {
+                cache: (entries > 0).then(|| mem.alloc(16 * entries as u64)),
+            }
+        };
+        if mode != Mode::Targeted {
+            return nd;
+        }
+        fp.cold_counter = Some(mem.alloc(8));
+        fp.cold_edges = (0..a.cfg.num_edges())
+            .filter(|&e| nd.edge_val(pepper_cfg::EdgeId::new(e)).is_none())
+            .count() as u32;
+        if opts.obvious {
+            let costs = counter_costs(a);
+            let ob = eliminate_obvious(&nd.dag, &nd.numbering, &|e| {
+                dag_counter_cost(&costs, &nd.dag, e)
+            });
+            fp.obvious = ob
+                .paths
+                .iter()
+                .map(|o| ObviousCounter {
+                    edge: o.counter,
+                    path: o.number,
+                    guarded: o.guarded,
+                    addr: match fp.counting {
+                        Counting::Array { base } => base + 8 * o.number as u32,
+                        _ => mem.alloc(8),
+                    },
+                })
+                .collect();
+            nd.obvious = Some(ob);
+        } else if let (Counting::Array { base }, false) = (fp.counting, may_unwind) {
+            // Not with obvious paths, which count some iteration paths on an edge already
+            // (into the same slot).
+            let observed = opts.guide.as_ref().and_then(|g| g.observed(fp.index.0, a));
+            let freqs = frequencies(a, observed.as_deref());
+            fp.register_loops = register_loops(a, &nd, &freqs, base, opts.loop_threshold);
+        }
+        nd
+    }
+
+    /// Exact edges: counters on the chords of a maximum spanning tree, loops read by their
+    /// induction variable where they can be.
+    fn count_edges(
+        &self,
+        fp: &mut FunctionPlan,
+        a: &FunctionAnalysis,
+        given: bool,
+        may_unwind: bool,
+        mem: &mut Allocator,
+    ) {
+        let opts = self.opts;
+        let ec = if a.sites.is_empty() {
+            // No branch, nothing to report: the one count such a function has (its
+            // entries) would cost an increment per call for no output. (With given
+            // entries, its edges are still known, for its callees.)
+            EdgeCounting::uncounted(&a.cfg, given)
+        } else {
+            let observed = opts.guide.as_ref().and_then(|g| g.observed(fp.index.0, a));
+            let freqs = frequencies(a, observed.as_deref());
+            let weights = edge_weights(a, &freqs);
+            // Unwinding skips loop exits, and so what a loop's count adds there.
+            let loops = if may_unwind || !opts.loop_counts {
+                Vec::new()
+            } else {
+                readable_loops(a)
+            };
+            let offered: Vec<_> = loops
+                .iter()
+                .map(|l| (l.counter.node, loop_count_weight(a, &freqs, l)))
+                .collect();
+            let ec = EdgeCounting::with_given(&a.cfg, &weights, given, &offered);
+            fp.loop_counts = loops
+                .into_iter()
+                .filter(|l| ec.nodes_given.contains(&l.counter.node))
+                .map(|l| LoopCount {
+                    addr: mem.alloc(8),
+                    ..l
+                })
+                .collect();
+            ec
+        };
+        fp.edge_counter = ec.chord.iter().map(|&c| c.then(|| mem.alloc(8))).collect();
+        fp.edge_counting = Some(ec);
+    }
+}
