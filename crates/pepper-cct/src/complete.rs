@@ -85,44 +85,9 @@ pub fn complete(
     let mut out = tree.clone();
     out.raise_budget(opts.budget);
 
-    // Sampled weight per (site, callee), and the callees an indirect site was seen calling;
-    // the same for calls seen in call windows. Where windows saw a (site, callee) pair,
-    // they split its calls among its contexts by number; timer samples' edge weights
-    // split them by time otherwise (pairs called long before any window, such as the
-    // program's outer frames, are seen only by the timer).
-    let mut weight: HashMap<(u32, u32), u64> = HashMap::new();
-    let mut windowed: HashMap<(u32, u32), u64> = HashMap::new();
-    for (_, n) in tree.nodes().skip(1) {
-        if (n.site as usize) < sites.len() {
-            *weight.entry((n.site, n.func)).or_default() += n.edge_weight;
-            if n.window_calls > 0 {
-                *windowed.entry((n.site, n.func)).or_default() += n.window_calls;
-            }
-        }
-    }
+    let (weight, windowed) = sampled_calls(tree, sites.len());
     let (unit, call_unit) = (opts.unit.max(1) as f64, opts.call_unit.max(1) as f64);
-    let mut callees: Vec<Vec<(u32, f64)>> = sites
-        .iter()
-        .map(|s| match s.callee {
-            Some(g) => vec![(g, s.calls as f64)],
-            None => Vec::new(),
-        })
-        .collect();
-    let mut seen: HashMap<u32, Vec<(u32, u64)>> = HashMap::new();
-    for (&(s, g), &w) in &weight {
-        if sites[s as usize].callee.is_none() {
-            seen.entry(s).or_default().push((g, w));
-        }
-    }
-    for (s, gs) in &seen {
-        let total: u64 = gs.iter().map(|x| x.1).sum::<u64>().max(1);
-        let n = sites[*s as usize].calls as f64;
-        callees[*s as usize] = gs
-            .iter()
-            .map(|&(g, w)| (g, n * w as f64 / total as f64))
-            .collect();
-    }
-    resolve_indirect(sites, entries, &seen, &mut callees);
+    let callees = site_callees(sites, entries, &weight);
     let mut calls_into: HashMap<u32, f64> = HashMap::new();
     let mut sites_of: HashMap<u32, Vec<u32>> = HashMap::new();
     for (s, site) in sites.iter().enumerate() {
@@ -132,19 +97,7 @@ pub fn complete(
         }
     }
 
-    // Sampled inclusive time of each node and, per function, over all its contexts: how a
-    // function's own calls split among its contexts when samples show where it spends
-    // its time but not which call sites it used there.
-    let mut incl: Vec<f64> = out.nodes().map(|(_, n)| n.self_weight as f64).collect();
-    for i in (1..incl.len()).rev() {
-        if let Some(p) = out.node(NodeIdx(i as u32)).parent {
-            incl[p.index()] += incl[i];
-        }
-    }
-    let mut fn_incl: HashMap<u32, f64> = HashMap::new();
-    for (i, n) in out.nodes().skip(1) {
-        *fn_incl.entry(n.func).or_default() += incl[i.index()];
-    }
+    let (incl, fn_incl) = inclusive(&out);
     let mut est = vec![0.0f64; out.len()];
     let mut queue: VecDeque<(NodeIdx, usize)> = VecDeque::new();
     // Outermost frames: entered from the host once per activation we know of; detached
@@ -227,6 +180,77 @@ pub fn complete(
     }
     est.resize(out.len(), 0.0);
     (out, est)
+}
+
+/// A weight per (call site, callee).
+type PairWeights = HashMap<(u32, u32), u64>;
+
+/// Sampled weight per (site, callee), and calls seen in call windows per (site, callee).
+/// Where windows saw a (site, callee) pair, they split its calls among its contexts by
+/// number; timer samples' edge weights split them by time otherwise (pairs called long
+/// before any window, such as the program's outer frames, are seen only by the timer).
+fn sampled_calls(tree: &ContextTree, num_sites: usize) -> (PairWeights, PairWeights) {
+    let mut weight: PairWeights = HashMap::new();
+    let mut windowed: PairWeights = HashMap::new();
+    for (_, n) in tree.nodes().skip(1) {
+        if (n.site as usize) < num_sites {
+            *weight.entry((n.site, n.func)).or_default() += n.edge_weight;
+            if n.window_calls > 0 {
+                *windowed.entry((n.site, n.func)).or_default() += n.window_calls;
+            }
+        }
+    }
+    (weight, windowed)
+}
+
+/// Each site's callees with their estimated calls: a direct site's exact count; an
+/// indirect site's split by the callees samples saw it call, then resolved against the
+/// exact entry counts (`resolve_indirect`).
+fn site_callees(
+    sites: &[SiteCount],
+    entries: &[EntryCount],
+    weight: &PairWeights,
+) -> Vec<Vec<(u32, f64)>> {
+    let mut callees: Vec<Vec<(u32, f64)>> = sites
+        .iter()
+        .map(|s| match s.callee {
+            Some(g) => vec![(g, s.calls as f64)],
+            None => Vec::new(),
+        })
+        .collect();
+    let mut seen: HashMap<u32, Vec<(u32, u64)>> = HashMap::new();
+    for (&(s, g), &w) in weight {
+        if sites[s as usize].callee.is_none() {
+            seen.entry(s).or_default().push((g, w));
+        }
+    }
+    for (s, gs) in &seen {
+        let total: u64 = gs.iter().map(|x| x.1).sum::<u64>().max(1);
+        let n = sites[*s as usize].calls as f64;
+        callees[*s as usize] = gs
+            .iter()
+            .map(|&(g, w)| (g, n * w as f64 / total as f64))
+            .collect();
+    }
+    resolve_indirect(sites, entries, &seen, &mut callees);
+    callees
+}
+
+/// Sampled inclusive time of each node and, per function, over all its contexts: how a
+/// function's own calls split among its contexts when samples show where it spends its
+/// time but not which call sites it used there.
+fn inclusive(out: &ContextTree) -> (Vec<f64>, HashMap<u32, f64>) {
+    let mut incl: Vec<f64> = out.nodes().map(|(_, n)| n.self_weight as f64).collect();
+    for i in (1..incl.len()).rev() {
+        if let Some(p) = out.node(NodeIdx(i as u32)).parent {
+            incl[p.index()] += incl[i];
+        }
+    }
+    let mut fn_incl: HashMap<u32, f64> = HashMap::new();
+    for (i, n) in out.nodes().skip(1) {
+        *fn_incl.entry(n.func).or_default() += incl[i.index()];
+    }
+    (incl, fn_incl)
 }
 
 /// Splits each indirect site's exact count among the functions it may reach (same

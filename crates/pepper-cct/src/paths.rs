@@ -238,58 +238,11 @@ pub fn path_events(
                 frames.push(Seg::known(rec));
                 break;
             }
-            // The unfinished path began here: where the frame's previous path ended, or
-            // (a path end the frame cannot explain) at its entry, after that path end.
-            let n = frames.len();
-            let (below, top) = frames.split_at_mut(n - 1);
-            let top = &mut top[0];
-            let callees: Vec<u32> = top.held.iter().rev().map(|h| h.0).collect();
-            // Whether the frame may have begun after the older returns, made by a frame
-            // below it, its path calling only the newest `mine`.
-            let began_later = |mine: usize| {
-                let (older, newest) = callees.split_at(callees.len() - mine);
-                g.resolve(top.func, Start::Entry, top.at, newest) != Resolution::NoPath
-                    && older
-                        .iter()
-                        .all(|&h| below.iter().any(|f| g.may_have_called(f.func, f.at, h)))
-            };
-            let from = match rec.end {
-                PathEnd::Split(h) if rec.func == top.func => {
-                    // Its own previous path, unless a frame below runs the same function
-                    // and this one may have begun after that frame's path end.
-                    if below.iter().any(|f| f.func == rec.func)
-                        && (0..=callees.len()).any(began_later)
-                    {
-                        break 'records;
-                    }
-                    Start::Split(h)
-                }
-                _ if below.is_empty() => break 'records,
-                _ => {
-                    // Some of the returns may be the caller's, from before the frame began.
-                    if (0..callees.len()).any(began_later) {
-                        break 'records;
-                    }
-                    Start::Entry
-                }
-            };
-            // Returns that do not resolve stay held back: the window ends before them.
-            let Resolution::One(sites) = g.resolve(top.func, from, top.at, &callees) else {
-                break 'records;
-            };
-            for (&(_, at), s) in top.held.iter().rev().zip(sites) {
-                out[at] = s | RET;
+            match begin_unfinished(&mut frames, rec, g, out) {
+                Found::Stop => break 'records,
+                Found::Entry => continue,
+                Found::Split => break,
             }
-            top.held.clear();
-            if from == Start::Entry {
-                out.push(top.func);
-                frames.pop();
-                continue;
-            }
-            top.known = true;
-            top.pending = &rec.sites;
-            top.from_entry = rec.from_entry;
-            break;
         }
         used += 1;
         // An activation whose first path has all its calls matched began here.
@@ -313,6 +266,76 @@ pub fn path_events(
     debug_assert!(!out.contains(&HELD));
     out.reverse();
     used
+}
+
+/// What [`begin_unfinished`] found out about the top frame's unfinished path.
+enum Found {
+    /// Nothing that fits: the window ends here.
+    Stop,
+    /// It began at the frame's entry: the frame is done, the record goes to the one below.
+    Entry,
+    /// It began where the record's path (the frame's previous one) ended.
+    Split,
+}
+
+/// The top frame's unfinished path began where the frame's previous path ended, or (a
+/// path end the frame cannot explain) at its entry, after that path end: resolves the
+/// returns held back for it.
+fn begin_unfinished<'r>(
+    frames: &mut Vec<Seg<'r>>,
+    rec: &'r PathCalls,
+    g: &(impl CallGraph + ?Sized),
+    out: &mut Vec<u32>,
+) -> Found {
+    // (a path end the frame cannot explain) at its entry, after that path end.
+    let n = frames.len();
+    let (below, top) = frames.split_at_mut(n - 1);
+    let top = &mut top[0];
+    let callees: Vec<u32> = top.held.iter().rev().map(|h| h.0).collect();
+    // Whether the frame may have begun after the older returns, made by a frame
+    // below it, its path calling only the newest `mine`.
+    let began_later = |mine: usize| {
+        let (older, newest) = callees.split_at(callees.len() - mine);
+        g.resolve(top.func, Start::Entry, top.at, newest) != Resolution::NoPath
+            && older
+                .iter()
+                .all(|&h| below.iter().any(|f| g.may_have_called(f.func, f.at, h)))
+    };
+    let from = match rec.end {
+        PathEnd::Split(h) if rec.func == top.func => {
+            // Its own previous path, unless a frame below runs the same function
+            // and this one may have begun after that frame's path end.
+            if below.iter().any(|f| f.func == rec.func) && (0..=callees.len()).any(began_later) {
+                return Found::Stop;
+            }
+            Start::Split(h)
+        }
+        _ if below.is_empty() => return Found::Stop,
+        _ => {
+            // Some of the returns may be the caller's, from before the frame began.
+            if (0..callees.len()).any(began_later) {
+                return Found::Stop;
+            }
+            Start::Entry
+        }
+    };
+    // Returns that do not resolve stay held back: the window ends before them.
+    let Resolution::One(sites) = g.resolve(top.func, from, top.at, &callees) else {
+        return Found::Stop;
+    };
+    for (&(_, at), s) in top.held.iter().rev().zip(sites) {
+        out[at] = s | RET;
+    }
+    top.held.clear();
+    if from == Start::Entry {
+        out.push(top.func);
+        frames.pop();
+        return Found::Entry;
+    }
+    top.known = true;
+    top.pending = &rec.sites;
+    top.from_entry = rec.from_entry;
+    Found::Split
 }
 
 impl Pcct {

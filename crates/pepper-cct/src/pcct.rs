@@ -7,7 +7,7 @@
 //! property: a marked frame is one the profiler has seen before and that has not returned
 //! since. Because frames below an old frame are old too, a sample only walks the new
 //! frames on top (at most `bufsize` of them) and knows exactly where they attach, since
-//! the node of every frame it marked is remembered by depth (the digest's fix for the
+//! the node of every frame it marked is remembered by depth (the fix for the
 //! paper's ambiguous `get_node`).
 
 use crate::tree::{ContextTree, NodeIdx, DETACHED_SITE, NO_SITE, ROOT};
@@ -42,7 +42,7 @@ pub trait Stack {
     }
 }
 
-/// Which edges a sample adds weight to (the digest's §B.7.2 item 2: Figure 7 as printed
+/// Which edges a sample adds weight to (Whaley's Figure 7 as printed
 /// and the paper's prose disagree).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum EdgeMode {
@@ -286,7 +286,7 @@ mod tests {
         Some(n)
     }
 
-    /// The digest's worked example (§B.7.2 item 2): M→A→C sampled twice in the same C
+    /// A worked example: M→A→C sampled twice in the same C
     /// activation, then C returns and A calls D.
     fn worked_example(mode: EdgeMode) -> Pcct {
         let (m, a, c, d) = (1, 2, 3, 4);

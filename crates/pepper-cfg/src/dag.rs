@@ -1,4 +1,4 @@
-//! The P-DAG: PEP's variant of the Ball-Larus DAG (PEP §3.2, digest §1.1).
+//! The P-DAG: PEP's variant of the Ball-Larus DAG (PEP §3.2).
 //!
 //! Every *split node* `h` (a loop header, or a node chosen by truncation) is cut in two:
 //! `h_a` receives all of `h`'s in-edges (loop entries and back edges alike) and has a single
@@ -6,7 +6,7 @@
 //! A path therefore ends at a split node and the next one starts there, which is exactly
 //! where pepper puts its path-ending code (a yieldpoint in PEP, a counter in exact mode).
 //! Back edges become ordinary edges into `h_a`, so several back edges to one header are
-//! distinct paths with no special case (pitfall P1).
+//! distinct paths with no special case.
 
 use crate::cfg::Cfg;
 use crate::ids::{DagEdgeId, EdgeId, NodeId};
@@ -33,7 +33,7 @@ pub enum DagEdgeKind {
     /// `h_a` → EXIT: a path ending at split node `h`.
     SplitExit(NodeId),
     /// A node with no successors (ends in `unreachable`, `throw`, ...) → EXIT. Never executed,
-    /// but it keeps every interval non-empty so regeneration stays unambiguous (pitfall P7).
+    /// but it keeps every interval non-empty so regeneration stays unambiguous.
     DeadEnd(NodeId),
 }
 

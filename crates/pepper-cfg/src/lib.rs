@@ -5,7 +5,7 @@
 //! - [`PathDag`]: the P-DAG of PEP §3.2, where paths end at *split nodes* (loop headers and
 //!   truncation points) and at the function exit;
 //! - [`PathNumbering`]: Ball-Larus numbering (PEP Fig. 2), optionally "smart" (PEP Fig. 4),
-//!   with greedy regeneration of full and partial paths (digest §1.5, §1.6);
+//!   with greedy regeneration of full and partial paths (PEP §3.3);
 //! - [`truncate`]: choosing extra split nodes so a function's path count fits a register;
 //! - [`eliminate_obvious`]: TPP's obvious paths, counted on a defining edge instead of by
 //!   the path register;

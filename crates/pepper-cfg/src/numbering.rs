@@ -1,4 +1,4 @@
-//! Ball-Larus path numbering (PEP Fig. 2 / Fig. 4) and greedy regeneration (digest §1.5-1.6).
+//! Ball-Larus path numbering (PEP Fig. 2 / Fig. 4) and greedy regeneration (Ball-Larus §3.5; PEP §3.3).
 
 use crate::dag::{PathDag, Vertex};
 use crate::ids::DagEdgeId;
@@ -142,7 +142,7 @@ impl PathNumbering {
         self.val.iter().copied().max().unwrap_or(0)
     }
 
-    /// The edges of path `r`, ENTRY to EXIT, dummies included (greedy, digest §1.5).
+    /// The edges of path `r`, ENTRY to EXIT, dummies included (greedy, Ball-Larus §3.5).
     pub fn regenerate(&self, dag: &PathDag, r: u64) -> Result<Vec<DagEdgeId>, RegenError> {
         if r >= self.total() {
             return Err(RegenError::OutOfRange(r, self.total()));
@@ -151,7 +151,7 @@ impl PathNumbering {
     }
 
     /// The prefix of the path whose register value is `p` when execution is at vertex `at`
-    /// (digest §1.6): the greedy walk on `p`, stopped at `at`.
+    /// (PEP §3.3): the greedy walk on `p`, stopped at `at`.
     pub fn regenerate_partial(
         &self,
         dag: &PathDag,

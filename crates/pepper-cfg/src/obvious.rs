@@ -1,4 +1,4 @@
-//! TPP's obvious path elimination (TPP §4.2, digest §3.4) on a numbered P-DAG.
+//! TPP's obvious path elimination (TPP §4.2) on a numbered P-DAG.
 //!
 //! A path is *obvious* when one of its edges (a *defining* edge) lies on no other path: the
 //! path then runs exactly as often as that edge. A recording point (an edge into EXIT) that

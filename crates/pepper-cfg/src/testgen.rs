@@ -1,4 +1,4 @@
-//! Generators and oracles for property tests (style habit 15): random CFGs and brute-force
+//! Generators and oracles for property tests: random CFGs and brute-force
 //! path enumeration. Kept in a normal module so other crates and fuzzers can reuse them.
 
 use crate::cfg::Cfg;

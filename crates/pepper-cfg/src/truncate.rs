@@ -1,4 +1,4 @@
-//! Keeping path numbers inside the path register (digest pitfall P4).
+//! Keeping path numbers inside the path register (functions with more paths than a 64-bit register holds are cut at chosen nodes).
 //!
 //! Stacked conditionals give 2^k paths, and real functions exceed 2^64. Neither paper says
 //! which edge to truncate; pepper truncates *all* in-edges of one node at once, by making

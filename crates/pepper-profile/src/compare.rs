@@ -1,5 +1,5 @@
 //! Accuracy of an estimated profile against a reference of the same module (PEP §6.3-6.4,
-//! digest §2.5): Wall weight matching for paths, relative and absolute overlap for edges.
+//! TPP §5): Wall weight matching for paths, relative and absolute overlap for edges.
 //!
 //! Paths are matched by what they are (function, start, branch decisions, end), not by
 //! number, so profiles numbered differently (plain vs. smart numbering from a guide) compare
@@ -123,7 +123,7 @@ fn path_accuracy(reference: &[Path], estimate: &[Path]) -> (Option<f64>, Vec<Pat
     (Some(matched / hot_flow), keys, found)
 }
 
-/// AoDF (TPP §5, digest §2.5): per path, `len` = blocks on it (at least 1).
+/// AoDF (TPP §5): per path, `len` = blocks on it (at least 1).
 fn aodf(reference: &[Path], estimate: &[Path]) -> Option<f64> {
     let len = |p: &Path| p.blocks.len().max(1) as f64;
     let mut by_key: HashMap<PathKey, (f64, f64, f64)> = HashMap::new();

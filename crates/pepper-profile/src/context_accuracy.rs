@@ -2,7 +2,7 @@
 //!
 //! Contexts are matched by what they are: the chain of (call-site offset, function) from the
 //! outermost frame, so trees built by different runs (and different node numberings) compare.
-//! The measures follow the calling-context-profiling literature the digest cites: Arnold &
+//! The measures follow the calling-context-profiling literature: Arnold &
 //! Sweeney's *degree of overlap* (Σ over contexts of the smaller of the two normalized
 //! weights) and Zhuang et al.'s *hot-edge coverage* (the share of the reference's hot
 //! contexts that the estimate has at all), plus hot-function precision (Whaley's

@@ -267,159 +267,9 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
     for w in &p.warnings {
         let _ = writeln!(o, "warning: {w}");
     }
-    if let Some(s) = &p.sampling {
-        let how = if s.design == "every" {
-            format!("every {}th path end recorded in the guest", s.every)
-        } else if s.design == "ephemeral" {
-            format!(
-                "ephemeral, each function's branches recorded for {} entries or outer loop \
-                 iterations in each of {} epochs of {} us (branch counts: recorded biases \
-                 times exact entry and loop counts)",
-                s.samples, s.ticks, s.interval_us
-            )
-        } else if s.design == "phase-aware" || s.design == "periodic-intervals" {
-            let intervals = p.timeline.as_ref().map_or(&[][..], |t| &t.intervals[..]);
-            let profiled = intervals.iter().filter(|i| i.profiled).count();
-            let which = if s.design == "phase-aware" {
-                let mut phases: Vec<u32> = intervals.iter().filter_map(|i| i.phase).collect();
-                phases.sort_unstable();
-                phases.dedup();
-                let again = if s.stride > 0 {
-                    format!(" and every {}th of a phase", s.stride)
-                } else {
-                    String::new()
-                };
-                format!(
-                    "interval {} of each new phase{again}, {} phases",
-                    s.samples,
-                    phases.len()
-                )
-            } else {
-                format!("every {}th", s.samples)
-            };
-            format!(
-                "{profiled} of {} intervals of {} us instrumented ({which}), every path end in \
-                 them read ({} path ends), each phase's scaled by its intervals",
-                intervals.len(),
-                s.interval_us,
-                s.taken
-            )
-        } else {
-            let weights = match s.weights.as_str() {
-                "rate" => ", bursts weighted by the path-end rate at each tick",
-                "" | "ticks" => ", bursts weighted by the path ends since the last tick",
-                _ => "",
-            };
-            let idle = if s.idle_ticks > 0 {
-                format!(" ({} with the guest idle, weighing nothing)", s.idle_ticks)
-            } else {
-                String::new()
-            };
-            format!(
-                "PEP({},{}) every {} us{weights}: {} samples over {} ticks{idle} of {} path ends",
-                s.samples, s.stride, s.interval_us, s.taken, s.ticks, s.path_ends
-            )
-        };
-        let _ = writeln!(
-            o,
-            "sampled: {how}{}; counts below are estimated executions",
-            if s.guide.is_some() {
-                ", smart numbering from a guide"
-            } else {
-                ""
-            }
-        );
-        if !s.switch.is_empty() {
-            // Switchable instrumentation: how much of the run paid for instrumentation.
-            let share = s.switched_on_us as f64 / 1e3 / p.run.run_ms.max(1e-9);
-            let _ = writeln!(
-                o,
-                "switch ({}): instrumented copies on for {:.1}% of the run ({} ms), {} path ends \
-                 ({:.2}% of the estimated {})",
-                s.switch,
-                100.0 * share.min(1.0),
-                s.switched_on_us / 1000,
-                s.instrumented_path_ends,
-                100.0 * s.instrumented_path_ends as f64 / (s.path_ends.max(1)) as f64,
-                s.path_ends
-            );
-        }
-        if s.lost > 0 {
-            let _ = writeln!(
-                o,
-                "warning: {} samples lost (overwritten or table full)",
-                s.lost
-            );
-        }
-    }
+    sampling_text(o, p);
     if p.mode == crate::Mode::Targeted {
-        // TPP: what the guide pruned, and how much of this run it failed to predict.
-        let mut pruned: Vec<&crate::Function> = p
-            .functions
-            .iter()
-            .filter(|f| f.cold_edges.unwrap_or(0) > 0 || f.cold_executions.unwrap_or(0) > 0)
-            .collect();
-        let hot: u64 = p.paths.iter().map(|x| x.count).sum();
-        let cold: u64 = pruned.iter().filter_map(|f| f.cold_executions).sum();
-        let _ = writeln!(
-            o,
-            "targeted: {} functions pruned; {} of {} path executions ({:.2}%) took a cold edge",
-            pruned.len(),
-            cold,
-            hot + cold,
-            pct(cold, hot + cold)
-        );
-        let with_obvious = p
-            .functions
-            .iter()
-            .filter(|f| f.obvious_paths.unwrap_or(0) > 0);
-        let (funcs, obvious, bare) = with_obvious.fold((0, 0u64, 0u64), |(n, o, b), f| {
-            (
-                n + 1,
-                o + u64::from(f.obvious_paths.unwrap_or(0)),
-                b + u64::from(f.uninstrumented_edges.unwrap_or(0)),
-            )
-        });
-        if obvious > 0 {
-            let _ = writeln!(
-                o,
-                "targeted: {obvious} obvious paths in {funcs} functions counted on a defining edge; \
-                 {bare} edges need no path-register code"
-            );
-        }
-        let (loop_funcs, loops) = p
-            .functions
-            .iter()
-            .filter_map(|f| f.register_loops.filter(|&n| n > 0))
-            .fold((0, 0u64), |(f, n), k| (f + 1, n + u64::from(k)));
-        if loops > 0 {
-            let _ = writeln!(
-                o,
-                "targeted: {loops} loops in {loop_funcs} functions counted their most frequent path \
-                 in a local"
-            );
-        }
-        if pct(cold, hot + cold) > 1.0 {
-            let _ = writeln!(
-                o,
-                "warning: more than 1% of the flow went to cold counters: the guide does not describe this run well"
-            );
-        }
-        pruned.sort_by_key(|f| std::cmp::Reverse(f.cold_executions.unwrap_or(0)));
-        for f in pruned
-            .iter()
-            .filter(|f| f.cold_executions.unwrap_or(0) > 0)
-            .take(5)
-        {
-            let _ = writeln!(
-                o,
-                "  {:>12} cold executions, {} cold edges, {} hot paths numbered  in {}",
-                f.cold_executions.unwrap_or(0),
-                f.cold_edges.unwrap_or(0),
-                f.num_paths.unwrap_or(0),
-                p.function_name(f.index)
-            );
-        }
+        targeted_text(o, p);
     }
     if p.lost.hash_overflow > 0 {
         let _ = writeln!(
@@ -429,6 +279,179 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
         );
     }
 
+    let all_paths = functions_text(o, p, opts);
+    paths_text(o, p, opts, all_paths);
+    branches_text(o, p, opts);
+    contexts_text(o, p, opts);
+    out
+}
+
+/// How a sampled profile was sampled, in words.
+fn sampling_how(p: &Profile, s: &crate::Sampling) -> String {
+    if s.design == "every" {
+        format!("every {}th path end recorded in the guest", s.every)
+    } else if s.design == "ephemeral" {
+        format!(
+            "ephemeral, each function's branches recorded for {} entries or outer loop \
+             iterations in each of {} epochs of {} us (branch counts: recorded biases \
+             times exact entry and loop counts)",
+            s.samples, s.ticks, s.interval_us
+        )
+    } else if s.design == "phase-aware" || s.design == "periodic-intervals" {
+        let intervals = p.timeline.as_ref().map_or(&[][..], |t| &t.intervals[..]);
+        let profiled = intervals.iter().filter(|i| i.profiled).count();
+        let which = if s.design == "phase-aware" {
+            let mut phases: Vec<u32> = intervals.iter().filter_map(|i| i.phase).collect();
+            phases.sort_unstable();
+            phases.dedup();
+            let again = if s.stride > 0 {
+                format!(" and every {}th of a phase", s.stride)
+            } else {
+                String::new()
+            };
+            format!(
+                "interval {} of each new phase{again}, {} phases",
+                s.samples,
+                phases.len()
+            )
+        } else {
+            format!("every {}th", s.samples)
+        };
+        format!(
+            "{profiled} of {} intervals of {} us instrumented ({which}), every path end in \
+             them read ({} path ends), each phase's scaled by its intervals",
+            intervals.len(),
+            s.interval_us,
+            s.taken
+        )
+    } else {
+        let weights = match s.weights.as_str() {
+            "rate" => ", bursts weighted by the path-end rate at each tick",
+            "" | "ticks" => ", bursts weighted by the path ends since the last tick",
+            _ => "",
+        };
+        let idle = if s.idle_ticks > 0 {
+            format!(" ({} with the guest idle, weighing nothing)", s.idle_ticks)
+        } else {
+            String::new()
+        };
+        format!(
+            "PEP({},{}) every {} us{weights}: {} samples over {} ticks{idle} of {} path ends",
+            s.samples, s.stride, s.interval_us, s.taken, s.ticks, s.path_ends
+        )
+    }
+}
+
+/// How the profile was sampled, and what the switch ran.
+fn sampling_text(o: &mut String, p: &Profile) {
+    let Some(s) = &p.sampling else { return };
+    let how = sampling_how(p, s);
+    let _ = writeln!(
+        o,
+        "sampled: {how}{}; counts below are estimated executions",
+        if s.guide.is_some() {
+            ", smart numbering from a guide"
+        } else {
+            ""
+        }
+    );
+    if !s.switch.is_empty() {
+        // Switchable instrumentation: how much of the run paid for instrumentation.
+        let share = s.switched_on_us as f64 / 1e3 / p.run.run_ms.max(1e-9);
+        let _ = writeln!(
+            o,
+            "switch ({}): instrumented copies on for {:.1}% of the run ({} ms), {} path ends \
+             ({:.2}% of the estimated {})",
+            s.switch,
+            100.0 * share.min(1.0),
+            s.switched_on_us / 1000,
+            s.instrumented_path_ends,
+            100.0 * s.instrumented_path_ends as f64 / (s.path_ends.max(1)) as f64,
+            s.path_ends
+        );
+    }
+    if s.lost > 0 {
+        let _ = writeln!(
+            o,
+            "warning: {} samples lost (overwritten or table full)",
+            s.lost
+        );
+    }
+}
+
+/// Targeted mode (TPP): what the guide pruned, and how much of this run it failed to
+/// predict.
+fn targeted_text(o: &mut String, p: &Profile) {
+    let mut pruned: Vec<&crate::Function> = p
+        .functions
+        .iter()
+        .filter(|f| f.cold_edges.unwrap_or(0) > 0 || f.cold_executions.unwrap_or(0) > 0)
+        .collect();
+    let hot: u64 = p.paths.iter().map(|x| x.count).sum();
+    let cold: u64 = pruned.iter().filter_map(|f| f.cold_executions).sum();
+    let _ = writeln!(
+        o,
+        "targeted: {} functions pruned; {} of {} path executions ({:.2}%) took a cold edge",
+        pruned.len(),
+        cold,
+        hot + cold,
+        pct(cold, hot + cold)
+    );
+    let with_obvious = p
+        .functions
+        .iter()
+        .filter(|f| f.obvious_paths.unwrap_or(0) > 0);
+    let (funcs, obvious, bare) = with_obvious.fold((0, 0u64, 0u64), |(n, o, b), f| {
+        (
+            n + 1,
+            o + u64::from(f.obvious_paths.unwrap_or(0)),
+            b + u64::from(f.uninstrumented_edges.unwrap_or(0)),
+        )
+    });
+    if obvious > 0 {
+        let _ = writeln!(
+            o,
+            "targeted: {obvious} obvious paths in {funcs} functions counted on a defining edge; \
+             {bare} edges need no path-register code"
+        );
+    }
+    let (loop_funcs, loops) = p
+        .functions
+        .iter()
+        .filter_map(|f| f.register_loops.filter(|&n| n > 0))
+        .fold((0, 0u64), |(f, n), k| (f + 1, n + u64::from(k)));
+    if loops > 0 {
+        let _ = writeln!(
+            o,
+            "targeted: {loops} loops in {loop_funcs} functions counted their most frequent path \
+             in a local"
+        );
+    }
+    if pct(cold, hot + cold) > 1.0 {
+        let _ = writeln!(
+            o,
+            "warning: more than 1% of the flow went to cold counters: the guide does not describe this run well"
+        );
+    }
+    pruned.sort_by_key(|f| std::cmp::Reverse(f.cold_executions.unwrap_or(0)));
+    for f in pruned
+        .iter()
+        .filter(|f| f.cold_executions.unwrap_or(0) > 0)
+        .take(5)
+    {
+        let _ = writeln!(
+            o,
+            "  {:>12} cold executions, {} cold edges, {} hot paths numbered  in {}",
+            f.cold_executions.unwrap_or(0),
+            f.cold_edges.unwrap_or(0),
+            f.num_paths.unwrap_or(0),
+            p.function_name(f.index)
+        );
+    }
+}
+
+/// The hottest functions; returns all path executions.
+fn functions_text(o: &mut String, p: &Profile, opts: &ReportOptions) -> u64 {
     let mut totals: Vec<(u32, u64, u64)> = function_totals(p)
         .into_iter()
         .map(|(f, (paths, branches))| (f, paths, branches))
@@ -453,6 +476,11 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
         );
     }
 
+    all_paths
+}
+
+/// The hottest paths, each with its branch decisions.
+fn paths_text(o: &mut String, p: &Profile, opts: &ReportOptions, all_paths: u64) {
     if !p.paths.is_empty() {
         let mut paths: Vec<_> = p.paths.iter().collect();
         paths.sort_by_key(|x| (std::cmp::Reverse(x.count), x.func, x.number));
@@ -500,7 +528,10 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
             }
         }
     }
+}
 
+/// The most executed branches with their biases.
+fn branches_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
     let mut branches: Vec<_> = p.branches.iter().filter(|b| b.total() > 0).collect();
     branches.sort_by_key(|b| (std::cmp::Reverse(b.total()), b.id));
     let _ = writeln!(o, "\nBranch biases (most executed first)");
@@ -545,8 +576,6 @@ pub fn text(p: &Profile, opts: &ReportOptions) -> String {
             loc
         );
     }
-    contexts_text(o, p, opts);
-    out
 }
 
 /// Hot functions and the hottest calling contexts.

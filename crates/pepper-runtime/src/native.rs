@@ -10,7 +10,7 @@
 //! lands in code without frame pointers, so it has no wasm context: it is counted as host
 //! time under the root. New and old activations are told apart by comparing the frame
 //! chain with the previous sample's (frame address and return address per depth), which
-//! cannot see a fresh activation at the same place (the digest's M1).
+//! cannot see a fresh activation at the same place (Whaley §5.2 assumes every new activation gets a fresh return-address mark).
 
 // Signal handlers and reading another thread's stack are raw-pointer affairs.
 #![allow(unsafe_code)]

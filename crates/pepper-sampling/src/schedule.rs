@@ -1,4 +1,4 @@
-//! Simplified Arnold-Grove sampling, PEP(SAMPLES, STRIDE) (PEP §4.4, digest §2.4).
+//! Simplified Arnold-Grove sampling, PEP(SAMPLES, STRIDE) (PEP §4.4).
 //!
 //! After each timer tick, skip between 0 and STRIDE-1 path ends (the skip rotates through
 //! 1..=STRIDE so that ticks falling at a fixed phase of a loop don't always pick the same

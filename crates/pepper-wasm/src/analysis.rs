@@ -5,7 +5,7 @@
 //! arms of `if`, the fall-through of `br_if`, and the continuation after `end`. Calls do not
 //! end a node: paths are intraprocedural (PEP §3.1). Every function exit (`return`, a branch
 //! to the function label, the final `end`) funnels into one node `X` whose only edge goes to
-//! EXIT, so exact counting needs one recording point per function (digest pitfall P5).
+//! EXIT, so exact counting needs one recording point per function.
 //!
 //! The analysis does not decide what code to insert; it records *actions* at operator
 //! positions (before or after operator `i`), and the emitter turns each into code for the
@@ -15,6 +15,8 @@ use pepper_cfg::{Cfg, EdgeId, NodeId};
 use pepper_profile::BranchKind;
 use std::collections::HashMap;
 use wasmparser::{FunctionBody, Operator};
+
+mod walk;
 
 /// Index of a branch instruction within one function.
 #[derive(Copy, Clone, PartialEq, Eq, Debug, Hash, PartialOrd, Ord)]
@@ -203,6 +205,7 @@ struct Frame {
     bare_label: bool,
 }
 
+/// The CFG, edges, branch sites and actions of a body as they are built.
 struct Builder {
     depth: u32,
     node_depth: Vec<u32>,
@@ -333,377 +336,27 @@ fn two_way() -> Vec<String> {
 
 /// Builds the CFG and action list of one function body.
 pub fn analyze(body: &FunctionBody<'_>) -> Result<FunctionAnalysis, AnalysisError> {
-    let malformed = |offset: u64, e: &dyn std::fmt::Display| AnalysisError::Malformed {
-        offset,
-        message: e.to_string(),
-    };
     let start = body.range().start;
-    let mut b = Builder {
-        depth: 0,
-        node_depth: vec![0, 0],
-        node_calls: vec![false, false],
-        cfg: Cfg::new(),
-        edges: Vec::new(),
-        node_kind: vec![NodeKind::Entry, NodeKind::Exit],
-        node_offset: vec![start, start],
-        headers: Vec::new(),
-        sites: Vec::new(),
-        actions: Vec::new(),
-    };
-    let entry = b.cfg.entry();
-    let exit = b.cfg.exit();
-    let funnel = b.node(NodeKind::Return, start);
-    let mut frames = vec![Frame {
-        kind: FrameKind::Function,
-        label: Some(funnel),
-        join: funnel,
-        if_src: None,
-        has_else: false,
-        bare_label: false,
-    }];
-    let mut cur: Option<NodeId> = Some(entry);
-    let mut returns = Vec::new();
-    let (mut direct_calls, mut func_refs) = (Vec::new(), Vec::new());
-    let (mut call_nodes, mut op_nodes) = (Vec::new(), Vec::new());
+    let mut w = walk::Walker::new(start);
     let mut reader = body
         .get_operators_reader()
         .map_err(|e| malformed(start, &e))?;
-    let mut i = 0usize;
-    // Induction-variable scan: per open loop (innermost last), how often each local is
-    // written and which writes are `x = x ± c`; the last three operators, for the pattern.
-    let mut loop_scan: Vec<LoopScan> = Vec::new();
-    let mut recent: [Recent; 3] = [Recent::Other; 3];
-    let mut loop_counters = Vec::new();
-    let mut loops = Vec::new();
     while !reader.eof() {
         let (op, offset) = reader
             .read_with_offset()
             .map_err(|e| malformed(start, &e))?;
-        if crate::module::call_target(&op).is_some() {
-            call_nodes.push((i, cur));
+        if w.step(op, offset)? {
+            break;
         }
-        if let Some(op) = unsupported(&op) {
-            return Err(AnalysisError::Unsupported { op, offset });
-        }
-        scan_induction(&op, cur, &mut recent, &mut loop_scan);
-        let target =
-            |frames: &[Frame], depth: u32| -> Result<(usize, Option<NodeId>), AnalysisError> {
-                let idx = frames
-                    .len()
-                    .checked_sub(1 + depth as usize)
-                    .ok_or_else(|| malformed(offset, &"branch depth out of range"))?;
-                Ok((idx, frames[idx].label))
-            };
-        match op {
-            Operator::Block { blockty } => {
-                let join = b.node(NodeKind::Other, offset);
-                frames.push(Frame {
-                    kind: FrameKind::Block,
-                    label: Some(join),
-                    join,
-                    if_src: None,
-                    has_else: false,
-                    bare_label: blockty == wasmparser::BlockType::Empty,
-                });
-            }
-            Operator::Loop { blockty } => {
-                let join = b.node(NodeKind::Other, offset);
-                b.depth += 1;
-                let label = if let Some(c) = cur {
-                    let h = b.node(NodeKind::LoopHeader, offset);
-                    let e = b.edge(c, h, EdgeInfo::default());
-                    b.act(i, Slot::Before, Action::Edge(e));
-                    b.act(i, Slot::After, Action::NodeStart(h));
-                    cur = Some(h);
-                    Some((h, e))
-                } else {
-                    None
-                };
-                loop_scan.push(LoopScan {
-                    header: label,
-                    ..Default::default()
-                });
-                let label = label.map(|l| l.0);
-                frames.push(Frame {
-                    kind: FrameKind::Loop,
-                    label,
-                    join,
-                    if_src: None,
-                    has_else: false,
-                    // A loop's label takes the loop's parameters.
-                    bare_label: !matches!(blockty, wasmparser::BlockType::FuncType(_)),
-                });
-            }
-            Operator::If { blockty } => {
-                let join = b.node(NodeKind::Other, offset);
-                let site = b.site(offset, BranchKind::If, two_way());
-                let if_src = if let Some(c) = cur {
-                    let then = b.node(NodeKind::Other, offset);
-                    let e = b.edge(c, then, EdgeInfo::branch(site, 0));
-                    b.act(i, Slot::After, Action::Edge(e));
-                    b.act(i, Slot::After, Action::NodeStart(then));
-                    cur = Some(then);
-                    Some((c, site))
-                } else {
-                    None
-                };
-                frames.push(Frame {
-                    kind: FrameKind::If,
-                    label: Some(join),
-                    join,
-                    if_src,
-                    has_else: false,
-                    bare_label: blockty == wasmparser::BlockType::Empty,
-                });
-            }
-            Operator::Else => {
-                let f = frames
-                    .last_mut()
-                    .ok_or_else(|| malformed(offset, &"else outside if"))?;
-                f.has_else = true;
-                let (join, if_src) = (f.join, f.if_src);
-                if let Some(c) = cur {
-                    let e = b.edge(c, join, EdgeInfo::default());
-                    b.act(i, Slot::Before, Action::Edge(e));
-                }
-                cur = None;
-                if let Some((src, site)) = if_src {
-                    let arm = b.node(NodeKind::Other, offset);
-                    let e = b.edge(src, arm, EdgeInfo::branch(site, 1));
-                    b.act(i, Slot::After, Action::Edge(e));
-                    b.act(i, Slot::After, Action::NodeStart(arm));
-                    cur = Some(arm);
-                }
-            }
-            Operator::End => {
-                let f = frames
-                    .pop()
-                    .ok_or_else(|| malformed(offset, &"unbalanced end"))?;
-                if f.kind == FrameKind::Loop {
-                    b.depth -= 1;
-                    if let Some(l) = loop_scan.pop() {
-                        loop_counters.extend(l.counter());
-                        loops.extend(l.header);
-                        // The enclosing loop contains this one's writes too.
-                        if let Some(outer) = loop_scan.last_mut() {
-                            for (x, n) in l.writes {
-                                *outer.writes.entry(x).or_default() += n;
-                            }
-                        }
-                    }
-                }
-                if let Some(c) = cur {
-                    let e = b.edge(c, f.join, EdgeInfo::default());
-                    b.act(i, Slot::Before, Action::Edge(e));
-                }
-                if f.kind == FrameKind::If && !f.has_else {
-                    if let Some((src, site)) = f.if_src {
-                        let e = b.edge(src, f.join, EdgeInfo::branch(site, 1));
-                        b.act(i, Slot::Before, Action::SynthElse { not_taken: e });
-                    }
-                }
-                if f.kind == FrameKind::Function {
-                    op_nodes.push(cur);
-                    i += 1;
-                    break;
-                }
-                cur = (!b.cfg.preds(f.join).is_empty()).then_some(f.join);
-                if let Some(j) = cur {
-                    b.node_offset[j.index()] = offset;
-                    // An interpreter's dispatch: each case is reached only by its arm, so
-                    // the arm's code is a constant here rather than a table load (with a
-                    // poison test) before the `br_table`.
-                    if let &[e] = b.cfg.preds(j) {
-                        let arm = b.edges[e.index()].branch.is_some_and(|(site, _)| {
-                            b.sites[site.0 as usize].kind == BranchKind::BrTable
-                        });
-                        if arm {
-                            b.edges[e.index()].at_target = true;
-                            b.act(i, Slot::After, Action::Edge(e));
-                        }
-                    }
-                    b.act(i, Slot::After, Action::NodeStart(j));
-                }
-            }
-            Operator::Br { relative_depth } => {
-                if let Some(c) = cur {
-                    let (idx, t) = target(&frames, relative_depth)?;
-                    let t = t.ok_or_else(|| {
-                        malformed(offset, &"branch to unreachable label from reachable code")
-                    })?;
-                    let e = b.edge(c, t, EdgeInfo::default());
-                    b.act(i, Slot::Before, Action::Edge(e));
-                    note_back_edge(&frames[idx], t, &mut b.headers);
-                }
-                cur = None;
-            }
-            Operator::BrIf { relative_depth } => {
-                let site = b.site(offset, BranchKind::BrIf, two_way());
-                if let Some(c) = cur {
-                    let (idx, t) = target(&frames, relative_depth)?;
-                    let t = t.ok_or_else(|| {
-                        malformed(offset, &"branch to unreachable label from reachable code")
-                    })?;
-                    let fall = b.node(NodeKind::Other, offset);
-                    let taken = b.edge(c, t, EdgeInfo::branch(site, 0));
-                    let fe = b.edge(c, fall, EdgeInfo::branch(site, 1));
-                    let bare = frames[idx].bare_label;
-                    b.act(
-                        i,
-                        Slot::Before,
-                        Action::BrIf {
-                            taken,
-                            fall: fe,
-                            bare,
-                        },
-                    );
-                    b.act(
-                        i,
-                        Slot::After,
-                        Action::FallEdge {
-                            taken,
-                            fall: fe,
-                            bare,
-                        },
-                    );
-                    b.act(i, Slot::After, Action::NodeStart(fall));
-                    note_back_edge(&frames[idx], t, &mut b.headers);
-                    cur = Some(fall);
-                }
-            }
-            Operator::BrTable { targets } => {
-                let mut depths: Vec<u32> = Vec::with_capacity(targets.len() as usize + 1);
-                for t in targets.targets() {
-                    depths.push(t.map_err(|e| malformed(offset, &e))?);
-                }
-                depths.push(targets.default());
-                // Distinct targets in order of first appearance (pitfall P3).
-                let mut distinct: Vec<u32> = Vec::new();
-                let mut arm_slot = Vec::with_capacity(depths.len());
-                for &d in &depths {
-                    let k = match distinct.iter().position(|&x| x == d) {
-                        Some(k) => k,
-                        None => {
-                            distinct.push(d);
-                            distinct.len() - 1
-                        }
-                    };
-                    arm_slot.push(k);
-                }
-                let outcomes = distinct
-                    .iter()
-                    .enumerate()
-                    .map(|(k, d)| {
-                        let arms: Vec<String> = arm_slot
-                            .iter()
-                            .enumerate()
-                            .filter(|&(_, &s)| s == k)
-                            .map(|(a, _)| {
-                                if a + 1 == depths.len() {
-                                    "default".to_string()
-                                } else {
-                                    a.to_string()
-                                }
-                            })
-                            .collect();
-                        format!("depth {d} (arms {})", arms.join(","))
-                    })
-                    .collect();
-                let site = b.site(offset, BranchKind::BrTable, outcomes);
-                if let Some(c) = cur {
-                    let mut slot_edges = Vec::with_capacity(distinct.len());
-                    let mut bare = true;
-                    for (k, &d) in distinct.iter().enumerate() {
-                        let (idx, t) = target(&frames, d)?;
-                        bare &= frames[idx].bare_label;
-                        let t = t.ok_or_else(|| {
-                            malformed(offset, &"branch to unreachable label from reachable code")
-                        })?;
-                        let e = b.edge(c, t, EdgeInfo::branch(site, k as u32));
-                        note_back_edge(&frames[idx], t, &mut b.headers);
-                        slot_edges.push(e);
-                    }
-                    let arms = arm_slot.iter().map(|&k| slot_edges[k]).collect();
-                    b.act(i, Slot::Before, Action::BrTable { arms, bare });
-                }
-                cur = None;
-            }
-            Operator::Return => {
-                if let Some(c) = cur {
-                    let e = b.edge(c, funnel, EdgeInfo::default());
-                    b.act(i, Slot::Before, Action::Edge(e));
-                }
-                returns.push((i, frames.len() as u32 - 1));
-                cur = None;
-            }
-            Operator::ReturnCall { .. }
-            | Operator::ReturnCallIndirect { .. }
-            | Operator::ReturnCallRef { .. } => {
-                if let Some(c) = cur {
-                    if let Operator::ReturnCall { function_index } = op {
-                        direct_calls.push((c, function_index));
-                    }
-                    let e = b.edge(c, exit, EdgeInfo::tail_call(offset));
-                    b.act(i, Slot::Before, Action::TailExit(e));
-                }
-                cur = None;
-            }
-            Operator::Throw { .. } | Operator::ThrowRef => {
-                // The activation ends here (pepper skips functions that could catch it), so
-                // the path is recorded before the throw, like a tail call.
-                if let Some(c) = cur {
-                    let e = b.edge(c, exit, EdgeInfo::throw(offset));
-                    b.act(i, Slot::Before, Action::TailExit(e));
-                }
-                cur = None;
-            }
-            Operator::Unreachable | Operator::Rethrow { .. } => {
-                // A dead end (a trap): the P-DAG gives it a never-executed edge to EXIT (P7).
-                cur = None;
-            }
-            Operator::Call { .. } | Operator::CallIndirect { .. } | Operator::CallRef { .. } => {
-                if let Some(c) = cur {
-                    b.node_calls[c.index()] = true;
-                    if let Operator::Call { function_index } = op {
-                        direct_calls.push((c, function_index));
-                    }
-                }
-            }
-            Operator::RefFunc { function_index } => func_refs.push(function_index),
-            _ => {}
-        }
-        op_nodes.push(cur);
-        i += 1;
     }
-    if !frames.is_empty() {
-        return Err(malformed(start, &"body ends inside a block"));
+    w.finish()
+}
+
+fn malformed(offset: u64, e: &dyn std::fmt::Display) -> AnalysisError {
+    AnalysisError::Malformed {
+        offset,
+        message: e.to_string(),
     }
-    if !b.cfg.preds(funnel).is_empty() {
-        b.edge(funnel, exit, EdgeInfo::default());
-    }
-    b.actions.sort_by_key(|a| (a.0, a.1));
-    b.headers.sort();
-    b.headers.dedup();
-    Ok(FunctionAnalysis {
-        cfg: b.cfg,
-        edges: b.edges,
-        node_kind: b.node_kind,
-        node_offset: b.node_offset,
-        node_depth: b.node_depth,
-        node_calls: b.node_calls,
-        headers: b.headers,
-        funnel,
-        sites: b.sites,
-        actions: b.actions,
-        returns,
-        num_ops: i,
-        direct_calls,
-        call_nodes,
-        op_nodes,
-        func_refs,
-        loop_counters,
-        loops,
-    })
 }
 
 /// Instructions whose control flow pepper does not model yet: exception handlers (a call

@@ -112,18 +112,132 @@ pub(crate) fn emit_instructions<'f>(
     copy: BodyCopy,
     redirect: Option<Redirect<'_>>,
 ) -> Result<Emitted<'f>, InstrumentError> {
-    use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     let body = &facts.bodies[k];
     let enc = |e: &dyn std::fmt::Display| {
         InstrumentError::Encode(format!("function {}: {e}", facts.func_index(k).0))
     };
+    let Declared {
+        locals,
+        original_locals,
+        em,
+    } = declare_locals(body, num_params, copy, mem, a, kind).map_err(|e| match e {
+        LocalsError::Read(e) => enc(&e),
+        LocalsError::Type(e) => e,
+    })?;
+    let paths = matches!(em.kind, EmitKind::Paths { .. });
+    // Paths and contexts both need one place where every return meets.
+    let funnel = paths || ctx.as_ref().is_some_and(|c| c.0.mode.shadow());
+    let mut next_site = ctx.as_ref().map_or(0, |c| c.1);
+
+    let mut out: Vec<I<'f>> = Vec::new();
+    if let (Some((c, _)), BodyCopy::Only) = (&ctx, copy) {
+        c.push(&mut out, &em.locals);
+    }
+    if funnel {
+        out.push(I::Block(wrapper));
+        em.prologue(&mut out);
+    }
+    let start = out.len();
+    let mut reader = body.get_operators_reader().map_err(|e| enc(&e))?;
+    let mut next = 0usize;
+    // `returns` is in operator order, so one cursor walks it alongside the operators.
+    let mut returns = a.returns.iter().peekable();
+    // Where each operator's own code begins in `out` (after the actions before it).
+    let mut op_at = Vec::with_capacity(a.num_ops);
+    let mut pre_at = Vec::with_capacity(a.num_ops + 1);
+    for i in 0..a.num_ops {
+        let op = reader.read().map_err(|e| enc(&e))?;
+        pre_at.push(out.len());
+        let mut opened = None;
+        while let Some((at, Slot::Before, act)) = a.actions.get(next) {
+            if *at != i {
+                break;
+            }
+            if em.action(&mut out, next, act) {
+                opened = Some((next, act));
+            }
+            next += 1;
+        }
+        op_at.push(out.len());
+        let is_last = i + 1 == a.num_ops;
+        let return_here = returns.next_if(|r| r.0 == i);
+        if let Some((k, act)) = opened {
+            em.close_opened(&mut out, k, act, &op);
+        } else if funnel && is_last {
+            out.push(I::End);
+            em.epilogue(&mut out);
+            if let Some((c, _)) = &ctx {
+                c.pop(&mut out, &em.locals);
+            }
+            out.push(I::End);
+        } else if let (true, Some(&(_, depth))) = (funnel, return_here) {
+            out.push(I::Br(depth));
+        } else {
+            let site = ctx.as_ref().map(|_| &mut next_site);
+            let own = facts.func_index(k).0;
+            emit_op(
+                &mut out,
+                op,
+                &em,
+                ctx.as_ref().map(|c| &c.0),
+                site,
+                redirect,
+                own,
+            )
+            .map_err(|e| enc(&e))?;
+        }
+        while let Some((at, Slot::After, act)) = a.actions.get(next) {
+            if *at != i {
+                break;
+            }
+            let opened = em.action(&mut out, next, act);
+            debug_assert!(!opened, "code opens only before a branch");
+            next += 1;
+        }
+    }
+    pre_at.push(out.len());
+    let locals_at = em.locals;
+    Ok(Emitted {
+        locals,
+        original_locals,
+        out,
+        pre_at,
+        op_at,
+        start,
+        locals_at,
+    })
+}
+
+/// A body's locals, and the emitter that uses them (see [`declare_locals`]).
+struct Declared<'e> {
+    locals: Vec<(u32, ValType)>,
+    original_locals: Vec<ValType>,
+    em: Emitter<'e>,
+}
+
+/// Why a body's locals could not be declared.
+enum LocalsError {
+    Read(wasmparser::BinaryReaderError),
+    Type(InstrumentError),
+}
+
+/// The body's declared locals (its own, unless it is an entered copy, whose locals are
+/// parameters; then pepper's), the original locals one by one, and the emitter over them.
+fn declare_locals<'e>(
+    body: &wasmparser::FunctionBody<'_>,
+    num_params: u32,
+    copy: BodyCopy,
+    mem: u32,
+    a: &'e FunctionAnalysis,
+    kind: EmitKind<'e>,
+) -> Result<Declared<'e>, LocalsError> {
     let mut locals: Vec<(u32, ValType)> = Vec::new();
     let mut original_locals = Vec::new();
     let mut num_locals = num_params;
-    for l in body.get_locals_reader().map_err(|e| enc(&e))? {
-        let (n, t) = l.map_err(|e| enc(&e))?;
+    for l in body.get_locals_reader().map_err(LocalsError::Read)? {
+        let (n, t) = l.map_err(LocalsError::Read)?;
         num_locals += n;
-        let t = val_type(t)?;
+        let t = val_type(t).map_err(LocalsError::Type)?;
         original_locals.extend(std::iter::repeat_n(t, n as usize));
         if copy == BodyCopy::Only {
             locals.push((n, t));
@@ -166,127 +280,75 @@ pub(crate) fn emit_instructions<'f>(
         }
         EmitKind::Paths { .. } => {}
     }
-    let paths = matches!(em.kind, EmitKind::Paths { .. });
-    // Paths and contexts both need one place where every return meets.
-    let funnel = paths || ctx.as_ref().is_some_and(|c| c.0.mode.shadow());
-    let mut next_site = ctx.as_ref().map_or(0, |c| c.1);
-
-    let mut out: Vec<I<'f>> = Vec::new();
-    if let (Some((c, _)), BodyCopy::Only) = (&ctx, copy) {
-        c.push(&mut out, &em.locals);
-    }
-    if funnel {
-        out.push(I::Block(wrapper));
-        em.prologue(&mut out);
-    }
-    let start = out.len();
-    let mut reader = body.get_operators_reader().map_err(|e| enc(&e))?;
-    let mut next = 0usize;
-    // `returns` is in operator order, so one cursor walks it alongside the operators.
-    let mut returns = a.returns.iter().peekable();
-    let mut reenc = RoundtripReencoder;
-    // Where each operator's own code begins in `out` (after the actions before it).
-    let mut op_at = Vec::with_capacity(a.num_ops);
-    let mut pre_at = Vec::with_capacity(a.num_ops + 1);
-    for i in 0..a.num_ops {
-        let op = reader.read().map_err(|e| enc(&e))?;
-        pre_at.push(out.len());
-        let mut opened = None;
-        while let Some((at, Slot::Before, act)) = a.actions.get(next) {
-            if *at != i {
-                break;
-            }
-            if em.action(&mut out, next, act) {
-                opened = Some((next, act));
-            }
-            next += 1;
-        }
-        op_at.push(out.len());
-        let is_last = i + 1 == a.num_ops;
-        let return_here = returns.next_if(|r| r.0 == i);
-        if let Some((k, act)) = opened {
-            em.close_opened(&mut out, k, act, &op);
-        } else if funnel && is_last {
-            out.push(I::End);
-            em.epilogue(&mut out);
-            if let Some((c, _)) = &ctx {
-                c.pop(&mut out, &em.locals);
-            }
-            out.push(I::End);
-        } else if let (true, Some(&(_, depth))) = (funnel, return_here) {
-            out.push(I::Br(depth));
-        } else {
-            use wasmparser::Operator as O;
-            let is_call = matches!(
-                op,
-                O::Call { .. } | O::CallIndirect { .. } | O::CallRef { .. }
-            );
-            // Tail calls and throws leave the function: publish like at an exit.
-            let leaves = matches!(
-                op,
-                O::ReturnCall { .. }
-                    | O::ReturnCallIndirect { .. }
-                    | O::ReturnCallRef { .. }
-                    | O::Throw { .. }
-                    | O::ThrowRef
-            );
-            if is_call || leaves {
-                em.before_call(&mut out);
-            }
-            let mut returns_to = None;
-            if let Some((c, _)) = &ctx {
-                if let Some((callee, _)) = crate::module::call_target(&op) {
-                    c.call_site(&mut out, &em.locals, next_site);
-                    returns_to = is_call.then_some((next_site, callee));
-                    next_site += 1;
-                }
-                if leaves {
-                    c.pop(&mut out, &em.locals);
-                    c.log_stop(&mut out, &em.locals);
-                }
-            }
-            let redirected = match (&op, redirect) {
-                (O::Call { function_index: f }, Some(r)) => r(*f).map(|c| (c, false)),
-                // Not a self tail call: a `return_call` to a function's own copy is how
-                // it switches (`contexts::site_offsets` tells them apart by that).
-                (O::ReturnCall { function_index: f }, Some(r)) if *f != facts.func_index(k).0 => {
-                    r(*f).map(|c| (c, true))
-                }
-                _ => None,
-            };
-            match redirected {
-                // The callee's instrumented copy, entered at its start.
-                Some(((to, args), tail)) => {
-                    out.extend(args);
-                    out.push(if tail { I::ReturnCall(to) } else { I::Call(to) });
-                }
-                None => out.push(reenc.instruction(op).map_err(|e| enc(&e))?),
-            }
-            if is_call {
-                em.after_call(&mut out);
-            }
-            if let (Some((c, _)), Some((site, callee))) = (&ctx, returns_to) {
-                c.log_return(&mut out, &em.locals, site, callee);
-            }
-        }
-        while let Some((at, Slot::After, act)) = a.actions.get(next) {
-            if *at != i {
-                break;
-            }
-            let opened = em.action(&mut out, next, act);
-            debug_assert!(!opened, "code opens only before a branch");
-            next += 1;
-        }
-    }
-    pre_at.push(out.len());
-    let locals_at = em.locals;
-    Ok(Emitted {
+    Ok(Declared {
         locals,
         original_locals,
-        out,
-        pre_at,
-        op_at,
-        start,
-        locals_at,
+        em,
     })
+}
+
+/// One operator that is not a branch or an exit the funnel takes: publishing the path
+/// register around calls and where the function is left, the call site's context code
+/// (`site`: the next call-site id), and a call redirected to an instrumented copy.
+fn emit_op<'f>(
+    out: &mut Vec<I<'f>>,
+    op: wasmparser::Operator<'f>,
+    em: &Emitter<'_>,
+    ctx: Option<&ContextEmit<'_>>,
+    site: Option<&mut u32>,
+    redirect: Option<Redirect<'_>>,
+    own: u32,
+) -> Result<(), wasm_encoder::reencode::Error> {
+    use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+    use wasmparser::Operator as O;
+    let is_call = matches!(
+        op,
+        O::Call { .. } | O::CallIndirect { .. } | O::CallRef { .. }
+    );
+    // Tail calls and throws leave the function: publish like at an exit.
+    let leaves = matches!(
+        op,
+        O::ReturnCall { .. }
+            | O::ReturnCallIndirect { .. }
+            | O::ReturnCallRef { .. }
+            | O::Throw { .. }
+            | O::ThrowRef
+    );
+    if is_call || leaves {
+        em.before_call(out);
+    }
+    let mut returns_to = None;
+    if let (Some(c), Some(next_site)) = (ctx, site) {
+        if let Some((callee, _)) = crate::module::call_target(&op) {
+            c.call_site(out, &em.locals, *next_site);
+            returns_to = is_call.then_some((*next_site, callee));
+            *next_site += 1;
+        }
+        if leaves {
+            c.pop(out, &em.locals);
+            c.log_stop(out, &em.locals);
+        }
+    }
+    let redirected = match (&op, redirect) {
+        (O::Call { function_index: f }, Some(r)) => r(*f).map(|c| (c, false)),
+        // Not a self tail call: a `return_call` to a function's own copy is how
+        // it switches (`contexts::site_offsets` tells them apart by that).
+        (O::ReturnCall { function_index: f }, Some(r)) if *f != own => r(*f).map(|c| (c, true)),
+        _ => None,
+    };
+    match redirected {
+        // The callee's instrumented copy, entered at its start.
+        Some(((to, args), tail)) => {
+            out.extend(args);
+            out.push(if tail { I::ReturnCall(to) } else { I::Call(to) });
+        }
+        None => out.push(RoundtripReencoder.instruction(op)?),
+    }
+    if is_call {
+        em.after_call(out);
+    }
+    if let (Some(c), Some((site, callee))) = (ctx, returns_to) {
+        c.log_return(out, &em.locals, site, callee);
+    }
+    Ok(())
 }

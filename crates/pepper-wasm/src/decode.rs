@@ -2,7 +2,7 @@
 //! placement decided (`crate::plan`), never emits code.
 //!
 //! Exact paths: every non-zero counter is a path number, regenerated once into its branch
-//! sequence (digest §1.5) and stored with the profile, so reports need no module. The edge
+//! sequence (PEP §3.3) and stored with the profile, so reports need no module. The edge
 //! profile is then derived from the paths (PEP §3.3). Exact edges: counters are read as is.
 
 use crate::analysis::NodeKind;
@@ -158,6 +158,53 @@ impl Plan {
         warnings.extend(outcome.warnings);
         let empty = Vec::new();
         let mem = mem.unwrap_or(&empty);
+        let branches = self.branches(mem, location);
+        let mut lost = Lost::default();
+        let (sampling, host_samples) = match outcome.sampling {
+            Some((s, words)) => (Some(s), words),
+            None => (None, Vec::new()),
+        };
+        let paths = match self.mode.paths() {
+            true => self.paths(mem, host_samples, &mut lost, &mut warnings),
+            false => Vec::new(),
+        };
+        let functions = self
+            .functions
+            .iter()
+            .map(|fp| function(self, fp, mem))
+            .collect();
+        let contexts = self.contexts_profile(mem, outcome.contexts, location, &mut warnings);
+        let mut profile = Profile {
+            format: FORMAT.to_string(),
+            version: VERSION,
+            mode: self.mode,
+            module: outcome.module,
+            run: outcome.run,
+            functions,
+            branches,
+            paths,
+            lost,
+            sampling,
+            contexts,
+            timeline: None,
+            phases: None,
+            warnings,
+        };
+        if self.mode.paths() {
+            let derived = profile.edges_from_paths();
+            for (b, c) in profile.branches.iter_mut().zip(derived) {
+                b.counts = c;
+            }
+        }
+        if self.mode == Mode::Ephemeral {
+            ephemeral::estimate(self, mem, &mut profile);
+        }
+        profile
+    }
+
+    /// Every branch of the module, with its outcome counts (exact edges; the other modes
+    /// derive them from paths later).
+    fn branches(&self, mem: &[u8], location: &dyn Fn(u64) -> Option<String>) -> Vec<Branch> {
         let mut branches = Vec::with_capacity(self.num_branches as usize);
         let edge_counts = match self.mode {
             Mode::ExactEdges => self.all_edge_counts(mem),
@@ -188,160 +235,151 @@ impl Plan {
                 });
             }
         }
+        branches
+    }
+
+    /// Every counted path: array slots, the hash table and caches, PEP's samples.
+    fn paths(
+        &self,
+        mem: &[u8],
+        host_samples: Vec<(u64, u64)>,
+        lost: &mut Lost,
+        warnings: &mut Vec<String>,
+    ) -> Vec<Path> {
         let mut paths = Vec::new();
-        let mut lost = Lost::default();
-        let (sampling, host_samples) = match outcome.sampling {
-            Some((s, words)) => (Some(s), words),
-            None => (None, Vec::new()),
+        let mut hashed: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
+        let l = &self.layout;
+        for slot in 0..l.hash_capacity as u64 {
+            let at = l.hash_base as u64 + 24 * slot;
+            let key = read_u32(mem, at + 16);
+            if key != 0 {
+                hashed
+                    .entry(key - 1)
+                    .or_default()
+                    .push((read_u64(mem, at), read_u64(mem, at + 8)));
+            }
+        }
+        lost.hash_overflow = read_u64(mem, l.hash_overflow as u64);
+        // PEP words carry their function in the tag; group them like the hash table's.
+        for (word, count) in host_samples {
+            match pepper_layout::pep_untag(word) {
+                Some((f, r)) => hashed.entry(f).or_default().push((r, count)),
+                None => warnings.push(format!("sample word {word:#x} has no function tag")),
+            }
+        }
+        for fp in &self.functions {
+            let Some(counts) = self.path_counts(fp, mem, &mut hashed) else {
+                continue;
+            };
+            for (r, count) in counts {
+                match decode_path(fp, r, count) {
+                    Some(p) => paths.push(p),
+                    None => warnings.push(format!(
+                        "function {}: counter for path {r} does not decode; dropped",
+                        fp.index.0
+                    )),
+                }
+            }
+        }
+        paths
+    }
+
+    /// One function's (path number, count) pairs; `None` when it counts no paths.
+    fn path_counts(
+        &self,
+        fp: &FunctionPlan,
+        mem: &[u8],
+        hashed: &mut HashMap<u32, Vec<(u64, u64)>>,
+    ) -> Option<Vec<(u64, u64)>> {
+        let l = &self.layout;
+        let counts: Vec<(u64, u64)> = match fp.counting {
+            Counting::Array { base } => {
+                let n = fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total());
+                (0..n)
+                    .map(|r| (r, read_u64(mem, base as u64 + 8 * r)))
+                    .filter(|&(_, c)| c > 0)
+                    .collect()
+            }
+            Counting::Hash { .. } | Counting::Ring | Counting::Every { .. } => {
+                let mut v = hashed.remove(&fp.index.0).unwrap_or_default();
+                if let Counting::Hash { cache: Some(cache) } = fp.counting {
+                    // Counts still in the function's cache.
+                    for e in 0..l.hash_cache_entries as u64 {
+                        let at = cache as u64 + 16 * e;
+                        let key = read_u64(mem, at);
+                        if key != 0 {
+                            v.push((key - 1, read_u64(mem, at + 8)));
+                        }
+                    }
+                }
+                if let Counting::Every { k } = fp.counting {
+                    // Each sample stands for k path ends.
+                    for w in &mut v {
+                        w.0 = pepper_layout::pep_untag(w.0).map_or(u64::MAX, |x| x.1);
+                        w.1 *= k as u64;
+                    }
+                }
+                v.sort_unstable();
+                v
+            }
+            Counting::None => return None,
         };
-        if self.mode.paths() {
-            let mut hashed: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
-            let l = &self.layout;
-            for slot in 0..l.hash_capacity as u64 {
-                let at = l.hash_base as u64 + 24 * slot;
-                let key = read_u32(mem, at + 16);
-                if key != 0 {
-                    hashed
-                        .entry(key - 1)
-                        .or_default()
-                        .push((read_u64(mem, at), read_u64(mem, at + 8)));
+        // Obvious paths (targeted mode) counted outside the array sit in their own
+        // counters; in array functions the counter is the path's own slot.
+        Some(match fp.counting {
+            Counting::Array { .. } => counts,
+            _ => {
+                let mut counts = counts;
+                counts.extend(
+                    fp.obvious
+                        .iter()
+                        .map(|o| (o.path, read_u64(mem, o.addr as u64)))
+                        .filter(|&(_, c)| c > 0),
+                );
+                counts
+            }
+        })
+    }
+}
+
+/// What the profile says about one function.
+fn function(plan: &Plan, fp: &FunctionPlan, mem: &[u8]) -> Function {
+    Function {
+        index: fp.index.0,
+        name: fp.name.clone(),
+        instrumented: plan.rewritten && fp.skipped.is_none(),
+        skipped: fp.skipped.clone(),
+        num_paths: fp.numbered.as_ref().map(|nd| nd.numbering.total()),
+        counting: match fp.counting {
+            Counting::Array { .. } => Some("array".into()),
+            Counting::Hash { .. } => Some("hash".into()),
+            Counting::Ring => Some("ring".into()),
+            Counting::Every { .. } => Some("every".into()),
+            Counting::None => None,
+        },
+        cold_edges: fp.cold_counter.map(|_| fp.cold_edges),
+        cold_executions: fp.cold_counter.map(|a| {
+            let cold_slots = match (fp.counting, &fp.numbered) {
+                (Counting::Array { base }, Some(nd)) => {
+                    let n = nd.numbering.total();
+                    (n..2 * n).map(|r| read_u64(mem, base as u64 + 8 * r)).sum()
                 }
-            }
-            lost.hash_overflow = read_u64(mem, l.hash_overflow as u64);
-            // PEP words carry their function in the tag; group them like the hash table's.
-            for (word, count) in host_samples {
-                match pepper_layout::pep_untag(word) {
-                    Some((f, r)) => hashed.entry(f).or_default().push((r, count)),
-                    None => warnings.push(format!("sample word {word:#x} has no function tag")),
-                }
-            }
-            for fp in &self.functions {
-                let counts: Vec<(u64, u64)> = match fp.counting {
-                    Counting::Array { base } => {
-                        let n = fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total());
-                        (0..n)
-                            .map(|r| (r, read_u64(mem, base as u64 + 8 * r)))
-                            .filter(|&(_, c)| c > 0)
-                            .collect()
-                    }
-                    Counting::Hash { .. } | Counting::Ring | Counting::Every { .. } => {
-                        let mut v = hashed.remove(&fp.index.0).unwrap_or_default();
-                        if let Counting::Hash { cache: Some(cache) } = fp.counting {
-                            // Counts still in the function's cache.
-                            for e in 0..l.hash_cache_entries as u64 {
-                                let at = cache as u64 + 16 * e;
-                                let key = read_u64(mem, at);
-                                if key != 0 {
-                                    v.push((key - 1, read_u64(mem, at + 8)));
-                                }
-                            }
-                        }
-                        if let Counting::Every { k } = fp.counting {
-                            // Each sample stands for k path ends.
-                            for w in &mut v {
-                                w.0 = pepper_layout::pep_untag(w.0).map_or(u64::MAX, |x| x.1);
-                                w.1 *= k as u64;
-                            }
-                        }
-                        v.sort_unstable();
-                        v
-                    }
-                    Counting::None => continue,
-                };
-                // Obvious paths (targeted mode) counted outside the array sit in their own
-                // counters; in array functions the counter is the path's own slot.
-                let counts = match fp.counting {
-                    Counting::Array { .. } => counts,
-                    _ => {
-                        let mut counts = counts;
-                        counts.extend(
-                            fp.obvious
-                                .iter()
-                                .map(|o| (o.path, read_u64(mem, o.addr as u64)))
-                                .filter(|&(_, c)| c > 0),
-                        );
-                        counts
-                    }
-                };
-                for (r, count) in counts {
-                    match decode_path(fp, r, count) {
-                        Some(p) => paths.push(p),
-                        None => warnings.push(format!(
-                            "function {}: counter for path {r} does not decode; dropped",
-                            fp.index.0
-                        )),
-                    }
-                }
-            }
-        }
-        let functions = self
-            .functions
-            .iter()
-            .map(|fp| Function {
-                index: fp.index.0,
-                name: fp.name.clone(),
-                instrumented: self.rewritten && fp.skipped.is_none(),
-                skipped: fp.skipped.clone(),
-                num_paths: fp.numbered.as_ref().map(|nd| nd.numbering.total()),
-                counting: match fp.counting {
-                    Counting::Array { .. } => Some("array".into()),
-                    Counting::Hash { .. } => Some("hash".into()),
-                    Counting::Ring => Some("ring".into()),
-                    Counting::Every { .. } => Some("every".into()),
-                    Counting::None => None,
-                },
-                cold_edges: fp.cold_counter.map(|_| fp.cold_edges),
-                cold_executions: fp.cold_counter.map(|a| {
-                    let cold_slots = match (fp.counting, &fp.numbered) {
-                        (Counting::Array { base }, Some(nd)) => {
-                            let n = nd.numbering.total();
-                            (n..2 * n).map(|r| read_u64(mem, base as u64 + 8 * r)).sum()
-                        }
-                        _ => 0,
-                    };
-                    read_u64(mem, a as u64) + cold_slots
-                }),
-                obvious_paths: fp.cold_counter.map(|_| fp.obvious.len() as u32),
-                uninstrumented_edges: fp.cold_counter.map(|_| {
-                    fp.numbered
-                        .as_ref()
-                        .and_then(|nd| nd.obvious.as_ref())
-                        .map_or(0, |o| o.removed.iter().filter(|&&r| r).count() as u32)
-                }),
-                register_loops: fp.cold_counter.map(|_| fp.register_loops.len() as u32),
-                truncated_nodes: fp
-                    .numbered
-                    .as_ref()
-                    .map_or(0, |nd| nd.truncated.len() as u32),
-            })
-            .collect();
-        let contexts = self.contexts_profile(mem, outcome.contexts, location, &mut warnings);
-        let mut profile = Profile {
-            format: FORMAT.to_string(),
-            version: VERSION,
-            mode: self.mode,
-            module: outcome.module,
-            run: outcome.run,
-            functions,
-            branches,
-            paths,
-            lost,
-            sampling,
-            contexts,
-            timeline: None,
-            phases: None,
-            warnings,
-        };
-        if self.mode.paths() {
-            let derived = profile.edges_from_paths();
-            for (b, c) in profile.branches.iter_mut().zip(derived) {
-                b.counts = c;
-            }
-        }
-        if self.mode == Mode::Ephemeral {
-            ephemeral::estimate(self, mem, &mut profile);
-        }
-        profile
+                _ => 0,
+            };
+            read_u64(mem, a as u64) + cold_slots
+        }),
+        obvious_paths: fp.cold_counter.map(|_| fp.obvious.len() as u32),
+        uninstrumented_edges: fp.cold_counter.map(|_| {
+            fp.numbered
+                .as_ref()
+                .and_then(|nd| nd.obvious.as_ref())
+                .map_or(0, |o| o.removed.iter().filter(|&&r| r).count() as u32)
+        }),
+        register_loops: fp.cold_counter.map(|_| fp.register_loops.len() as u32),
+        truncated_nodes: fp
+            .numbered
+            .as_ref()
+            .map_or(0, |nd| nd.truncated.len() as u32),
     }
 }
 

@@ -24,7 +24,7 @@ use pepper_profile::Mode;
 /// functions add their path count to it: `FunctionPlan::poison`.)
 pub const POISON: i64 = -(1 << 62);
 
-/// How exact path counters are kept for one function (TPP §2.2, digest §1.4).
+/// How exact path counters are kept for one function (TPP §2.2).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Counting {
     /// Not counted (skipped function, or edges mode).

@@ -201,9 +201,9 @@ impl SwitchedFunction<'_, '_> {
         )
     }
 
-    /// Emits `F` (clean, with checks), `F_inst` and `F_clean`, and returns them with the
-    /// copies' type (an index into `extra_types`, added when new); `None` when the
-    /// function cannot have copies (a local without a default value, too many locals).
+    /// Emits `F` (clean, with checks), `F_inst` and `F_clean`, with the copies' type (an
+    /// index into `extra_types`, added when new); `None` when the function cannot have
+    /// copies (a local without a default value, too many locals).
     pub fn emit<'p, 'q, 'c>(
         &self,
         instrumented: crate::emit::EmitKind<'p>,
@@ -211,127 +211,18 @@ impl SwitchedFunction<'_, '_> {
         ctx: impl Fn() -> Ctx<'c>,
         redirect: Redirect<'_>,
         extra_types: &mut Vec<(Vec<wasm_encoder::ValType>, Vec<wasm_encoder::ValType>)>,
-    ) -> Result<
-        Option<(
-            wasm_encoder::Function,
-            wasm_encoder::Function,
-            wasm_encoder::Function,
-            u32,
-        )>,
-        crate::plan::InstrumentError,
-    > {
+    ) -> Result<Option<Bodies>, crate::plan::InstrumentError> {
         use crate::body::BodyCopy;
         let np = self.params.len() as u32;
-        let (k, a) = (self.k, self.a);
         let only = self.body(clean(), ctx(), BodyCopy::Only, None)?;
         let Some(zeros) = copy_zeros(np as usize, &only.original_locals) else {
             return Ok(None);
         };
-        let n = np as usize + only.original_locals.len();
-        let ty_params: Vec<_> = self
-            .params
-            .iter()
-            .chain(&only.original_locals)
-            .copied()
-            .chain([wasm_encoder::ValType::I32])
-            .collect();
-        let ty = match extra_types
-            .iter()
-            .position(|t| t.0 == ty_params && t.1 == self.results)
-        {
-            Some(p) => p,
-            None => {
-                extra_types.push((ty_params, self.results.to_vec()));
-                extra_types.len() - 1
-            }
-        } as u32;
+        let ty = self.copy_type(&only.original_locals, extra_types);
         let (inst_fn, clean_fn) = self.copies;
-        let entry = n as u32;
-        let at = crate::emit::memarg(self.mem, self.flag, 2);
-        let flag = || {
-            // An atomic load: the sampler thread writes the flag, and Cranelift would
-            // take a plain load in a loop without stores for the same as the one at the
-            // function's entry (redundant load elimination), so the loop never switched.
-            let mut c = vec![I::I32Const(0), I::I32AtomicLoad(at)];
-            if self.budget.is_some() {
-                c.extend([I::I32Const(0), I::I32GtS]);
-            }
-            if self.chaos {
-                // flag = flag * 1103515245 + 12345; bit 16 of it says "instrumented".
-                c = vec![I::I32Const(0), I::I32Const(0), I::I32Load(at)];
-                c.extend([
-                    I::I32Const(1103515245),
-                    I::I32Mul,
-                    I::I32Const(12345),
-                    I::I32Add,
-                ]);
-                c.extend([I::I32Store(at), I::I32Const(0), I::I32Load(at)]);
-                c.extend([I::I32Const(16), I::I32ShrU, I::I32Const(1), I::I32And]);
-            }
-            c
-        };
+        let entry = np + only.original_locals.len() as u32;
         let targets = self.shape.targets(self.placement);
-        let loop_ops: Vec<usize> = targets.iter().map(|&k| self.shape.loops[k].op).collect();
-        let body = &self.facts.bodies[k];
-        let live = live_at_headers(a, body, n, &loop_ops)
-            .map_err(|e| crate::plan::InstrumentError::Encode(e.to_string()))?;
-        let types: Vec<wasm_encoder::ValType> = self
-            .params
-            .iter()
-            .chain(&only.original_locals)
-            .copied()
-            .collect();
-        // `if flag { return_call to(live locals.., id) }` (or `if !flag`): a local the
-        // loop does not read before writing goes over as its zero.
-        // Ephemeral: budget -= 1 (a plain load and store: see `pepper_runtime`'s epochs).
-        let spend: Vec<I<'static>> = match self.budget {
-            Some(_) => vec![
-                I::I32Const(0),
-                I::I32Const(0),
-                I::I32Load(at),
-                I::I32Const(1),
-                I::I32Sub,
-                I::I32Store(at),
-            ],
-            None => Vec::new(),
-        };
-        let increment = |addr: u32| {
-            let at = crate::emit::memarg(self.mem, addr, 3);
-            [
-                I::I32Const(0),
-                I::I32Const(0),
-                I::I64Load(at),
-                I::I64Const(1),
-                I::I64Add,
-                I::I64Store(at),
-            ]
-        };
-        let switch_to = |to: u32, when_set: bool, id: u32| {
-            let mut c: Vec<I<'static>> = Vec::new();
-            if let Some(b) = self.budget {
-                c.extend(increment(b.headers + 8 * (id - 1)));
-            }
-            c.extend(flag());
-            if !when_set {
-                c.push(I::I32Eqz);
-            }
-            c.push(I::If(BlockType::Empty));
-            if when_set {
-                c.extend(spend.iter().cloned());
-            }
-            let live = &live[id as usize - 1];
-            for (x, &t) in types.iter().enumerate() {
-                c.push(match live[x] {
-                    true => I::LocalGet(x as u32),
-                    false => zero(t).expect("copies have defaultable locals"),
-                });
-            }
-            c.extend([I::I32Const(id as i32), I::ReturnCall(to), I::End]);
-            if !when_set {
-                c.extend(spend.iter().cloned());
-            }
-            c
-        };
+        let checks = self.checks(&only.original_locals, &targets)?;
         let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
         // Clean code is entered only at outermost loops: the tests that skip to a loop
         // run each time their construct starts, which for a construct in a loop is every
@@ -344,24 +235,12 @@ impl SwitchedFunction<'_, '_> {
             .collect();
 
         // F: the original code; at entry, the locals' zeros stand for the locals.
-        let mut at_start: Vec<I<'static>> = Vec::new();
-        if let Some(b) = self.budget {
-            at_start.extend(increment(b.entries));
-        }
-        if self.entry_check {
-            at_start.extend(flag());
-            at_start.push(I::If(BlockType::Empty));
-            at_start.extend(spend.iter().cloned());
-            at_start.extend((0..np).map(I::LocalGet));
-            at_start.extend(zeros);
-            at_start.extend([I::I32Const(0), I::ReturnCall(inst_fn), I::End]);
-        }
-        let to_inst = |id| switch_to(inst_fn, true, id);
+        let to_inst = |id| checks.switch_to(inst_fn, true, id);
         let f_how = Splice {
             entry: None,
             checks: ids.clone(),
             entries: Vec::new(),
-            at_start,
+            at_start: self.entry_code(&checks, np, zeros),
             check: &to_inst,
         };
         let f = spliced(only, self.shape, &f_how);
@@ -370,7 +249,7 @@ impl SwitchedFunction<'_, '_> {
         // drops) until the loop's header starts one.
         let inst = self.body(instrumented, ctx(), BodyCopy::Entered, Some(redirect))?;
         let r = inst.locals_at.r;
-        let to_clean = |id| switch_to(clean_fn, false, id);
+        let to_clean = |id| checks.switch_to(clean_fn, false, id);
         let inst_how = Splice {
             entry: Some(entry),
             checks: outer.clone(),
@@ -396,8 +275,181 @@ impl SwitchedFunction<'_, '_> {
             check: &to_inst,
         };
         let clean_f = spliced(again, self.shape, &clean_how);
-        Ok(Some((f, inst_f, clean_f, ty)))
+        Ok(Some(Bodies {
+            checked: f,
+            instrumented: inst_f,
+            clean: clean_f,
+            ty,
+        }))
     }
+
+    /// The copies' type: the function's parameters, its locals and the loop id.
+    fn copy_type(
+        &self,
+        original_locals: &[wasm_encoder::ValType],
+        extra_types: &mut Vec<(Vec<wasm_encoder::ValType>, Vec<wasm_encoder::ValType>)>,
+    ) -> u32 {
+        let ty_params: Vec<_> = self
+            .params
+            .iter()
+            .chain(original_locals)
+            .copied()
+            .chain([wasm_encoder::ValType::I32])
+            .collect();
+        (match extra_types
+            .iter()
+            .position(|t| t.0 == ty_params && t.1 == self.results)
+        {
+            Some(p) => p,
+            None => {
+                extra_types.push((ty_params, self.results.to_vec()));
+                extra_types.len() - 1
+            }
+        }) as u32
+    }
+
+    /// The code every check shares: the flag's test, the budget's spending, and which
+    /// locals each checked loop (`targets`) reads.
+    fn checks(
+        &self,
+        original_locals: &[wasm_encoder::ValType],
+        targets: &[usize],
+    ) -> Result<Checks, crate::plan::InstrumentError> {
+        let at = crate::emit::memarg(self.mem, self.flag, 2);
+        // An atomic load: the sampler thread writes the flag, and Cranelift would take a
+        // plain load in a loop without stores for the same as the one at the function's
+        // entry (redundant load elimination), so the loop never switched.
+        let mut flag = vec![I::I32Const(0), I::I32AtomicLoad(at)];
+        if self.budget.is_some() {
+            flag.extend([I::I32Const(0), I::I32GtS]);
+        }
+        if self.chaos {
+            // flag = flag * 1103515245 + 12345; bit 16 of it says "instrumented".
+            flag = vec![I::I32Const(0), I::I32Const(0), I::I32Load(at)];
+            flag.extend([
+                I::I32Const(1103515245),
+                I::I32Mul,
+                I::I32Const(12345),
+                I::I32Add,
+            ]);
+            flag.extend([I::I32Store(at), I::I32Const(0), I::I32Load(at)]);
+            flag.extend([I::I32Const(16), I::I32ShrU, I::I32Const(1), I::I32And]);
+        }
+        // Ephemeral: budget -= 1 (a plain load and store: see `pepper_runtime`'s epochs).
+        let spend: Vec<I<'static>> = match self.budget {
+            Some(_) => vec![
+                I::I32Const(0),
+                I::I32Const(0),
+                I::I32Load(at),
+                I::I32Const(1),
+                I::I32Sub,
+                I::I32Store(at),
+            ],
+            None => Vec::new(),
+        };
+        let types: Vec<wasm_encoder::ValType> =
+            self.params.iter().chain(original_locals).copied().collect();
+        let loop_ops: Vec<usize> = targets.iter().map(|&k| self.shape.loops[k].op).collect();
+        let body = &self.facts.bodies[self.k];
+        let live = live_at_headers(self.a, body, types.len(), &loop_ops)
+            .map_err(|e| crate::plan::InstrumentError::Encode(e.to_string()))?;
+        Ok(Checks {
+            flag,
+            spend,
+            live,
+            types,
+            headers: self.budget.map(|b| b.headers),
+            mem: self.mem,
+        })
+    }
+
+    /// `F`'s start: ephemeral's entry count, and the entry check when there is one.
+    fn entry_code(&self, checks: &Checks, np: u32, zeros: Vec<I<'static>>) -> Vec<I<'static>> {
+        let mut at_start: Vec<I<'static>> = Vec::new();
+        if let Some(b) = self.budget {
+            at_start.extend(increment(self.mem, b.entries));
+        }
+        if self.entry_check {
+            at_start.extend(checks.flag.iter().cloned());
+            at_start.push(I::If(BlockType::Empty));
+            at_start.extend(checks.spend.iter().cloned());
+            at_start.extend((0..np).map(I::LocalGet));
+            at_start.extend(zeros);
+            at_start.extend([I::I32Const(0), I::ReturnCall(self.copies.0), I::End]);
+        }
+        at_start
+    }
+}
+
+/// One switched function's bodies.
+pub(crate) struct Bodies {
+    /// `F`: the original code with checks.
+    pub checked: wasm_encoder::Function,
+    /// `F_inst`.
+    pub instrumented: wasm_encoder::Function,
+    /// `F_clean`.
+    pub clean: wasm_encoder::Function,
+    /// The copies' type, an index into the extra types.
+    pub ty: u32,
+}
+
+/// The code a function's checks share.
+struct Checks {
+    /// Leaves non-zero on the stack when the instrumented copy should run.
+    flag: Vec<I<'static>>,
+    /// Ephemeral: spends one unit of the budget.
+    spend: Vec<I<'static>>,
+    /// Per checked loop (by id - 1): which locals it reads before writing.
+    live: Vec<Vec<bool>>,
+    /// The parameters' and locals' types.
+    types: Vec<wasm_encoder::ValType>,
+    /// Ephemeral: the first header counter.
+    headers: Option<u32>,
+    mem: u32,
+}
+
+impl Checks {
+    /// `if flag { return_call to(live locals.., id) }` (or `if !flag`): a local the loop
+    /// does not read before writing goes over as its zero.
+    fn switch_to(&self, to: u32, when_set: bool, id: u32) -> Vec<I<'static>> {
+        let mut c: Vec<I<'static>> = Vec::new();
+        if let Some(h) = self.headers {
+            c.extend(increment(self.mem, h + 8 * (id - 1)));
+        }
+        c.extend(self.flag.iter().cloned());
+        if !when_set {
+            c.push(I::I32Eqz);
+        }
+        c.push(I::If(BlockType::Empty));
+        if when_set {
+            c.extend(self.spend.iter().cloned());
+        }
+        let live = &self.live[id as usize - 1];
+        for (x, &t) in self.types.iter().enumerate() {
+            c.push(match live[x] {
+                true => I::LocalGet(x as u32),
+                false => zero(t).expect("copies have defaultable locals"),
+            });
+        }
+        c.extend([I::I32Const(id as i32), I::ReturnCall(to), I::End]);
+        if !when_set {
+            c.extend(self.spend.iter().cloned());
+        }
+        c
+    }
+}
+
+/// `u64 [addr] += 1`.
+fn increment(mem: u32, addr: u32) -> [I<'static>; 6] {
+    let at = crate::emit::memarg(mem, addr, 3);
+    [
+        I::I32Const(0),
+        I::I32Const(0),
+        I::I64Load(at),
+        I::I64Const(1),
+        I::I64Add,
+        I::I64Store(at),
+    ]
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 
 use crate::module::call_sites;
 use pepper_layout::{read_u32, read_u64, ContextMode};
+use pepper_profile::{CallSite, ContextKind, ContextNode, Contexts, HotFunction};
 
 /// Offsets of the `return_call`s in `body` that switch function `func` between its copies.
 fn switch_offsets(
@@ -31,6 +32,15 @@ pub struct SampledContexts {
     pub pcct: pepper_cct::Pcct,
 }
 
+/// A decoded calling context tree, sampled or exact.
+struct Tree {
+    kind: ContextKind,
+    nodes: Vec<ContextNode>,
+    hot: Vec<HotFunction>,
+    sampling: Option<pepper_profile::ContextSampling>,
+    overflow: u64,
+}
+
 impl crate::plan::Plan {
     /// The profile's calling contexts: the sampled tree (from the host sampler) or the exact
     /// one (from the context table in `mem`), with per-site call counts from `mem`.
@@ -41,7 +51,6 @@ impl crate::plan::Plan {
         location: &dyn Fn(u64) -> Option<String>,
         warnings: &mut Vec<String>,
     ) -> Option<pepper_profile::Contexts> {
-        use pepper_profile::{CallSite, ContextKind, ContextNode, Contexts, HotFunction};
         let l = &self.layout;
         let call_sites: Vec<CallSite> = self
             .call_sites
@@ -72,143 +81,20 @@ impl crate::plan::Plan {
                 sig,
             })
             .collect();
-        let (kind, mut nodes, hot_functions, sampling, overflow) = match self.contexts {
+        let tree = match self.contexts {
             ContextMode::Off => return None,
             ContextMode::Sampled | ContextMode::Native => {
-                let SampledContexts { sampling, mut pcct } = sampled?;
-                // Every context gets estimated calls: the sampled tree extended by the exact
-                // call-site counts (pepper_cct::complete).
-                let counts: Vec<pepper_cct::SiteCount> = self
-                    .call_sites
-                    .iter()
-                    .zip(&call_sites)
-                    .map(|(s, c)| pepper_cct::SiteCount {
-                        caller: s.func,
-                        callee: s.callee,
-                        calls: c.calls,
-                        sig: s.sig,
-                    })
-                    .collect();
-                let opts = pepper_cct::CompleteOptions {
-                    unit: sampling.interval_us.max(1),
-                    call_unit: sampling.window_weighted / sampling.window_calls.max(1),
-                    ..Default::default()
-                };
-                let sampled_len = pcct.tree.len();
-                let (t, est) = if self.layout.site_counters == 0 {
-                    // No call counts: the sampled tree as is, with the calls call windows
-                    // saw (weighted) as the only estimates.
-                    let est = pcct
-                        .tree
-                        .nodes()
-                        .map(|(_, n)| n.window_calls as f64)
-                        .collect();
-                    (
-                        std::mem::replace(&mut pcct.tree, pepper_cct::ContextTree::new(1)),
-                        est,
-                    )
-                } else {
-                    pepper_cct::complete(&pcct.tree, &counts, &entries, &opts)
-                };
-                let nodes: Vec<ContextNode> = t
-                    .nodes()
-                    .map(|(i, n)| ContextNode {
-                        parent: n.parent.map(|p| p.0),
-                        func: n.func,
-                        site: site(n.site),
-                        detached: n.detached(),
-                        inferred: i.index() >= sampled_len,
-                        calls: est[i.index()].round() as u64,
-                        self_us: n.self_weight,
-                        edge_us: n.edge_weight,
-                    })
-                    .collect();
-                let mut hot: Vec<HotFunction> = pcct
-                    .hot
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &w)| w > 0)
-                    .map(|(f, &w)| HotFunction {
-                        func: f as u32,
-                        self_us: w,
-                    })
-                    .collect();
-                // Time in host code the sampler could not name (native stacks) is a hot
-                // "function" of its own, so the list accounts for all sampled time.
-                if pcct.hot_unplaced > 0 {
-                    hot.push(HotFunction {
-                        func: u32::MAX,
-                        self_us: pcct.hot_unplaced,
-                    });
-                }
-                hot.sort_by(|a, b| b.self_us.cmp(&a.self_us).then(a.func.cmp(&b.func)));
-                (ContextKind::Sampled, nodes, hot, Some(sampling), 0)
+                self.sampled_tree(sampled?, &call_sites, &entries)
             }
-            ContextMode::Exact => {
-                let t = &l.cct;
-                // Entry i is node i + 1: key = caller site | caller node << 32.
-                let mut children: std::collections::HashMap<u32, Vec<(u32, u32, u32, u64)>> =
-                    Default::default();
-                for slot in 0..t.capacity as u64 {
-                    let at = t.base as u64 + 24 * slot;
-                    let f = read_u32(mem, at + 16);
-                    if f == 0 {
-                        continue;
-                    }
-                    let key = read_u64(mem, at);
-                    let (parent, s) = ((key >> 32) as u32, key as u32);
-                    children.entry(parent).or_default().push((
-                        slot as u32 + 1,
-                        f - 1,
-                        s,
-                        read_u64(mem, at + 8),
-                    ));
-                }
-                let mut nodes = vec![ContextNode {
-                    parent: None,
-                    func: u32::MAX,
-                    site: None,
-                    detached: false,
-                    inferred: false,
-                    calls: 0,
-                    self_us: 0,
-                    edge_us: 0,
-                }];
-                // Breadth first from the root, so parents precede children.
-                let mut queue = std::collections::VecDeque::from([(0u32, 0u32)]);
-                while let Some((id, at)) = queue.pop_front() {
-                    let mut kids = children.remove(&id).unwrap_or_default();
-                    kids.sort_unstable_by_key(|k| (k.2, k.1));
-                    for (child, func, s, calls) in kids {
-                        let idx = nodes.len() as u32;
-                        nodes.push(ContextNode {
-                            parent: Some(at),
-                            func,
-                            site: if id == 0 { None } else { site(s) },
-                            detached: false,
-                            inferred: false,
-                            calls,
-                            self_us: 0,
-                            edge_us: 0,
-                        });
-                        queue.push_back((child, idx));
-                    }
-                }
-                let orphans: usize = children.values().map(Vec::len).sum();
-                if orphans > 0 {
-                    warnings.push(format!(
-                        "{orphans} context table entries have no known parent; dropped"
-                    ));
-                }
-                let overflow = read_u64(mem, t.overflow as u64);
-                if overflow > 0 {
-                    warnings.push(format!(
-                        "the context table was full: {overflow} calls were counted under the root"
-                    ));
-                }
-                (ContextKind::Exact, nodes, Vec::new(), None, overflow)
-            }
+            ContextMode::Exact => self.exact_tree(mem, &site, warnings),
         };
+        let Tree {
+            kind,
+            mut nodes,
+            hot: hot_functions,
+            sampling,
+            overflow,
+        } = tree;
         if nodes.is_empty() {
             return None;
         }
@@ -232,6 +118,169 @@ impl crate::plan::Plan {
             sampling,
             overflow,
         })
+    }
+
+    /// The sampled tree completed with the exact call-site counts (`pepper_cct::complete`):
+    /// every context gets estimated calls.
+    fn sampled_tree(
+        &self,
+        sampled: SampledContexts,
+        call_sites: &[CallSite],
+        entries: &[pepper_cct::EntryCount],
+    ) -> Tree {
+        let site = |s: u32| (s < call_sites.len() as u32).then_some(s);
+        let SampledContexts { sampling, mut pcct } = sampled;
+        // Every context gets estimated calls: the sampled tree extended by the exact
+        // call-site counts (pepper_cct::complete).
+        let counts: Vec<pepper_cct::SiteCount> = self
+            .call_sites
+            .iter()
+            .zip(call_sites)
+            .map(|(s, c)| pepper_cct::SiteCount {
+                caller: s.func,
+                callee: s.callee,
+                calls: c.calls,
+                sig: s.sig,
+            })
+            .collect();
+        let opts = pepper_cct::CompleteOptions {
+            unit: sampling.interval_us.max(1),
+            call_unit: sampling.window_weighted / sampling.window_calls.max(1),
+            ..Default::default()
+        };
+        let sampled_len = pcct.tree.len();
+        let (t, est) = if self.layout.site_counters == 0 {
+            // No call counts: the sampled tree as is, with the calls call windows
+            // saw (weighted) as the only estimates.
+            let est = pcct
+                .tree
+                .nodes()
+                .map(|(_, n)| n.window_calls as f64)
+                .collect();
+            (
+                std::mem::replace(&mut pcct.tree, pepper_cct::ContextTree::new(1)),
+                est,
+            )
+        } else {
+            pepper_cct::complete(&pcct.tree, &counts, entries, &opts)
+        };
+        let nodes: Vec<ContextNode> = t
+            .nodes()
+            .map(|(i, n)| ContextNode {
+                parent: n.parent.map(|p| p.0),
+                func: n.func,
+                site: site(n.site),
+                detached: n.detached(),
+                inferred: i.index() >= sampled_len,
+                calls: est[i.index()].round() as u64,
+                self_us: n.self_weight,
+                edge_us: n.edge_weight,
+            })
+            .collect();
+        let mut hot: Vec<HotFunction> = pcct
+            .hot
+            .iter()
+            .enumerate()
+            .filter(|(_, &w)| w > 0)
+            .map(|(f, &w)| HotFunction {
+                func: f as u32,
+                self_us: w,
+            })
+            .collect();
+        // Time in host code the sampler could not name (native stacks) is a hot
+        // "function" of its own, so the list accounts for all sampled time.
+        if pcct.hot_unplaced > 0 {
+            hot.push(HotFunction {
+                func: u32::MAX,
+                self_us: pcct.hot_unplaced,
+            });
+        }
+        hot.sort_by(|a, b| b.self_us.cmp(&a.self_us).then(a.func.cmp(&b.func)));
+        Tree {
+            kind: ContextKind::Sampled,
+            nodes,
+            hot,
+            sampling: Some(sampling),
+            overflow: 0,
+        }
+    }
+
+    /// The exact tree, read from the in-module context table.
+    fn exact_tree(
+        &self,
+        mem: &[u8],
+        site: &dyn Fn(u32) -> Option<u32>,
+        warnings: &mut Vec<String>,
+    ) -> Tree {
+        let l = &self.layout;
+        let t = &l.cct;
+        // Entry i is node i + 1: key = caller site | caller node << 32.
+        let mut children: std::collections::HashMap<u32, Vec<(u32, u32, u32, u64)>> =
+            Default::default();
+        for slot in 0..t.capacity as u64 {
+            let at = t.base as u64 + 24 * slot;
+            let f = read_u32(mem, at + 16);
+            if f == 0 {
+                continue;
+            }
+            let key = read_u64(mem, at);
+            let (parent, s) = ((key >> 32) as u32, key as u32);
+            children.entry(parent).or_default().push((
+                slot as u32 + 1,
+                f - 1,
+                s,
+                read_u64(mem, at + 8),
+            ));
+        }
+        let mut nodes = vec![ContextNode {
+            parent: None,
+            func: u32::MAX,
+            site: None,
+            detached: false,
+            inferred: false,
+            calls: 0,
+            self_us: 0,
+            edge_us: 0,
+        }];
+        // Breadth first from the root, so parents precede children.
+        let mut queue = std::collections::VecDeque::from([(0u32, 0u32)]);
+        while let Some((id, at)) = queue.pop_front() {
+            let mut kids = children.remove(&id).unwrap_or_default();
+            kids.sort_unstable_by_key(|k| (k.2, k.1));
+            for (child, func, s, calls) in kids {
+                let idx = nodes.len() as u32;
+                nodes.push(ContextNode {
+                    parent: Some(at),
+                    func,
+                    site: if id == 0 { None } else { site(s) },
+                    detached: false,
+                    inferred: false,
+                    calls,
+                    self_us: 0,
+                    edge_us: 0,
+                });
+                queue.push_back((child, idx));
+            }
+        }
+        let orphans: usize = children.values().map(Vec::len).sum();
+        if orphans > 0 {
+            warnings.push(format!(
+                "{orphans} context table entries have no known parent; dropped"
+            ));
+        }
+        let overflow = read_u64(mem, t.overflow as u64);
+        if overflow > 0 {
+            warnings.push(format!(
+                "the context table was full: {overflow} calls were counted under the root"
+            ));
+        }
+        Tree {
+            kind: ContextKind::Exact,
+            nodes,
+            hot: Vec::new(),
+            sampling: None,
+            overflow,
+        }
     }
 }
 

@@ -202,15 +202,15 @@ impl Build<'_, '_> {
                 true => &no_redirect,
                 false => &redirect,
             };
-            let (body, inst, clean_copy, ty) = switched
+            let b = switched
                 .emit(self.kind(c), clean, || self.ctx(c), redirect, extra_types)?
                 .ok_or_else(|| InstrumentError::Encode(format!("function {f}: no copies")))?;
-            let ty = facts.num_types + ty;
+            let ty = facts.num_types + b.ty;
             debug_assert_eq!(*first, c.appended.hash_fn + 3 + out.copy_fns.len() as u32);
-            out.copy_fns.push((ty, inst));
-            out.copy_fns.push((ty, clean_copy));
+            out.copy_fns.push((ty, b.instrumented));
+            out.copy_fns.push((ty, b.clean));
             out.copies.push((k, (*first, first + 1)));
-            out.bodies.push(Some(body));
+            out.bodies.push(Some(b.checked));
             return Ok(());
         }
         let num_params = sig.params.len() as u32;
