@@ -18,6 +18,8 @@ pub enum ProfileError {
     TooNew { found: u32 },
     #[error("profile was recorded for module {expected}, but the module given has hash {found}")]
     ModuleMismatch { expected: String, found: String },
+    #[error("malformed profile: {0}")]
+    Malformed(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -31,9 +33,129 @@ pub fn module_hash(bytes: &[u8]) -> String {
 }
 
 impl Profile {
+    /// Writes the profile as JSON and flushes `w`, so that a full disk is an error here
+    /// rather than a silently short file.
     pub fn write(&self, mut w: impl Write) -> Result<(), ProfileError> {
         serde_json::to_writer(&mut w, self).map_err(std::io::Error::from)?;
         w.write_all(b"\n")?;
+        w.flush()?;
+        Ok(())
+    }
+
+    /// Writes the profile to `path` so that the file is always either the complete old
+    /// one or the complete new one: a temporary file next to it, synced, then renamed
+    /// over it. A path that exists and is not a regular file (a pipe, `/dev/stdout`) is
+    /// written in place, with every error reported.
+    pub fn write_file(&self, path: &std::path::Path) -> Result<(), ProfileError> {
+        if !is_regular_or_absent(path) {
+            let f = std::fs::OpenOptions::new().write(true).open(path)?;
+            return self.write(std::io::BufWriter::new(f));
+        }
+        let tmp = temp_path(path);
+        let result = (|| {
+            let f = std::fs::File::create(&tmp)?;
+            let mut w = std::io::BufWriter::new(f);
+            self.write(&mut w)?;
+            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+            std::fs::rename(&tmp, path)?;
+            Ok(())
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    /// Refuses a profile whose parts point at parts it does not have: every reader
+    /// indexes branches by a path step's branch id, call sites by a context node's site,
+    /// and walks context nodes to the root, so a bad index or a parent cycle must stop
+    /// here rather than as a panic or an endless walk later.
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        let bad = |what: String| Err(ProfileError::Malformed(what));
+        for (i, b) in self.branches.iter().enumerate() {
+            if b.id as usize != i {
+                return bad(format!("branch {i} has id {}", b.id));
+            }
+            if b.counts.len() != b.outcomes.len() {
+                return bad(format!(
+                    "branch {i} has {} counts for {} outcomes",
+                    b.counts.len(),
+                    b.outcomes.len()
+                ));
+            }
+        }
+        for (k, p) in self.paths.iter().enumerate() {
+            for s in &p.steps {
+                let Some(b) = self.branches.get(s.branch as usize) else {
+                    return bad(format!(
+                        "path {k} steps through branch {}, which the profile does not have",
+                        s.branch
+                    ));
+                };
+                if s.outcome as usize >= b.outcomes.len() {
+                    return bad(format!(
+                        "path {k} takes outcome {} of branch {}, which has {}",
+                        s.outcome,
+                        s.branch,
+                        b.outcomes.len()
+                    ));
+                }
+            }
+        }
+        if let Some(c) = &self.contexts {
+            for (i, s) in c.call_sites.iter().enumerate() {
+                if s.id as usize != i {
+                    return bad(format!("call site {i} has id {}", s.id));
+                }
+            }
+            for (i, n) in c.nodes.iter().enumerate() {
+                match (i, n.parent) {
+                    (0, None) => {}
+                    (0, Some(_)) => return bad("the context tree's root has a parent".into()),
+                    (_, None) => return bad(format!("context node {i} has no parent")),
+                    // Parents precede their children, so walks up the tree end.
+                    (_, Some(p)) if p as usize >= i => {
+                        return bad(format!(
+                            "context node {i} has parent {p}, not an earlier node"
+                        ))
+                    }
+                    _ => {}
+                }
+                if let Some(s) = n.site.filter(|&s| s as usize >= c.call_sites.len()) {
+                    return bad(format!(
+                        "context node {i} names call site {s}, which the profile does not have"
+                    ));
+                }
+            }
+        }
+        // Readers add counts up; totals that do not fit a u64 would wrap.
+        if !fits(self.paths.iter().map(|p| p.count))
+            || !fits(self.branches.iter().flat_map(|b| b.counts.iter().copied()))
+        {
+            return bad("counts add up to more than a 64-bit count holds".into());
+        }
+        if let Some(c) = &self.contexts {
+            if !fits(c.nodes.iter().map(|n| n.calls))
+                || !fits(c.nodes.iter().map(|n| n.self_us))
+                || !fits(c.nodes.iter().map(|n| n.edge_us))
+                || !fits(c.call_sites.iter().map(|s| s.calls))
+                || !fits(c.hot_functions.iter().map(|h| h.self_us))
+            {
+                return bad("context counts add up to more than a 64-bit count holds".into());
+            }
+        }
+        if let (Some(ph), Some(t)) = (&self.phases, &self.timeline) {
+            for s in &ph.phases {
+                if s.start > s.end || s.end as usize > t.intervals.len() {
+                    return bad(format!(
+                        "a detected phase spans intervals {}..{} of {}",
+                        s.start,
+                        s.end,
+                        t.intervals.len()
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -58,7 +180,10 @@ impl Profile {
         if version > VERSION {
             return Err(ProfileError::TooNew { found: version });
         }
-        serde_json::from_str(&text).map_err(|e| ProfileError::NotAProfile(e.to_string()))
+        let profile: Profile =
+            serde_json::from_str(&text).map_err(|e| ProfileError::NotAProfile(e.to_string()))?;
+        profile.validate()?;
+        Ok(profile)
     }
 
     /// Refuses to go on when `module` is not the module this profile was recorded from.
@@ -72,4 +197,37 @@ impl Profile {
         }
         Ok(())
     }
+}
+
+fn is_regular_or_absent(path: &std::path::Path) -> bool {
+    std::fs::metadata(path).map_or(true, |m| m.is_file())
+}
+
+/// A temporary name next to `path` (same directory, so the rename is atomic).
+fn temp_path(path: &std::path::Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map_or("profile".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Checks, before a long run, that `path` can be written: its directory exists and takes
+/// a new file (a temporary one, removed again), or it is an existing non-regular file
+/// that opens for writing.
+pub fn check_writable(path: &std::path::Path) -> Result<(), ProfileError> {
+    if !is_regular_or_absent(path) {
+        std::fs::OpenOptions::new().write(true).open(path)?;
+        return Ok(());
+    }
+    let tmp = temp_path(path);
+    std::fs::File::create(&tmp)?;
+    std::fs::remove_file(&tmp)?;
+    Ok(())
+}
+
+/// Whether `xs` add up to a u64 without overflowing.
+fn fits(xs: impl IntoIterator<Item = u64>) -> bool {
+    xs.into_iter()
+        .try_fold(0u64, |a, x| a.checked_add(x))
+        .is_some()
 }

@@ -16,6 +16,6 @@ pub mod report;
 mod testing;
 
 pub use contexts::*;
-pub use file::{module_hash, ProfileError, FORMAT, VERSION};
+pub use file::{check_writable, module_hash, ProfileError, FORMAT, VERSION};
 pub use merge::MergeError;
 pub use model::*;

@@ -120,28 +120,36 @@ impl Profile {
                 ));
             }
             for (x, y) in a.counts.iter_mut().zip(&b.counts) {
-                *x += y;
+                *x = x.saturating_add(*y);
             }
         }
         self.merge_functions(p)
             .map_err(|d| shape("function list", d))?;
         self.merge_paths(&p.paths, ix)
             .map_err(|d| shape("path numbering", d))?;
-        self.lost.hash_overflow += p.lost.hash_overflow;
+        self.lost.hash_overflow = self.lost.hash_overflow.saturating_add(p.lost.hash_overflow);
         match (&mut self.sampling, &p.sampling) {
             (Some(a), Some(b)) => {
                 if a.guide != b.guide
                     || (a.design.as_str(), a.every) != (b.design.as_str(), b.every)
+                    || a.weights != b.weights
                 {
                     return Err(shape(
                         "sampling",
                         "different sampling design or guide; paths would not be comparable".into(),
                     ));
                 }
-                a.ticks += b.ticks;
-                a.taken += b.taken;
-                a.path_ends += b.path_ends;
-                a.lost += b.lost;
+                for (x, y) in [
+                    (&mut a.ticks, b.ticks),
+                    (&mut a.taken, b.taken),
+                    (&mut a.path_ends, b.path_ends),
+                    (&mut a.lost, b.lost),
+                    (&mut a.idle_ticks, b.idle_ticks),
+                    (&mut a.switched_on_us, b.switched_on_us),
+                    (&mut a.instrumented_path_ends, b.instrumented_path_ends),
+                ] {
+                    *x = x.saturating_add(y);
+                }
             }
             (None, None) => {}
             _ => return Err(shape("sampling", "one is sampled, the other not".into())),
@@ -182,7 +190,7 @@ impl Profile {
                 ));
             }
             if let (Some(x), Some(y)) = (&mut a.cold_executions, b.cold_executions) {
-                *x += y;
+                *x = x.saturating_add(y);
             }
         }
         Ok(())
@@ -194,7 +202,9 @@ impl Profile {
         for q in paths {
             let key = PathKey::of(q);
             match (ix.paths.get(&key), ix.numbers.get(&(q.func, q.number))) {
-                (Some(&i), Some(&j)) if i == j => self.paths[i].count += q.count,
+                (Some(&i), Some(&j)) if i == j => {
+                    self.paths[i].count = self.paths[i].count.saturating_add(q.count)
+                }
                 (None, None) => {
                     ix.paths.insert(key, self.paths.len());
                     ix.numbers.insert((q.func, q.number), self.paths.len());
@@ -256,7 +266,8 @@ impl Contexts {
     fn sum_by_function<'a>(&mut self, all: impl Iterator<Item = &'a Contexts> + Clone) {
         let mut hot: HashMap<u32, u64> = HashMap::new();
         for h in all.clone().flat_map(|c| &c.hot_functions) {
-            *hot.entry(h.func).or_default() += h.self_us;
+            let e = hot.entry(h.func).or_default();
+            *e = e.saturating_add(h.self_us);
         }
         self.hot_functions = hot
             .into_iter()
@@ -284,7 +295,7 @@ impl Contexts {
                     y.id, y.offset, x.offset
                 ));
             }
-            x.calls += y.calls;
+            x.calls = x.calls.saturating_add(y.calls);
         }
         // b's parents come before their children, so each of b's nodes maps to one of ours
         // in one pass.
@@ -304,29 +315,29 @@ impl Contexts {
                 (self.nodes.len() - 1) as u32
             });
             let m = &mut self.nodes[at as usize];
-            m.calls += n.calls;
-            m.self_us += n.self_us;
-            m.edge_us += n.edge_us;
+            m.calls = m.calls.saturating_add(n.calls);
+            m.self_us = m.self_us.saturating_add(n.self_us);
+            m.edge_us = m.edge_us.saturating_add(n.edge_us);
             m.inferred &= n.inferred;
             map[i] = at;
         }
         if let (Some(r), Some(s)) = (self.nodes.first_mut(), b.nodes.first()) {
-            r.calls += s.calls;
-            r.self_us += s.self_us;
-            r.edge_us += s.edge_us;
+            r.calls = r.calls.saturating_add(s.calls);
+            r.self_us = r.self_us.saturating_add(s.self_us);
+            r.edge_us = r.edge_us.saturating_add(s.edge_us);
         }
         if let (Some(x), Some(y)) = (&mut self.sampling, &b.sampling) {
-            x.samples += y.samples;
-            x.detached += y.detached;
-            x.truncated += y.truncated;
-            x.in_host += y.in_host;
-            x.empty += y.empty;
-            x.torn += y.torn;
-            x.window_calls += y.window_calls;
-            x.window_weighted += y.window_weighted;
-            x.window_cut += y.window_cut;
+            x.samples = x.samples.saturating_add(y.samples);
+            x.detached = x.detached.saturating_add(y.detached);
+            x.truncated = x.truncated.saturating_add(y.truncated);
+            x.in_host = x.in_host.saturating_add(y.in_host);
+            x.empty = x.empty.saturating_add(y.empty);
+            x.torn = x.torn.saturating_add(y.torn);
+            x.window_calls = x.window_calls.saturating_add(y.window_calls);
+            x.window_weighted = x.window_weighted.saturating_add(y.window_weighted);
+            x.window_cut = x.window_cut.saturating_add(y.window_cut);
         }
-        self.overflow += b.overflow;
+        self.overflow = self.overflow.saturating_add(b.overflow);
         Ok(())
     }
 }

@@ -184,6 +184,11 @@ pub fn profile(
         profile.timeline = Some(ir.timeline);
         profile.phases = ir.phases;
     }
+    if let Some(why) = samples.and_then(|s| s.failure.as_ref()) {
+        profile
+            .warnings
+            .push(format!("{why}: the profile has none of its samples"));
+    }
     if let Some(s) = profile.sampling.as_mut().filter(|s| s.design == "every") {
         // The in-guest design counted its samples in the hash table (counts are scaled to
         // executions, `every` per sample).

@@ -41,7 +41,10 @@ impl Armer {
     }
 
     pub(crate) fn finish(self) -> u64 {
-        self.0.finish().unwrap_or(0)
+        self.0.finish().unwrap_or_else(|why| {
+            eprintln!("pepper: warning: {why}; budgets were not re-armed after it");
+            0
+        })
     }
 }
 

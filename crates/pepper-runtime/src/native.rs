@@ -243,39 +243,93 @@ impl CodeMap {
     }
 }
 
-/// Installs the SIGPROF handler (once per process).
+/// The SIGPROF action that was there before pepper's (chained to, and restored when the
+/// sampler ends): its handler address and flags. Written only by the one sampler that
+/// holds `SLOT`, read by the handler.
+static OLD_HANDLER: AtomicU64 = AtomicU64::new(libc::SIG_DFL as u64);
+static OLD_FLAGS: AtomicU32 = AtomicU32::new(0);
+/// Whether pepper's handler is installed now.
+static INSTALLED: AtomicU32 = AtomicU32::new(0);
+
+/// Installs the SIGPROF handler, keeping the one it replaces (called by the sampler that
+/// holds `SLOT`, so never twice at once).
 fn install() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: a plain sigaction with an async-signal-safe handler (atomics and reads
-        // of validated stack addresses only).
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = handler as *const () as usize;
-            sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut());
+    if INSTALLED.load(Ordering::SeqCst) != 0 {
+        return;
+    }
+    // SAFETY: a plain sigaction with an async-signal-safe handler (atomics and reads of
+    // validated stack addresses only).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = handler as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut sa.sa_mask);
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGPROF, &sa, &mut old) == 0 {
+            OLD_HANDLER.store(old.sa_sigaction as u64, Ordering::SeqCst);
+            OLD_FLAGS.store(old.sa_flags as u32, Ordering::SeqCst);
+            INSTALLED.store(1, Ordering::SeqCst);
         }
-    });
+    }
 }
 
-extern "C" fn handler(_sig: libc::c_int, _info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+/// Puts back the action `install` replaced.
+fn restore() {
+    if INSTALLED.swap(0, Ordering::SeqCst) == 0 {
+        return;
+    }
+    // SAFETY: reinstalls the action the kernel gave `install`, unchanged.
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = OLD_HANDLER.load(Ordering::SeqCst) as usize;
+        sa.sa_flags = OLD_FLAGS.load(Ordering::SeqCst) as libc::c_int;
+        libc::sigemptyset(&mut sa.sa_mask);
+        libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut());
+    }
+}
+
+extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     ACTIVE.fetch_add(1, Ordering::SeqCst);
-    take_sample(ctx);
+    let ours = take_sample(ctx);
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
+    if !ours {
+        chain(sig, info, ctx);
+    }
 }
 
-fn take_sample(ctx: *mut libc::c_void) {
+/// A SIGPROF pepper did not ask for goes to the handler that was there before (another
+/// profiler's); the default action (ending the process) and `SIG_IGN` are not run.
+fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    let old = OLD_HANDLER.load(Ordering::SeqCst) as usize;
+    if old == libc::SIG_DFL || old == libc::SIG_IGN || old == handler as *const () as usize {
+        return;
+    }
+    // SAFETY: `old` is the handler the process installed, called as it asked to be.
+    unsafe {
+        if OLD_FLAGS.load(Ordering::SeqCst) as libc::c_int & libc::SA_SIGINFO != 0 {
+            let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                std::mem::transmute(old);
+            f(sig, info, ctx);
+        } else {
+            let f: extern "C" fn(libc::c_int) = std::mem::transmute(old);
+            f(sig);
+        }
+    }
+}
+
+/// Copies the interrupted thread's stack into the slot; false when no sample was asked
+/// for (the signal is someone else's).
+fn take_sample(ctx: *mut libc::c_void) -> bool {
     let slot = SLOT.load(Ordering::SeqCst);
     if slot.is_null() || ctx.is_null() {
-        return;
+        return false;
     }
     // SAFETY: the slot outlives every handler that loaded it (the sampler clears SLOT and
     // waits for ACTIVE to drain before dropping it); `ctx` is the kernel's ucontext.
     unsafe {
         let slot = &*slot;
         if slot.state.load(Ordering::Acquire) != REQUESTED {
-            return;
+            return false;
         }
         let uc = &*(ctx as *const libc::ucontext_t);
         let mut pc = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as u64;
@@ -305,6 +359,7 @@ fn take_sample(ctx: *mut libc::c_void) {
         slot.ring.copy();
         slot.state.store(DONE, Ordering::Release);
     }
+    true
 }
 
 /// The newest words of one guest ring, oldest first, and its head (words written so
@@ -345,7 +400,6 @@ impl NativeSampler {
         if !AVAILABLE {
             return None;
         }
-        install();
         // SAFETY: plain pthread queries about the calling thread.
         let (lo, hi) = unsafe {
             let mut attr: libc::pthread_attr_t = std::mem::zeroed();
@@ -379,6 +433,7 @@ impl NativeSampler {
             Ordering::Acquire,
         )
         .ok()?;
+        install();
         // SAFETY: querying the calling thread's id.
         let thread = unsafe { libc::pthread_self() };
         Some(NativeSampler { slot, thread })
@@ -456,6 +511,11 @@ impl Drop for NativeSampler {
         // microseconds; one that starts now sees no slot.
         while ACTIVE.load(Ordering::SeqCst) != 0 {
             std::thread::yield_now();
+        }
+        // A signal still on its way (a sample that timed out) must find a handler that
+        // ignores it; otherwise the process gets the handler it had before.
+        if self.slot.state.load(Ordering::Acquire) != REQUESTED {
+            restore();
         }
     }
 }
@@ -551,6 +611,53 @@ impl Stack for NativeStack<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    static FOREIGN: AtomicU32 = AtomicU32::new(0);
+
+    extern "C" fn foreign_handler(_sig: libc::c_int) {
+        FOREIGN.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn current_sigprof() -> usize {
+        // SAFETY: queries the current action only.
+        unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut old);
+            old.sa_sigaction
+        }
+    }
+
+    /// Another profiler's SIGPROF handler keeps its signals while pepper samples (they
+    /// are chained to it) and gets its place back when pepper's sampler ends.
+    #[test]
+    #[allow(unsafe_code)]
+    fn sigprof_handlers_chain_and_are_restored() {
+        if !AVAILABLE {
+            return;
+        }
+        // SAFETY: installs a handler that only increments an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = foreign_handler as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(libc::SIGPROF, &sa, std::ptr::null_mut());
+        }
+        let sampler = NativeSampler::for_current_thread().expect("no other sampler here");
+        assert_eq!(current_sigprof(), handler as *const () as usize);
+        // SAFETY: a signal to this thread, which both handlers expect.
+        unsafe { libc::raise(libc::SIGPROF) };
+        assert_eq!(FOREIGN.load(Ordering::SeqCst), 1, "not chained");
+        // pepper's own samples still work and do not reach the other handler.
+        let (mut out, mut copied) = (Vec::new(), Copied::default());
+        drop(std::thread::scope(|s| {
+            s.spawn(|| sampler.sample(&mut out, &mut copied)).join()
+        }));
+        drop(sampler);
+        assert_eq!(current_sigprof(), foreign_handler as *const () as usize);
+        // SAFETY: as above.
+        unsafe { libc::raise(libc::SIGPROF) };
+        assert_eq!(FOREIGN.load(Ordering::SeqCst), 2);
+    }
 
     fn map() -> CodeMap {
         CodeMap {

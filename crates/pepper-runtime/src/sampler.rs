@@ -306,6 +306,8 @@ impl SamplerConfig {
 /// What the sampler collected.
 #[derive(Clone, Debug, Default)]
 pub struct SamplerResult {
+    /// Why the sampler thread stopped early (it panicked); `None` when it ran to the end.
+    pub failure: Option<String>,
     /// (path word, estimated executions), sorted by word, weighted as
     /// [`SamplerConfig::weights`] says and adding up to `path_ends`.
     pub words: Vec<(u64, u64)>,
@@ -451,9 +453,17 @@ impl Sampler {
         }))
     }
 
-    /// Stops the thread and returns what it collected.
+    /// Stops the thread and returns what it collected; a sampler that failed returns
+    /// nothing but the failure, which is also said on stderr (the run goes on: the
+    /// guest's own results must not be lost to a profiler bug).
     pub fn finish(self) -> SamplerResult {
-        self.0.finish().unwrap_or_default()
+        self.0.finish().unwrap_or_else(|why| {
+            eprintln!("pepper: warning: {why}; the profile has no samples");
+            SamplerResult {
+                failure: Some(why),
+                ..Default::default()
+            }
+        })
     }
 }
 

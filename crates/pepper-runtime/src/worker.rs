@@ -27,18 +27,27 @@ impl<T: Send + 'static> Worker<T> {
         }
     }
 
-    /// Stops the thread and returns its result (`None` if it panicked).
-    pub(crate) fn finish(mut self) -> Option<T> {
+    /// Stops the thread and returns its result, or what it panicked with.
+    pub(crate) fn finish(mut self) -> Result<T, String> {
         self.stop_and_join()
+            .unwrap_or_else(|| Err("the thread was already joined".into()))
     }
 }
 
 impl<T> Worker<T> {
-    fn stop_and_join(&mut self) -> Option<T> {
+    fn stop_and_join(&mut self) -> Option<Result<T, String>> {
         self.stop.store(true, Ordering::Release);
         let t = self.thread.take()?;
+        let name = t.thread().name().unwrap_or("pepper thread").to_string();
         t.thread().unpark();
-        t.join().ok()
+        Some(t.join().map_err(|e| {
+            let why = e
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| e.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown cause".into());
+            format!("{name} panicked: {why}")
+        }))
     }
 }
 

@@ -5,8 +5,7 @@ use common::*;
 
 #[test]
 fn report_refuses_a_different_module() {
-    let (_, _, _, _) = run("exact-paths", &fixture("mod3.wat"), &[], &[]);
-    let prof = tempdir().join("mod3.exact-paths.json");
+    let (_, _, _, _, prof) = run_to("exact-paths", &fixture("mod3.wat"), &[], &[]);
     let o = pepper(&[
         "report",
         "--module",
@@ -40,13 +39,13 @@ fn report_refuses_newer_or_foreign_files() {
 
 #[test]
 fn invalid_wasm_is_a_clear_error_not_a_panic() {
-    let bad = tempdir().join("bad.wasm");
+    let bad = unique_path("bad.wasm");
     std::fs::write(&bad, b"\0asm\x01\0\0\0\x01\x05garbage").unwrap();
     let o = pepper(&["run", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.starts_with("error: ") && err.contains("bad.wasm"),
+        err.starts_with("error: ") && err.contains(&*bad.file_name().unwrap().to_string_lossy()),
         "{err}"
     );
     assert!(!err.contains("panicked"));
@@ -54,7 +53,7 @@ fn invalid_wasm_is_a_clear_error_not_a_panic() {
 
 #[test]
 fn instrumented_module_is_written_and_validates() {
-    let out = tempdir().join("mod3.instrumented.wasm");
+    let out = unique_path("mod3.instrumented.wasm");
     let o = pepper(&[
         "instrument",
         "--mode",
@@ -75,7 +74,7 @@ fn validate_and_run(module: &std::path::Path) -> Option<i32> {
         .validate_all(&bytes)
         .unwrap();
     let stem = module.file_stem().unwrap().to_string_lossy();
-    let profile = tempdir().join(format!("{stem}.none.json"));
+    let profile = unique_path(format!("{stem}.none.json"));
     let o = pepper(&[
         "run",
         "--mode",
@@ -92,9 +91,9 @@ fn validate_and_run(module: &std::path::Path) -> Option<i32> {
 #[test]
 fn instrument_targeted_with_a_guide() {
     let (_, _, _, guide) = run("exact-paths", &fixture("coldloops.wat"), &[], &[]);
-    let g = tempdir().join("coldloops.guide.json");
+    let g = unique_path("coldloops.guide.json");
     guide.write(std::fs::File::create(&g).unwrap()).unwrap();
-    let out = tempdir().join("coldloops.targeted.wasm");
+    let out = unique_path("coldloops.targeted.wasm");
     let o = pepper(&[
         "instrument",
         "--mode",
@@ -119,8 +118,7 @@ fn instrument_targeted_with_a_guide() {
 /// Golden file for the JSON report (timings and paths blanked). `BLESS=1` rewrites it.
 #[test]
 fn json_report_matches_golden() {
-    let (_, _, _, _) = run("exact-paths", &fixture("brtable.wat"), &[], &[]);
-    let prof = tempdir().join("brtable.exact-paths.json");
+    let (_, _, _, _, prof) = run_to("exact-paths", &fixture("brtable.wat"), &[], &[]);
     let o = pepper(&["report", "--format", "json", prof.to_str().unwrap()]);
     assert!(o.status.success());
     let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -140,8 +138,7 @@ fn json_report_matches_golden() {
 #[test]
 fn a_guide_from_another_module_is_reported_and_ignored() {
     // (Each test writes its own files: tests run in parallel in one temp directory.)
-    let (_, _, _, _) = run("exact-paths", &fixture("recursion.wat"), &[], &[]);
-    let guide = tempdir().join("recursion.exact-paths.json");
+    let (_, _, _, _, guide) = run_to("exact-paths", &fixture("recursion.wat"), &[], &[]);
     let (c, _, err, p) = run(
         "pep",
         &fixture("mod3.wat"),
@@ -156,7 +153,7 @@ fn a_guide_from_another_module_is_reported_and_ignored() {
     );
     assert_eq!(p.sampling.unwrap().guide, None);
     // A file that is not a profile is refused the same way.
-    let junk = tempdir().join("junk.json");
+    let junk = unique_path("junk.json");
     std::fs::write(&junk, "{}").unwrap();
     let (c, _, err, _) = run(
         "pep",
@@ -170,11 +167,8 @@ fn a_guide_from_another_module_is_reported_and_ignored() {
 
 #[test]
 fn compare_scores_pep_every_path_as_perfect() {
-    let (_, _, _, _) = run("exact-paths", &fixture("nested.wat"), &[], &[]);
-    let (_, _, _, _) = run("pep", &fixture("nested.wat"), &["--every", "1"], &[]);
-    let dir = tempdir();
-    let exact = dir.join("nested.exact-paths.json");
-    let pep = dir.join("nested.pep.every1.json");
+    let (_, _, _, _, exact) = run_to("exact-paths", &fixture("nested.wat"), &[], &[]);
+    let (_, _, _, _, pep) = run_to("pep", &fixture("nested.wat"), &["--every", "1"], &[]);
     let o = pepper(&[
         "compare",
         "--format",
@@ -198,8 +192,7 @@ fn compare_scores_pep_every_path_as_perfect() {
         "{text}"
     );
     // Profiles of different modules are refused.
-    let (_, _, _, _) = run("exact-paths", &fixture("early_return.wat"), &[], &[]);
-    let other = dir.join("early_return.exact-paths.json");
+    let (_, _, _, _, other) = run_to("exact-paths", &fixture("early_return.wat"), &[], &[]);
     let o = pepper(&["compare", exact.to_str().unwrap(), other.to_str().unwrap()]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("different modules"));
@@ -210,12 +203,12 @@ fn compare_scores_pep_every_path_as_perfect() {
 /// different modules are refused with both file names.
 #[test]
 fn merge_sums_real_profiles_and_refuses_other_modules() {
-    let dir = tempdir();
+    let mut calls_paths = None;
     for (mode, extra) in [("exact-paths", &[][..]), ("exact-calls", &[][..])] {
-        let (code, _, stderr, single) = run(mode, &fixture("calls.wat"), extra, &[]);
+        let (code, _, stderr, single, one) = run_to(mode, &fixture("calls.wat"), extra, &[]);
         assert_eq!(code, 0, "{stderr}");
-        let one = dir.join(format!("calls.{mode}.json"));
-        let merged = dir.join(format!("calls.{mode}.merged.json"));
+        calls_paths.get_or_insert(one.clone());
+        let merged = unique_path(format!("calls.{mode}.merged.json"));
         let one = one.to_str().unwrap();
         let o = pepper(&["merge", one, one, one, "-o", merged.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -256,25 +249,25 @@ fn merge_sums_real_profiles_and_refuses_other_modules() {
         let r = pepper(&["report", merged.to_str().unwrap()]);
         assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
     }
-    let (_, _, _, _) = run("exact-paths", &fixture("nested.wat"), &[], &[]);
-    let a = dir.join("calls.exact-paths.json");
-    let b = dir.join("nested.exact-paths.json");
+    let (_, _, _, _, b) = run_to("exact-paths", &fixture("nested.wat"), &[], &[]);
+    let a = calls_paths.unwrap();
+    let never = unique_path("never.json");
     let o = pepper(&[
         "merge",
         a.to_str().unwrap(),
         b.to_str().unwrap(),
         "-o",
-        dir.join("never.json").to_str().unwrap(),
+        never.to_str().unwrap(),
     ]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("cannot merge")
-            && err.contains("nested.exact-paths.json")
+            && err.contains(&*b.file_name().unwrap().to_string_lossy())
             && err.contains("of module"),
         "{err}"
     );
-    assert!(!dir.join("never.json").exists());
+    assert!(!never.exists());
 }
 
 /// `--burst-weights` reaches the sampler and the profile says which estimate it holds.
@@ -282,19 +275,13 @@ fn merge_sums_real_profiles_and_refuses_other_modules() {
 fn burst_weights_are_recorded() {
     let program = fixture("nested.wat");
     let (_, _, _, default) = run("pep", &program, &[], &[]);
-    let (_, _, _, ticks) = run("pep", &program, &["--burst-weights", "ticks"], &[]);
+    let (_, _, _, ticks, ticks_file) = run_to("pep", &program, &["--burst-weights", "ticks"], &[]);
     let (_, _, _, every) = run("pep", &program, &["--every", "7"], &[]);
     let weights = |p: &pepper_profile::Profile| p.sampling.as_ref().unwrap().weights.clone();
     assert_eq!(weights(&default), "rate");
     assert_eq!(weights(&ticks), "ticks");
     assert_eq!(weights(&every), "", "the in-guest design has no bursts");
-    let report = pepper(&[
-        "report",
-        tempdir()
-            .join("nested.pep.burstweightsticks.json")
-            .to_str()
-            .unwrap(),
-    ]);
+    let report = pepper(&["report", ticks_file.to_str().unwrap()]);
     assert!(
         String::from_utf8_lossy(&report.stdout)
             .contains("weighted by the path ends since the last tick"),
@@ -338,6 +325,78 @@ fn stack_samples_keep_their_own_period_and_say_when_it_is_rounded() {
         assert!(
             stderr.contains("stack samples every 10ms (--stack-interval 1ms"),
             "{stderr}"
+        );
+    }
+}
+
+/// Eight `pepper run`s of one program at once write eight complete, separate profiles with
+/// the counts of a run alone.
+#[test]
+fn concurrent_processes_write_separate_correct_profiles() {
+    let program = fixture("nested.wat");
+    let (_, _, _, alone) = run("exact-paths", &program, &[], &[]);
+    let outs: Vec<_> = (0..8)
+        .map(|_| unique_path("nested.concurrent.json"))
+        .collect();
+    let children: Vec<_> = outs
+        .iter()
+        .map(|out| {
+            std::process::Command::new(env!("CARGO_BIN_EXE_pepper"))
+                .args(["run", "--mode", "exact-paths", "-o"])
+                .arg(out)
+                .arg(&program)
+                .env("XDG_CACHE_HOME", tempdir().join("cache"))
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let counts = |p: &pepper_profile::Profile| {
+        let mut v: Vec<_> = p
+            .paths
+            .iter()
+            .map(|x| (x.func, x.number, x.count))
+            .collect();
+        v.sort();
+        v
+    };
+    for out in &outs {
+        let p = pepper_profile::Profile::read(std::fs::File::open(out).unwrap()).unwrap();
+        assert_eq!(counts(&p), counts(&alone), "{}", out.display());
+    }
+}
+
+/// An output pepper cannot write is found before the guest runs; a write that fails after
+/// the run is an error that still says the guest's exit code, never a silent success.
+#[test]
+fn unwritable_outputs_are_errors() {
+    let o = pepper(&[
+        "run",
+        "-o",
+        "/nonexistent-pepper-dir/p.json",
+        fixture("exit.wat").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    // exit.wat exits 3: a run would have passed that through.
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write the profile"), "{err}");
+    if std::path::Path::new("/dev/full").exists() {
+        let o = pepper(&[
+            "run",
+            "--mode",
+            "exact-paths",
+            "-o",
+            "/dev/full",
+            fixture("mod3.wat").to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("writing the profile") && err.contains("exited with code 0"),
+            "{err}"
         );
     }
 }

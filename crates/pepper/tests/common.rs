@@ -17,10 +17,7 @@ pub fn fixture(name: &str) -> PathBuf {
 pub fn pepper(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pepper"))
         .args(args)
-        .env(
-            "XDG_CACHE_HOME",
-            std::env::temp_dir().join("pepper-test-cache"),
-        )
+        .env("XDG_CACHE_HOME", tempdir().join("cache"))
         .output()
         .expect("pepper binary runs")
 }
@@ -32,18 +29,22 @@ pub fn run(
     extra: &[&str],
     guest: &[&str],
 ) -> (i32, Vec<u8>, String, Profile) {
-    let dir = tempdir();
-    // Runs of one program in one mode with other flags (tests run in parallel) write
-    // different files.
-    let flags: String = extra
-        .concat()
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .collect();
-    let out = dir.join(format!(
-        "{}.{mode}{}{flags}.json",
-        program.file_stem().unwrap().to_string_lossy(),
-        if flags.is_empty() { "" } else { "." }
+    let (code, stdout, stderr, profile, _) = run_to(mode, program, extra, guest);
+    (code, stdout, stderr, profile)
+}
+
+/// [`run`], also returning where the profile is.
+pub fn run_to(
+    mode: &str,
+    program: &Path,
+    extra: &[&str],
+    guest: &[&str],
+) -> (i32, Vec<u8>, String, Profile, PathBuf) {
+    // Every run writes a file of its own (tests run in parallel, and one program may run
+    // in one mode with other flags or other guest arguments).
+    let out = unique_path(format!(
+        "{}.{mode}.json",
+        program.file_stem().unwrap().to_string_lossy()
     ));
     let mut args = vec!["run", "--mode", mode, "-o", out.to_str().unwrap()];
     args.extend_from_slice(extra);
@@ -58,7 +59,23 @@ pub fn run(
         std::fs::File::open(&out).unwrap_or_else(|e| panic!("no profile ({e}); stderr: {stderr}")),
     )
     .expect("profile reads back");
-    (o.status.code().unwrap_or(-1), o.stdout, stderr, profile)
+    (
+        o.status.code().unwrap_or(-1),
+        o.stdout,
+        stderr,
+        profile,
+        out,
+    )
+}
+
+/// A path in [`tempdir`] no other call returns: `name` with a number before its
+/// extension.
+pub fn unique_path(name: impl AsRef<str>) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = name.as_ref();
+    let (stem, ext) = name.rsplit_once('.').unwrap_or((name, ""));
+    tempdir().join(format!("{stem}.{n}.{ext}"))
 }
 
 pub fn tempdir() -> PathBuf {
@@ -136,7 +153,7 @@ pub fn paths_by_key(
 /// PEP run must not change the program's behaviour.
 pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], exact: &Profile) {
     let (c0, out0, _, _) = run("none", program, extra, guest);
-    let guide = tempdir().join(format!(
+    let guide = unique_path(format!(
         "{}.guide.json",
         program.file_stem().unwrap().to_string_lossy()
     ));
@@ -201,7 +218,7 @@ pub fn assert_targeted_exact_with(
     run_args: &[&str],
     threshold: &str,
 ) -> u64 {
-    let file = tempdir().join(format!(
+    let file = unique_path(format!(
         "{}.tpp-guide.json",
         program.file_stem().unwrap().to_string_lossy()
     ));

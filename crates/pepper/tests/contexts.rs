@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fixture, pepper, root, run, tempdir};
+use common::{fixture, pepper, root, run, run_to, tempdir, unique_path};
 use pepper_profile::{ContextKind, Contexts, Profile};
 use std::collections::HashMap;
 use std::process::Command;
@@ -127,7 +127,7 @@ fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) -> Profile {
     }
     let plain = Command::new(env!("CARGO_BIN_EXE_pepper"))
         .args(["run", "--mode", "none", "-o"])
-        .arg(tempdir().join("lua-none.json"))
+        .arg(unique_path("lua-none.json"))
         .arg(&wasm)
         .args(["--", "20"])
         .output()
@@ -198,9 +198,8 @@ fn exports_are_read_by_real_readers() {
     // A copy under another name: the test above profiles the same fixture in parallel.
     let program = dir.join("calls-export.wat");
     std::fs::copy(fixture("calls.wat"), &program).unwrap();
-    let (code, _, stderr, _) = run("exact-calls", &program, &[], &[]);
+    let (code, _, stderr, _, profile) = run_to("exact-calls", &program, &[], &[]);
     assert_eq!(code, 0, "{stderr}");
-    let profile = dir.join("calls-export.exact-calls.json");
     let export = |format: &str, out: &str| {
         let o = pepper(&[
             "export",
@@ -291,6 +290,25 @@ fn a_trapping_or_exiting_guest_still_gets_its_contexts() {
             if mode == "exact-calls" {
                 // The calls made before the trap or exit are counted.
                 assert!(c.nodes.iter().any(|n| n.calls > 0), "{fixture_name}: {c:?}");
+            }
+        }
+    }
+}
+
+/// A guest that overflows its stack, or exhausts its memory and then traps, still leaves a
+/// complete, readable profile, with calling contexts sampled from its deep stack.
+#[test]
+fn a_guest_out_of_stack_or_memory_still_gets_its_profile() {
+    for fixture_name in ["stack_overflow.wat", "memory_exhaustion.wat"] {
+        for mode in ["pep", "exact-paths"] {
+            let (got, _, stderr, p) = run(mode, &fixture(fixture_name), &[], &[]);
+            assert_eq!(got, 134, "{fixture_name} {mode}: {stderr}");
+            assert!(p.run.trap.is_some(), "{fixture_name} {mode}");
+            if mode == "exact-paths" {
+                assert!(
+                    !p.paths.is_empty(),
+                    "{fixture_name}: completed paths counted"
+                );
             }
         }
     }

@@ -87,7 +87,7 @@ fn register_loops_count_exactly() {
     let f = fixture("tight_loops.wat");
     let (_, _, _, exact) = run("exact-paths", &f, &[], &[]);
     assert_targeted_exact_with(&f, &[], &exact, &[], "0.05");
-    let file = tempdir().join("tight_loops.guide.json");
+    let file = unique_path("tight_loops.guide.json");
     exact.write(std::fs::File::create(&file).unwrap()).unwrap();
     let guide = ["--guide", file.to_str().unwrap()];
     let (_, _, _, tpp) = run("targeted", &f, &guide, &[]);
@@ -274,7 +274,7 @@ fn more_than_2_pow_64_paths_are_truncated_and_exact() {
                (local.set $i (i64.add (local.get $i) (i64.const 1)))
                (br_if $l (i64.lt_u (local.get $i) (i64.const 20))))))"
     );
-    let path = tempdir().join("wide.wat");
+    let path = unique_path("wide.wat");
     std::fs::write(&path, wat).unwrap();
     let (c, _, _, paths) = run("exact-paths", &path, &[], &[]);
     let (c2, _, _, edges) = run("exact-edges", &path, &[], &[]);

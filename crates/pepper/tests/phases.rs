@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, pepper, run, tempdir};
+use common::{fixture, pepper, run, run_to, unique_path};
 use pepper_phases::{cluster, runs, timeline};
 
 /// One at a time: each run reads every path end on the sampler's core, which a test
@@ -48,8 +48,8 @@ fn a_time_line_of_two_alternating_loops_has_two_phases_and_a_matrix() {
         .count();
     assert!(long >= 6, "{ids:?}");
 
-    let png = tempdir().join("two_loops.phases.png");
-    let profile = tempdir().join("two_loops.timeline.json");
+    let png = unique_path("two_loops.phases.png");
+    let profile = unique_path("two_loops.timeline.json");
     std::fs::write(&profile, serde_json::to_vec(&p).unwrap()).unwrap();
     let o = pepper(&[
         "phases",
@@ -84,19 +84,16 @@ fn a_time_line_of_two_alternating_loops_has_two_phases_and_a_matrix() {
 fn the_online_detector_finds_the_stretches_and_compare_scores_it() {
     let _one = one_at_a_time();
     let f = fixture("two_loops.wat");
-    let (c, _, err, _) = run("pep", &f, &["--timeline"], &[]);
+    let (c, _, err, _, timeline) = run_to("pep", &f, &["--timeline"], &[]);
     assert_eq!(c, 0, "{err}");
-    let (c, _, err, d) = run("pep", &f, &["--phases", "--phase-mpl", "6"], &[]);
+    let (c, _, err, d, detected) = run_to("pep", &f, &["--phases", "--phase-mpl", "6"], &[]);
     assert_eq!(c, 0, "{err}");
     let found = d.phases.as_ref().expect("detected phases").phases.len();
     assert!((5..=8).contains(&found), "{found} phases: {:?}", d.phases);
-    let dir = tempdir();
     let o = pepper(&[
         "compare",
-        dir.join("two_loops.pep.timeline.json").to_str().unwrap(),
-        dir.join("two_loops.pep.phasesphasempl6.json")
-            .to_str()
-            .unwrap(),
+        timeline.to_str().unwrap(),
+        detected.to_str().unwrap(),
     ]);
     let out = String::from_utf8_lossy(&o.stdout);
     let score: f64 = out

@@ -38,7 +38,7 @@ fn differential(name: &str, extra: &[&str], guest: &[&str]) {
     assert!(paths.paths.len() > 100, "{name}: real paths recorded");
     assert_same_edges(&paths, &edges);
     // Counters placed by a guide (the exact-paths profile) count the same outcomes.
-    let guide = tempdir().join(format!("{name}.guide.json"));
+    let guide = unique_path(format!("{name}.guide.json"));
     paths.write(std::fs::File::create(&guide).unwrap()).unwrap();
     let mut guided = extra.to_vec();
     guided.extend(["--guide", guide.to_str().unwrap()]);

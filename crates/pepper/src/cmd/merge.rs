@@ -47,9 +47,9 @@ pub fn run(a: Args) -> Result<i32> {
         };
         anyhow::anyhow!("cannot merge: {e}{culprit}")
     })?;
-    let file = std::fs::File::create(&a.output)
-        .with_context(|| format!("creating {}", a.output.display()))?;
-    merged.write(std::io::BufWriter::new(file))?;
+    merged
+        .write_file(&a.output)
+        .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(
         "pepper: wrote {} ({} profiles merged: {} paths, {} branches)",
         a.output.display(),

@@ -174,6 +174,10 @@ pub struct Args {
 pub fn run(a: Args) -> Result<i32> {
     let wasm = read_module(&a.program)?;
     let opts = a.options(&wasm)?;
+    // A profile that cannot be written is found out before the guest runs, not after.
+    let output = a.output_path();
+    pepper_profile::check_writable(&output)
+        .with_context(|| format!("cannot write the profile to {}", output.display()))?;
     if wasm.len() > 8 << 20 {
         eprintln!(
             "pepper: instrumenting {} ({} MB)...",
@@ -196,10 +200,13 @@ pub fn run(a: Args) -> Result<i32> {
         })
         .with_context(|| format!("profiling {}", a.program.display()))?;
     let profile = done.profile;
-    let output = a.output_path();
-    let file =
-        std::fs::File::create(&output).with_context(|| format!("creating {}", output.display()))?;
-    profile.write(std::io::BufWriter::new(file))?;
+    profile.write_file(&output).with_context(|| {
+        format!(
+            "writing the profile to {} (the guest exited with code {})",
+            output.display(),
+            done.exit_code
+        )
+    })?;
     let contexts_note = profile.contexts.as_ref().map_or(String::new(), |c| {
         format!(", {} calling contexts", c.nodes.len().saturating_sub(1))
     });
