@@ -133,7 +133,7 @@ impl Attached {
             Some(e) => {
                 let mem = memory.context("ephemeral: the module has no counters memory")?;
                 Some(epochs::Armer::start(
-                    sampler::MemView::of(Some(&mem), &*store),
+                    crate::memview::MemView::of(Some(&mem), &*store),
                     e.clone(),
                 ))
             }

@@ -5,7 +5,7 @@
 //! unit per entry and per outermost loop iteration, so after `persistence` of them the
 //! function is clean again. This thread re-arms every budget once per epoch.
 
-use crate::sampler::MemView;
+use crate::memview::MemView;
 use crate::worker::{Stop, Worker};
 use std::time::Duration;
 

@@ -12,7 +12,7 @@
 //!   whole intervals, periodic or one representative interval per new phase, while the
 //!   sampler reads every path end the instrumented copies write.
 
-use crate::sampler::MemView;
+use crate::memview::MemView;
 use pepper_phases::{sampling::PhaseProfiles, Detector, DetectorConfig, Signature, Tracker};
 use pepper_profile::{DetectedPhases, Interval, PhaseSpan, Timeline};
 use pepper_sampling::SampleTable;

@@ -13,9 +13,10 @@
 //! stdio and `--dir` preopens. A guest that traps or calls `proc_exit` still has its counters
 //! read, because the instance (and so its memory) outlives the failed call.
 //!
-//! `unsafe` is denied except in `sampler`, which reads the profiler memory from another
-//! thread while the guest runs, and `native`, which interrupts the guest thread with a
-//! signal and copies its frame-pointer chain.
+//! `unsafe` is denied except in `memview`, which reads the profiler memory from another
+//! thread while the guest runs, `sampler`, which hands that memory to the signal handler,
+//! and `native`, which interrupts the guest thread with a signal and copies its
+//! frame-pointer chain.
 
 // Every public item is documented (CI denies warnings): embedders read this crate's docs.
 #![warn(missing_docs)]
@@ -25,6 +26,7 @@ mod command;
 pub mod decode;
 mod epochs;
 mod intervals;
+mod memview;
 mod native;
 mod profiler;
 mod sampler;

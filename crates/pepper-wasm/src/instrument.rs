@@ -7,8 +7,9 @@ mod functions;
 mod hash;
 mod memory;
 
+use crate::instrumented::Instrumented;
 use crate::module::ModuleFacts;
-use crate::plan::{InstrumentError, InstrumentOptions, Instrumented, Plan, SwitchPlacement};
+use crate::plan::{InstrumentError, InstrumentOptions, Plan, SwitchPlacement};
 use pepper_layout::ContextMode;
 use pepper_profile::Mode;
 

@@ -21,6 +21,7 @@ pub mod emit;
 pub mod entries;
 pub mod hints;
 mod instrument;
+mod instrumented;
 pub mod module;
 pub mod plan;
 mod rewrite;
@@ -28,11 +29,12 @@ pub mod switch;
 
 pub use decode::{Increments, PathSites, RunOutcome, SampledContexts};
 pub use instrument::instrument;
+pub use instrumented::Instrumented;
 pub use module::FuncIndex;
 pub use pepper_layout::{ContextMode, COUNTERS_EXPORT, PATH_WINDOW_RING_LOG2};
 pub use plan::{
-    CallSiteInfo, Counting, InstrumentError, InstrumentOptions, Instrumented, Plan,
-    DEFAULT_ARRAY_MAX_PATHS, HASH_CACHE_ENTRIES,
+    CallSiteInfo, Counting, InstrumentError, InstrumentOptions, Plan, DEFAULT_ARRAY_MAX_PATHS,
+    HASH_CACHE_ENTRIES,
 };
 
 /// Reads a module file's bytes, translating WebAssembly text (`.wat`) when needed.
