@@ -480,6 +480,12 @@ fn random_modules_behave_identically_and_profile_consistently() {
             "pep every 1, switch all, always on",
             "targeted, no guide",
         ] {
+            // Obvious paths (TPP §4.2) count at their defining edge, so a call that traps
+            // between that edge and the path's end (out of fuel, say) counts a path that
+            // never completed; exact paths count at the end. Only trap-free modules agree.
+            if label.starts_with("targeted") && trapped {
+                continue;
+            }
             assert_eq!(
                 paths_by_key(&profiles[label]),
                 paths_by_key(exact),
