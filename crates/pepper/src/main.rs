@@ -8,13 +8,16 @@ use clap::{Parser, Subcommand};
 /// pepper: path, edge and calling-context profiler for WebAssembly.
 ///
 /// Typical use:
-///   pepper run prog.wasm -- ARGS       profile (PEP sampling by default), write prog.pepper.json
+///   pepper run prog.wasm ARGS          profile (PEP sampling by default), write prog.pepper.json
 ///   pepper report prog.pepper.json     hottest functions, paths and branch biases
 ///   pepper compare exact.json pep.json accuracy of one profile against another
 ///   pepper export prog.pepper.json     calling contexts as pprof (also folded, flamegraph, firefox)
 ///   pepper merge a.json b.json -o all.json  sum profiles of several runs or stores
 ///   pepper hints prog.pepper.json prog.wasm -o prog.hinted.wasm  branch hints for engines
 ///   pepper phases prog.pepper.json          phases of a --timeline run, similarity matrix
+///
+/// Exit status: `run` passes the guest's on (134 after a trap); 125 when pepper itself
+/// fails; 2 for a malformed command line.
 #[derive(Parser, Debug)]
 #[command(name = "pepper", version, about, long_about, verbatim_doc_comment)]
 struct Cli {
@@ -33,6 +36,12 @@ enum Command {
     Hints(cmd::hints::Args),
     Phases(cmd::phases::Args),
 }
+
+/// Exit status when pepper itself fails (bad module, unwritable profile, I/O): 125, as
+/// `docker run` and `chroot` use for "the tool failed, not the program", so it is not
+/// mistaken for a guest's own exit status (passed through as is; 134 after a trap, like
+/// `wasmtime run`). A malformed command line exits 2 before anything runs.
+const PEPPER_FAILED: i32 = 125;
 
 fn main() {
     let cli = Cli::parse();
@@ -56,7 +65,7 @@ fn main() {
             for cause in e.chain().skip(1) {
                 eprintln!("  caused by: {cause}");
             }
-            std::process::exit(2);
+            std::process::exit(PEPPER_FAILED);
         }
     }
 }

@@ -42,7 +42,7 @@ fn invalid_wasm_is_a_clear_error_not_a_panic() {
     let bad = unique_path("bad.wasm");
     std::fs::write(&bad, b"\0asm\x01\0\0\0\x01\x05garbage").unwrap();
     let o = pepper(&["run", bad.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(125));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.starts_with("error: ") && err.contains(&*bad.file_name().unwrap().to_string_lossy()),
@@ -381,7 +381,7 @@ fn unwritable_outputs_are_errors() {
     ]);
     let err = String::from_utf8_lossy(&o.stderr);
     // exit.wat exits 3: a run would have passed that through.
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(o.status.code(), Some(125), "{err}");
     assert!(err.contains("cannot write the profile"), "{err}");
     if std::path::Path::new("/dev/full").exists() {
         let o = pepper(&[
@@ -393,10 +393,39 @@ fn unwritable_outputs_are_errors() {
             fixture("mod3.wat").to_str().unwrap(),
         ]);
         let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(o.status.code(), Some(125), "{err}");
         assert!(
             err.contains("writing the profile") && err.contains("exited with code 0"),
             "{err}"
         );
     }
+}
+
+/// `wasmtime run`'s habits: guest arguments right after the module (with or without `--`,
+/// flags included), `--env NAME` passing the host's value through.
+#[test]
+fn guest_arguments_and_environment_as_wasmtime_run_takes_them() {
+    let argc = fixture("argc.wat");
+    let status = |args: &[&str]| {
+        let out = unique_path("argc.json");
+        let mut all = vec!["run", "--mode", "exact-paths", "-o", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = pepper(&all);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let a = argc.to_str().unwrap();
+    // argv[0] and three arguments, no environment: 4 * 16.
+    assert_eq!(status(&[a, "x", "-c", "--mode"]).0, Some(64));
+    assert_eq!(status(&[a, "--", "x", "-c", "--mode"]).0, Some(64));
+    // One variable passed through (PATH is set wherever tests run), one set here.
+    assert_eq!(
+        status(&["--env", "PATH", "--env", "A=1", a]).0,
+        Some(16 + 2)
+    );
+    let (code, err) = status(&["--env", "PEPPER_TEST_SURELY_UNSET", a]);
+    assert_eq!(code, Some(16));
+    assert!(err.contains("not set on the host"), "{err}");
 }

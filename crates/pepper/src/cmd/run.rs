@@ -11,8 +11,10 @@ use std::time::Duration;
 
 /// Run a WASI command module under the profiler and write a profile.
 ///
-/// Arguments after `--` go to the guest. The guest's exit code becomes pepper's. The
-/// profile is written even when the guest traps or calls `proc_exit`.
+/// pepper's options come before the module, and everything after it goes to the guest
+/// (`--` in front of it is optional). The guest's exit code becomes pepper's (134 after a
+/// trap, like `wasmtime run`); pepper's own failures exit 125. The profile is written even
+/// when the guest traps or calls `proc_exit`.
 ///
 /// The default mode, `pep`, is meant to stay on: every completed path goes to a small ring
 /// buffer and a host thread samples bursts of consecutive paths from it each `--interval`
@@ -23,7 +25,7 @@ use std::time::Duration;
 /// export` turns the tree into pprof, folded stacks, a flame graph or a Firefox profile.
 ///
 /// Examples:
-///   pepper run prog.wasm -- input.txt              PEP(64,17) and a stack sample every 250 µs
+///   pepper run prog.wasm input.txt                 PEP(64,17) and a stack sample every 250 µs
 ///   pepper run --mode exact-paths prog.wasm        every path counted (ground truth)
 ///   pepper run --guide prog.pepper.json prog.wasm  smart numbering from an earlier profile
 ///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
@@ -135,8 +137,8 @@ pub struct Args {
     /// Preopen a host directory: `HOST` (same path in the guest) or `HOST::GUEST`.
     #[arg(long = "dir", value_name = "HOST[::GUEST]")]
     dirs: Vec<String>,
-    /// Set a guest environment variable.
-    #[arg(long = "env", value_name = "NAME=VALUE")]
+    /// Set a guest environment variable; `--env NAME` passes the host's value through.
+    #[arg(long = "env", value_name = "NAME[=VALUE]")]
     envs: Vec<String>,
     /// Pass the whole host environment to the guest.
     #[arg(long)]
@@ -164,10 +166,11 @@ pub struct Args {
     /// evictions; 0 is no cache, a table call at every path end as in classic Ball-Larus).
     #[arg(long, hide = true, default_value_t = pepper_wasm::HASH_CACHE_ENTRIES.trailing_zeros())]
     hash_cache_log2: u32,
-    /// The module to run (`.wasm` or `.wat`), a WASI command.
+    /// The module to run (`.wasm` or `.wat`), a WASI command. pepper's own options come
+    /// before it; everything after it goes to the guest, as with `wasmtime run`.
     program: PathBuf,
-    /// Arguments for the guest.
-    #[arg(last = true)]
+    /// Arguments for the guest (a `--` in front of them is accepted and dropped).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<String>,
 }
 
@@ -271,17 +274,27 @@ impl Args {
         }
         let mut env = Vec::new();
         for e in &self.envs {
-            let Some((k, v)) = e.split_once('=') else {
-                bail!("--env {e:?}: expected NAME=VALUE")
-            };
-            env.push((k.to_string(), v.to_string()));
+            match e.split_once('=') {
+                Some((k, v)) => env.push((k.to_string(), v.to_string())),
+                // Like `wasmtime run --env NAME`: the host's value, if it has one.
+                None => match std::env::var(e) {
+                    Ok(v) => env.push((e.clone(), v)),
+                    Err(_) => {
+                        eprintln!("pepper: warning: --env {e}: not set on the host; not passed")
+                    }
+                },
+            }
         }
         let argv0 = self
             .program
             .file_name()
             .map_or("program".into(), |n| n.to_string_lossy().into_owned());
         let mut args = vec![argv0];
-        args.extend(self.args.iter().cloned());
+        let guest = match self.args.first().map(String::as_str) {
+            Some("--") => &self.args[1..],
+            _ => &self.args[..],
+        };
+        args.extend(guest.iter().cloned());
         Ok(WasiOptions {
             args,
             env,
