@@ -24,4 +24,5 @@ cargo run --release -q -p pepper-bench -- --quick --contexts >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --hints >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --ephemeral >/dev/null
 cargo run --release -q -p pepper-bench -- --quick --phases >/dev/null
+cargo run --release -q -p pepper-bench -- --quick --guides 2 --only zstd >/dev/null
 echo "bench smoke: ok"

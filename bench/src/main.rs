@@ -19,6 +19,7 @@
 
 mod contexts;
 mod ephemeral;
+mod guides;
 mod harness;
 mod hints;
 mod phases;
@@ -76,6 +77,10 @@ struct Args {
     /// against periodic interval sampling (writes bench/results/phases.md).
     #[arg(long)]
     phases: bool,
+    /// Measure targeted mode guided by N sampled profiles (default `pepper run`s) against
+    /// exact paths instead (writes bench/results/guides.md).
+    #[arg(long, value_name = "N")]
+    guides: Option<usize>,
 }
 
 const INTERVAL: Duration = Duration::from_millis(1);
@@ -411,6 +416,9 @@ fn main() -> Result<()> {
     }
     if args.phases {
         return phases::main(&args, &root);
+    }
+    if let Some(n) = args.guides {
+        return guides::main(&args, &root, n.max(1));
     }
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
