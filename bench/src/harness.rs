@@ -13,7 +13,7 @@ pub(crate) struct Workload {
     pub args: Vec<String>,
     /// A different input, for guides that must not come from the measured run.
     pub other_args: Vec<String>,
-    pub dirs: Vec<(PathBuf, String)>,
+    pub dirs: Vec<pepper_runtime::Preopen>,
 }
 
 impl Workload {
@@ -39,7 +39,7 @@ impl Workload {
 
 pub(crate) fn workloads(build: &Path, quick: bool, yosys: bool, phases: bool) -> Vec<Workload> {
     let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let data = vec![(build.to_path_buf(), "/data".to_string())];
+    let data = vec![pepper_runtime::Preopen::new(build, "/data")];
     let input = if quick {
         "/data/input-small.txt"
     } else {
@@ -100,9 +100,9 @@ pub(crate) fn workloads(build: &Path, quick: bool, yosys: bool, phases: bool) ->
                 "read_verilog /work/alu.v; proc; opt; stat".into(),
             ],
             dirs: vec![
-                (y.join("share"), "/share".into()),
-                (y.join("tmp"), "/tmp".into()),
-                (y.join("work"), "/work".into()),
+                pepper_runtime::Preopen::new(y.join("share"), "/share"),
+                pepper_runtime::Preopen::new(y.join("tmp"), "/tmp"),
+                pepper_runtime::Preopen::new(y.join("work"), "/work"),
             ],
         });
     }

@@ -23,8 +23,8 @@ pub struct WasiOptions {
     pub env: Vec<(String, String)>,
     /// Pass the host environment through.
     pub inherit_env: bool,
-    /// Preopened directories: (host path, guest path).
-    pub dirs: Vec<(PathBuf, String)>,
+    /// Preopened directories.
+    pub dirs: Vec<crate::Preopen>,
     /// Inherit stdin/stdout/stderr (otherwise the guest's output is discarded).
     pub inherit_stdio: bool,
 }

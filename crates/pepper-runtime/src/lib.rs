@@ -52,6 +52,43 @@ use wasmtime::{Config, Engine, Linker, Module, Store};
 use wasmtime_wasi::p1::WasiP1Ctx;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+/// A host directory the guest sees (WASI preopen).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preopen {
+    /// The directory on the host.
+    pub host: PathBuf,
+    /// Where the guest sees it.
+    pub guest: String,
+    /// The guest may read but not create, change or remove anything in it.
+    pub read_only: bool,
+}
+
+impl Preopen {
+    /// `host` as `guest`, read-write.
+    pub fn new(host: impl Into<PathBuf>, guest: impl Into<String>) -> Preopen {
+        Preopen {
+            host: host.into(),
+            guest: guest.into(),
+            read_only: false,
+        }
+    }
+
+    /// Parses `wasmtime run`'s form `HOST[::GUEST]`, with a `::ro` suffix for read-only
+    /// (the guest path defaults to the host path).
+    pub fn parse(s: &str) -> Preopen {
+        let (rest, read_only) = match s.strip_suffix("::ro") {
+            Some(r) => (r, true),
+            None => (s, false),
+        };
+        let (host, guest) = rest.split_once("::").unwrap_or((rest, rest));
+        Preopen {
+            host: host.into(),
+            guest: guest.into(),
+            read_only,
+        }
+    }
+}
+
 /// How to run the guest.
 #[derive(Clone, Debug, Default)]
 pub struct RunConfig {
@@ -61,8 +98,8 @@ pub struct RunConfig {
     pub env: Vec<(String, String)>,
     /// Pass the host environment through.
     pub inherit_env: bool,
-    /// Preopened directories: (host path, guest path).
-    pub dirs: Vec<(PathBuf, String)>,
+    /// Preopened directories.
+    pub dirs: Vec<Preopen>,
     /// wasmtime's compilation cache directory; `None` disables caching.
     pub cache_dir: Option<PathBuf>,
     /// Name of the exported memory to copy out after the run (pepper's counters).
@@ -259,11 +296,15 @@ impl Prepared {
         if cfg.inherit_stdio {
             builder.inherit_stdio();
         }
-        for (host, guest) in &cfg.dirs {
+        for d in &cfg.dirs {
+            let perms = match d.read_only {
+                true => FsPerms::ReadOnly,
+                false => FsPerms::ReadWrite,
+            };
             builder
-                .preopened_dir(host, guest, FsPerms::ReadWrite)
+                .preopened_dir(&d.host, &d.guest, perms)
                 .map_err(anyhow::Error::from)
-                .with_context(|| format!("preopening directory {}", host.display()))?;
+                .with_context(|| format!("preopening directory {}", d.host.display()))?;
         }
         let wasi: WasiP1Ctx = builder.build_p1();
         let profiler = match &cfg.epoch {

@@ -429,3 +429,32 @@ fn guest_arguments_and_environment_as_wasmtime_run_takes_them() {
     assert_eq!(code, Some(16));
     assert!(err.contains("not set on the host"), "{err}");
 }
+
+/// `--dir HOST::GUEST::ro` preopens a directory the guest cannot write; without `::ro` it
+/// can.
+#[test]
+fn read_only_directories_refuse_writes() {
+    let program = fixture("create_file.wat");
+    for (suffix, writable) in [("", true), ("::ro", false)] {
+        let dir = unique_path("preopen.d");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = unique_path("create_file.json");
+        let spec = format!("{}::/d{suffix}", dir.display());
+        let o = pepper(&[
+            "run",
+            "-o",
+            out.to_str().unwrap(),
+            "--dir",
+            &spec,
+            program.to_str().unwrap(),
+        ]);
+        let made = dir.join("made-by-guest").exists();
+        assert_eq!(
+            made,
+            writable,
+            "{spec}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(o.status.code() == Some(0), writable, "{spec}");
+    }
+}

@@ -134,8 +134,9 @@ pub struct Args {
     /// Profile output file [default: PROGRAM's stem + `.pepper.json`].
     #[arg(short, long)]
     output: Option<PathBuf>,
-    /// Preopen a host directory: `HOST` (same path in the guest) or `HOST::GUEST`.
-    #[arg(long = "dir", value_name = "HOST[::GUEST]")]
+    /// Preopen a host directory: `HOST` (same path in the guest) or `HOST::GUEST`, and
+    /// `::ro` at the end for read-only (`--dir data::/data::ro`).
+    #[arg(long = "dir", value_name = "HOST[::GUEST][::ro]")]
     dirs: Vec<String>,
     /// Set a guest environment variable; `--env NAME` passes the host's value through.
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
@@ -264,14 +265,11 @@ impl Args {
 
     /// What the guest sees.
     fn wasi(&self) -> Result<WasiOptions> {
-        let mut dirs = Vec::new();
-        for d in &self.dirs {
-            let (host, guest) = match d.split_once("::") {
-                Some((h, g)) => (h.to_string(), g.to_string()),
-                None => (d.clone(), d.clone()),
-            };
-            dirs.push((PathBuf::from(host), guest));
-        }
+        let dirs = self
+            .dirs
+            .iter()
+            .map(|d| pepper_runtime::Preopen::parse(d))
+            .collect();
         let mut env = Vec::new();
         for e in &self.envs {
             match e.split_once('=') {
