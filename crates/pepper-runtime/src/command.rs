@@ -97,6 +97,9 @@ pub struct CommandOptions {
     pub branch_hints: bool,
     /// How the run samples.
     pub sampling: SamplingOptions,
+    /// Call this export instead of `_start`, with `wasi.args` after `argv[0]` as its
+    /// arguments, and print its results (`wasmtime run --invoke`).
+    pub invoke: Option<String>,
 }
 
 /// Something a caller may want to tell its user while a run goes on.
@@ -203,6 +206,10 @@ impl CommandOptions {
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched)
                 .then_some(guest.layout.switch_flag),
             sampler,
+            invoke: self
+                .invoke
+                .clone()
+                .map(|f| (f, self.wasi.args.iter().skip(1).cloned().collect())),
         }
     }
 
@@ -243,6 +250,10 @@ fn staged_guide(wasm: &[u8], module: &ModuleInfo, opts: &CommandOptions) -> Resu
             dirs: opts.wasi.dirs.clone(),
             cache_dir: opts.cache_dir.clone(),
             counters_export: stage.counters_export(),
+            invoke: opts
+                .invoke
+                .clone()
+                .map(|f| (f, opts.wasi.args.iter().skip(1).cloned().collect())),
             ..Default::default()
         },
     )?;

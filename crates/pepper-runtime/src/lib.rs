@@ -122,6 +122,9 @@ pub struct RunConfig {
     pub branch_hints: bool,
     /// Ephemeral instrumentation: re-arm the functions' budgets every epoch.
     pub ephemeral: Option<EphemeralConfig>,
+    /// Call this export with these arguments (parsed by its parameter types) instead of
+    /// `_start`, and print its results, as `wasmtime run --invoke` does.
+    pub invoke: Option<(String, Vec<String>)>,
 }
 
 /// How the engine is built (what `Prepared` needs before it compiles).
@@ -349,10 +352,7 @@ impl Prepared {
         let mut collected = attach::Collected::default();
         let outcome = match linker.instantiate(&mut store, module) {
             Ok(instance) => {
-                let start = instance
-                    .get_typed_func::<(), ()>(&mut store, "_start")
-                    .map_err(anyhow::Error::from)
-                    .context("the module has no `_start` export: pepper runs WASI commands")?;
+                let entry = Entry::find(&instance, &mut store, cfg.invoke.as_ref())?;
                 let setup = Instant::now();
                 let attached = attach::Attached::start_with(
                     &mut store,
@@ -366,7 +366,7 @@ impl Prepared {
                     .epoch
                     .as_ref()
                     .map(|e| Ticker::start(engine, e.interval));
-                let outcome = start.call(&mut store, ());
+                let outcome = entry.call(&mut store);
                 drop(ticker);
                 let finish = Instant::now();
                 collected = attached.finish(&store);
@@ -421,4 +421,85 @@ impl Ticker {
             }),
         }
     }
+}
+
+/// What a run calls: a command's `_start`, or an export with arguments (`--invoke`).
+enum Entry {
+    Start(wasmtime::TypedFunc<(), ()>),
+    Invoke(wasmtime::Func, Vec<wasmtime::Val>),
+}
+
+impl Entry {
+    fn find(
+        instance: &wasmtime::Instance,
+        store: &mut Store<Host>,
+        invoke: Option<&(String, Vec<String>)>,
+    ) -> Result<Entry> {
+        let Some((name, args)) = invoke else {
+            let start = instance
+                .get_typed_func::<(), ()>(&mut *store, "_start")
+                .map_err(anyhow::Error::from)
+                .context(
+                    "the module has no `_start` export: pepper runs WASI commands \
+                     (--invoke FUNC calls another export)",
+                )?;
+            return Ok(Entry::Start(start));
+        };
+        let f = instance
+            .get_func(&mut *store, name)
+            .with_context(|| format!("the module exports no function `{name}`"))?;
+        let ty = f.ty(&*store);
+        let params: Vec<wasmtime::ValType> = ty.params().collect();
+        anyhow::ensure!(
+            params.len() == args.len(),
+            "`{name}` takes {} arguments, {} given",
+            params.len(),
+            args.len()
+        );
+        let vals = params
+            .iter()
+            .zip(args)
+            .map(|(t, a)| parse_val(t, a).with_context(|| format!("argument {a:?} of `{name}`")))
+            .collect::<Result<_>>()?;
+        Ok(Entry::Invoke(f, vals))
+    }
+
+    fn call(&self, store: &mut Store<Host>) -> wasmtime::Result<()> {
+        match self {
+            Entry::Start(f) => f.call(store, ()),
+            Entry::Invoke(f, args) => {
+                let n = f.ty(&*store).results().len();
+                let mut results = vec![wasmtime::Val::I32(0); n];
+                f.call(&mut *store, args, &mut results)?;
+                for r in &results {
+                    match r {
+                        wasmtime::Val::I32(x) => println!("{x}"),
+                        wasmtime::Val::I64(x) => println!("{x}"),
+                        wasmtime::Val::F32(x) => println!("{}", f32::from_bits(*x)),
+                        wasmtime::Val::F64(x) => println!("{}", f64::from_bits(*x)),
+                        other => println!("{other:?}"),
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// An `--invoke` argument as a value of type `t`.
+fn parse_val(t: &wasmtime::ValType, a: &str) -> Result<wasmtime::Val> {
+    use wasmtime::{Val, ValType as T};
+    Ok(match t {
+        T::I32 => Val::I32(
+            a.parse::<i32>()
+                .or_else(|_| a.parse::<u32>().map(|u| u as i32))?,
+        ),
+        T::I64 => Val::I64(
+            a.parse::<i64>()
+                .or_else(|_| a.parse::<u64>().map(|u| u as i64))?,
+        ),
+        T::F32 => Val::F32(a.parse::<f32>()?.to_bits()),
+        T::F64 => Val::F64(a.parse::<f64>()?.to_bits()),
+        other => anyhow::bail!("cannot pass a {other} on the command line"),
+    })
 }

@@ -167,6 +167,11 @@ pub struct Args {
     /// evictions; 0 is no cache, a table call at every path end as in classic Ball-Larus).
     #[arg(long, hide = true, default_value_t = pepper_wasm::HASH_CACHE_ENTRIES.trailing_zeros())]
     hash_cache_log2: u32,
+    /// Call this exported function instead of `_start`: the arguments after the module are
+    /// its arguments (integers or floats, by its parameter types), and its results are
+    /// printed, as `wasmtime run --invoke` does.
+    #[arg(long, value_name = "FUNC")]
+    invoke: Option<String>,
     /// The module to run (`.wasm` or `.wat`), a WASI command. pepper's own options come
     /// before it; everything after it goes to the guest, as with `wasmtime run`.
     program: PathBuf,
@@ -400,6 +405,7 @@ impl Args {
             },
             branch_hints: self.branch_hints,
             sampling,
+            invoke: self.invoke.clone(),
         })
     }
 }
