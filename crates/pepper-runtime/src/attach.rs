@@ -3,10 +3,12 @@
 //! embedder attaches around the calls its own host makes into its own instance (its
 //! `Store`, its `Linker`, its host functions, WASI or not).
 
+use crate::worker::Worker;
 use crate::{epochs, native, sampler, EphemeralConfig, SamplerConfig, SamplerResult};
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use wasmtime::{
     AsContext, AsContextMut, Instance, Memory, Module, Store, StoreContext, StoreContextMut,
 };
@@ -22,6 +24,40 @@ pub struct AttachConfig {
     pub ephemeral: Option<EphemeralConfig>,
     /// Switchable instrumentation: set the flag at this address once and leave it set.
     pub switch_on: Option<u32>,
+    /// Ending the run early: a watcher thread collects what the run has so far.
+    pub early_stop: Option<EarlyStop>,
+}
+
+/// Why a run was stopped early.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// SIGINT (Ctrl-C) or SIGTERM, with [`crate::stop_on_signals`] installed: the signal.
+    Signal(i32),
+    /// [`EarlyStop::after`] elapsed.
+    Duration,
+}
+
+/// Stopping a run before the guest returns (Ctrl-C, a time limit): a watcher thread stops
+/// the sampler, copies pepper's memory and hands both to `on_stop` while the guest keeps
+/// running; `on_stop` decides what happens next (`pepper run` writes the profile and
+/// ends the process).
+#[derive(Clone)]
+pub struct EarlyStop {
+    /// Stop when a signal asks ([`crate::stop_on_signals`]).
+    pub signals: bool,
+    /// Stop after this long.
+    pub after: Option<Duration>,
+    /// Receives what was collected so far.
+    pub on_stop: Arc<dyn Fn(Collected, StopReason) + Send + Sync>,
+}
+
+impl std::fmt::Debug for EarlyStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EarlyStop")
+            .field("signals", &self.signals)
+            .field("after", &self.after)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A store with pepper attached to one of its instances: the embedder's calls go
@@ -94,8 +130,10 @@ impl<T: 'static> AsContextMut for Profiled<T> {
 /// Profiling attached to one instance: its threads run until [`Attached::finish`] (or
 /// drop). The store must outlive it (see [`Profiled`]).
 pub(crate) struct Attached {
+    // The watcher stops first: it may take the sampler.
+    watcher: Option<Worker<()>>,
     memory: Option<Memory>,
-    sampler: Option<sampler::Sampler>,
+    sampler: Arc<Mutex<Option<sampler::Sampler>>>,
     armer: Option<epochs::Armer>,
 }
 
@@ -143,7 +181,13 @@ impl Attached {
             Some(sc) => Some(start_sampler(store, memory, module, sc, code_map)?),
             None => None,
         };
+        let sampler = Arc::new(Mutex::new(sampler));
+        let watcher = cfg.early_stop.clone().map(|stop| {
+            let view = crate::memview::MemView::of(memory.as_ref(), &*store);
+            watch(stop, view, sampler.clone())
+        });
         Ok(Attached {
+            watcher,
             memory,
             sampler,
             armer,
@@ -156,14 +200,54 @@ impl Attached {
     }
 
     /// Stops the threads and returns what they collected, with pepper's memory.
-    pub(crate) fn finish(self, store: impl AsContext) -> Collected {
+    pub(crate) fn finish(mut self, store: impl AsContext) -> Collected {
+        drop(self.watcher.take());
         let counters = self.counters(&store);
+        let sampler = take(&self.sampler);
         Collected {
             counters,
-            samples: self.sampler.map(sampler::Sampler::finish),
-            epochs: self.armer.map_or(0, epochs::Armer::finish),
+            samples: sampler.map(sampler::Sampler::finish),
+            epochs: self.armer.take().map_or(0, epochs::Armer::finish),
         }
     }
+}
+
+fn take(sampler: &Mutex<Option<sampler::Sampler>>) -> Option<sampler::Sampler> {
+    sampler
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()
+}
+
+/// The watcher: polls for a stop request every 20 ms and, on one, collects what the run
+/// has so far. Stopped (and joined) by `Attached::finish` before the store goes away, so
+/// its view of pepper's memory stays valid.
+fn watch(
+    stop: EarlyStop,
+    memory: crate::memview::MemView,
+    sampler: Arc<Mutex<Option<sampler::Sampler>>>,
+) -> Worker<()> {
+    let start = Instant::now();
+    Worker::spawn("pepper-watch", move |done| {
+        let reason = loop {
+            if done.sleep(Duration::from_millis(20)) {
+                return;
+            }
+            if let Some(sig) = crate::interrupt::requested().filter(|_| stop.signals) {
+                break StopReason::Signal(sig);
+            }
+            if stop.after.is_some_and(|d| start.elapsed() >= d) {
+                break StopReason::Duration;
+            }
+        };
+        let samples = take(&sampler).map(sampler::Sampler::finish);
+        let collected = Collected {
+            counters: (memory.len > 0).then(|| memory.copy()),
+            samples,
+            epochs: 0,
+        };
+        (stop.on_stop)(collected, reason);
+    })
 }
 
 /// The sampler thread, with native stacks when the configuration asks and the signal

@@ -100,6 +100,30 @@ pub struct CommandOptions {
     /// Call this export instead of `_start`, with `wasi.args` after `argv[0]` as its
     /// arguments, and print its results (`wasmtime run --invoke`).
     pub invoke: Option<String>,
+    /// Ending the run before the guest returns: on a signal ([`crate::stop_on_signals`])
+    /// or after a time, the profile of what ran so far goes to `deliver` while the guest
+    /// keeps running (the caller ends the process).
+    pub early_stop: Option<EarlyStopOptions>,
+}
+
+/// When a profiled command stops early, and who gets its profile then.
+#[derive(Clone)]
+pub struct EarlyStopOptions {
+    /// Stop on SIGINT or SIGTERM.
+    pub signals: bool,
+    /// Stop after this long.
+    pub after: Option<Duration>,
+    /// Receives the profile of what ran so far.
+    pub deliver: Arc<dyn Fn(Profile, crate::StopReason) + Send + Sync>,
+}
+
+impl std::fmt::Debug for EarlyStopOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EarlyStopOptions")
+            .field("signals", &self.signals)
+            .field("after", &self.after)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Something a caller may want to tell its user while a run goes on.
@@ -210,6 +234,7 @@ impl CommandOptions {
                 .invoke
                 .clone()
                 .map(|f| (f, self.wasi.args.iter().skip(1).cloned().collect())),
+            early_stop: None,
         }
     }
 
@@ -276,7 +301,7 @@ pub fn profile_command(
     wasm: &[u8],
     module: ModuleInfo,
     opts: &CommandOptions,
-    lines: &dyn Fn(u64) -> Option<String>,
+    lines: Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
     note: &mut dyn FnMut(Note<'_>),
 ) -> Result<CommandRun> {
     let t0 = Instant::now();
@@ -289,12 +314,16 @@ pub fn profile_command(
         None
     };
     let iopts = opts.instrument_options(guide);
-    let inst = pepper_wasm::instrument(wasm, &iopts)?;
+    let inst = Arc::new(pepper_wasm::instrument(wasm, &iopts)?);
     let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
     note(Note::Instrumented {
         warnings: &inst.plan.warnings,
     });
-    let cfg = opts.run_config(&inst);
+    let settings = opts.settings(iopts.guide.as_deref());
+    let mut cfg = opts.run_config(&inst);
+    if let Some(e) = &opts.early_stop {
+        cfg.early_stop = Some(early_stop(e, &inst, &module, &settings, &cfg, &lines, opts));
+    }
     let asked = opts.asked_stack_interval(&inst.guest);
     if let Some(actual) = cfg
         .sampler
@@ -332,12 +361,56 @@ pub fn profile_command(
         result.results(),
         module,
         run,
-        &opts.settings(iopts.guide.as_deref()),
+        &settings,
         cfg.sampler.as_ref(),
-        lines,
+        &*lines,
     );
     Ok(CommandRun {
         profile,
         exit_code: result.exit_code,
     })
+}
+
+/// The watcher's side of an early stop: decodes what was collected so far into a profile
+/// as the end of the run would, and hands it over.
+fn early_stop(
+    e: &EarlyStopOptions,
+    inst: &Arc<Instrumented>,
+    module: &ModuleInfo,
+    settings: &decode::Settings,
+    cfg: &RunConfig,
+    lines: &Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
+    opts: &CommandOptions,
+) -> crate::EarlyStop {
+    let (inst, module, settings) = (inst.clone(), module.clone(), settings.clone());
+    let (sampler, lines, deliver) = (cfg.sampler.clone(), lines.clone(), e.deliver.clone());
+    let args = opts.wasi.args.clone();
+    let start = Instant::now();
+    crate::EarlyStop {
+        signals: e.signals,
+        after: e.after,
+        on_stop: Arc::new(move |collected, reason| {
+            let why = match reason {
+                crate::StopReason::Signal(s) => format!("stopped early by signal {s}"),
+                crate::StopReason::Duration => "stopped early: --duration reached".into(),
+            };
+            let run = RunInfo {
+                args: args.clone(),
+                exit_code: None,
+                trap: Some(why),
+                run_ms: start.elapsed().as_secs_f64() * 1e3,
+                ..Default::default()
+            };
+            let profile = decode::profile(
+                &inst,
+                collected.results(),
+                module.clone(),
+                run,
+                &settings,
+                sampler.as_ref(),
+                &*lines,
+            );
+            deliver(profile, reason);
+        }),
+    }
 }

@@ -25,6 +25,7 @@ mod attach;
 mod command;
 pub mod decode;
 mod epochs;
+mod interrupt;
 mod intervals;
 mod memview;
 mod native;
@@ -32,11 +33,13 @@ mod profiler;
 mod sampler;
 mod worker;
 
-pub use attach::{AttachConfig, Collected, Profiled};
+pub use attach::{AttachConfig, Collected, EarlyStop, Profiled, StopReason};
 pub use command::{
-    profile_command, CommandOptions, CommandRun, Note, SamplingOptions, SwitchDrive, WasiOptions,
+    profile_command, CommandOptions, CommandRun, EarlyStopOptions, Note, SamplingOptions,
+    SwitchDrive, WasiOptions,
 };
 pub use epochs::EphemeralConfig;
+pub use interrupt::stop_on_signals;
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, EVERY_PATH_END_RING_LOG2, MAX_INTERVALS,
     TIMELINE_STRIDE,
@@ -125,6 +128,8 @@ pub struct RunConfig {
     /// Call this export with these arguments (parsed by its parameter types) instead of
     /// `_start`, and print its results, as `wasmtime run --invoke` does.
     pub invoke: Option<(String, Vec<String>)>,
+    /// Ending the run before the guest returns (Ctrl-C, a time limit).
+    pub early_stop: Option<EarlyStop>,
 }
 
 /// How the engine is built (what `Prepared` needs before it compiles).
@@ -147,6 +152,7 @@ impl RunConfig {
             sampler: self.sampler.clone(),
             ephemeral: self.ephemeral.clone(),
             switch_on: self.switch_on,
+            early_stop: self.early_stop.clone(),
         }
     }
 

@@ -72,4 +72,13 @@ impl MemView {
         // SAFETY: as for `u32_at`.
         unsafe { AtomicU64::from_ptr((self.ptr + a) as *mut u64).load(Ordering::Relaxed) }
     }
+
+    /// A copy of the whole memory, word by word (the guest may be writing it).
+    pub(crate) fn copy(&self) -> Vec<u8> {
+        let mut words = Vec::with_capacity(self.len / 8);
+        if self.len > 0 {
+            self.u64s_into(0, self.len / 8, &mut words);
+        }
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
 }

@@ -504,3 +504,60 @@ fn invoke_runs_an_export_with_arguments() {
     assert_eq!(o.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&o.stderr).contains("argument \"x\" of `sum`"));
 }
+
+/// A guest that never returns: Ctrl-C (SIGINT) and `--duration` both end the run with the
+/// profile of what ran so far written and readable, and exit statuses that say which.
+#[test]
+fn interrupted_runs_keep_their_profile() {
+    let program = fixture("forever.wat");
+    let out = unique_path("forever.json");
+    let o = pepper(&[
+        "run",
+        "--mode",
+        "exact-paths",
+        "--duration",
+        "200ms",
+        "-o",
+        out.to_str().unwrap(),
+        program.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let p = pepper_profile::Profile::read(std::fs::File::open(&out).unwrap()).unwrap();
+    assert!(
+        p.paths.iter().map(|x| x.count).sum::<u64>() > 1000,
+        "{:?}",
+        p.paths
+    );
+    assert!(p.run.trap.as_deref().unwrap_or("").contains("--duration"));
+
+    let out = unique_path("forever.sigint.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pepper"))
+        .args(["run", "-o"])
+        .arg(&out)
+        .arg(&program)
+        .env("XDG_CACHE_HOME", tempdir().join("cache"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A signal that arrives while pepper still compiles is held until the run starts,
+    // so the timing of this one does not matter.
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let p = pepper_profile::Profile::read(std::fs::File::open(&out).unwrap()).unwrap();
+    assert!(
+        p.sampling.as_ref().is_some_and(|s| s.path_ends > 0),
+        "{:?}",
+        p.sampling
+    );
+}

@@ -144,6 +144,10 @@ pub struct Args {
     /// Pass the whole host environment to the guest.
     #[arg(long)]
     inherit_env: bool,
+    /// Stop the run after this long (e.g. `30s`, `500ms`) and write the profile of what ran
+    /// so far, as Ctrl-C does; pepper then exits 124.
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<std::time::Duration>,
     /// Do not use wasmtime's compilation cache.
     #[arg(long)]
     no_cache: bool,
@@ -203,11 +207,17 @@ pub fn run(a: Args) -> Result<i32> {
         .with_context(|| format!("instrumenting {}", a.program.display()))?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
     let large = wasm.len() > 8 << 20;
-    let done =
-        pepper_runtime::profile_command(&wasm, module, &opts, &|o| lines.lookup(o), &mut |n| {
-            say(n, large, a.interval)
-        })
-        .with_context(|| format!("profiling {}", a.program.display()))?;
+    let mut opts = opts;
+    opts.early_stop = Some(early_stop(&output, a.duration));
+    pepper_runtime::stop_on_signals();
+    let done = pepper_runtime::profile_command(
+        &wasm,
+        module,
+        &opts,
+        std::sync::Arc::new(move |o| lines.lookup(o)),
+        &mut |n| say(n, large, a.interval),
+    )
+    .with_context(|| format!("profiling {}", a.program.display()))?;
     let profile = done.profile;
     profile.write_file(&output).with_context(|| {
         format!(
@@ -229,6 +239,42 @@ pub fn run(a: Args) -> Result<i32> {
         profile.run.run_ms
     );
     Ok(done.exit_code)
+}
+
+/// Ctrl-C, SIGTERM or `--duration` end the run early: the profile of what ran so far is
+/// written and pepper exits 130 / 143 (128 + the signal, as a shell reports it) or 124
+/// (`--duration`, as `timeout` does) while the guest is still running.
+fn early_stop(
+    output: &std::path::Path,
+    duration: Option<Duration>,
+) -> pepper_runtime::EarlyStopOptions {
+    let output = output.to_path_buf();
+    pepper_runtime::EarlyStopOptions {
+        signals: true,
+        after: duration,
+        deliver: std::sync::Arc::new(move |profile, reason| {
+            let (why, code) = match reason {
+                pepper_runtime::StopReason::Signal(s) => (format!("signal {s}"), 128 + s),
+                pepper_runtime::StopReason::Duration => ("--duration".to_string(), 124),
+            };
+            match profile.write_file(&output) {
+                Ok(()) => eprintln!(
+                    "pepper: stopped by {why}; wrote {} (what ran so far: {} paths, {} branches)",
+                    output.display(),
+                    profile.paths.len(),
+                    profile.branches.len()
+                ),
+                Err(e) => {
+                    eprintln!(
+                        "pepper: stopped by {why}; writing {}: {e}",
+                        output.display()
+                    );
+                    std::process::exit(125);
+                }
+            }
+            std::process::exit(code);
+        }),
+    }
 }
 
 /// Tells the user what a run is doing (stderr; the guest owns stdout).
@@ -406,6 +452,7 @@ impl Args {
             branch_hints: self.branch_hints,
             sampling,
             invoke: self.invoke.clone(),
+            early_stop: None,
         })
     }
 }
