@@ -1,4 +1,5 @@
-//! Exports of a profile's calling contexts, for the tools people already use:
+//! Exports of a profile's calling contexts (or, for a profile without them, its functions'
+//! executions), for the tools people already use:
 //!
 //! - [`folded`]: one line per context, `outer;...;leaf value` (Brendan Gregg's folded
 //!   stacks, what `inferno` and `flamegraph.pl` read);
@@ -16,24 +17,64 @@ mod pprof;
 pub use firefox::firefox;
 pub use pprof::pprof;
 
-use pepper_profile::{ContextKind, Contexts, Profile};
+use pepper_profile::{ContextKind, ContextNode, Contexts, Profile};
+use std::borrow::Cow;
 
-/// The profile's contexts, or an error a user can act on.
-pub fn contexts(p: &Profile) -> anyhow::Result<&Contexts> {
-    p.contexts.as_ref().ok_or_else(|| {
-        anyhow::anyhow!(
-            "the profile has no calling contexts ({} mode without --contexts); record one with \
-             `pepper run` (PEP collects them by default), `--mode calls` or `--mode exact-calls`",
-            p.mode.name()
-        )
-    })
+/// The tree to export: the profile's calling contexts or, for a profile without them
+/// (exact paths or edges, targeted, ephemeral), a flat one with every function under the
+/// root, valued by its path executions (paths modes) or branch executions (edge modes).
+pub fn contexts(p: &Profile) -> anyhow::Result<Cow<'_, Contexts>> {
+    if let Some(c) = &p.contexts {
+        return Ok(Cow::Borrowed(c));
+    }
+    let mut per_func = std::collections::BTreeMap::<u32, u64>::new();
+    if p.paths.is_empty() {
+        for b in &p.branches {
+            let e = per_func.entry(b.func).or_default();
+            *e = e.saturating_add(b.total());
+        }
+    } else {
+        for x in &p.paths {
+            let e = per_func.entry(x.func).or_default();
+            *e = e.saturating_add(x.count);
+        }
+    }
+    per_func.retain(|_, v| *v > 0);
+    anyhow::ensure!(
+        !per_func.is_empty(),
+        "the profile has neither calling contexts nor counts to export ({} mode)",
+        p.mode.name()
+    );
+    let node = |parent: Option<u32>, func: u32, calls: u64| ContextNode {
+        parent,
+        func,
+        site: None,
+        detached: false,
+        inferred: false,
+        calls,
+        self_us: 0,
+        edge_us: 0,
+    };
+    let mut nodes = vec![node(None, u32::MAX, 0)];
+    nodes.extend(per_func.into_iter().map(|(f, v)| node(Some(0), f, v)));
+    Ok(Cow::Owned(Contexts {
+        kind: ContextKind::Exact,
+        call_sites: Vec::new(),
+        nodes,
+        hot_functions: Vec::new(),
+        imports: Vec::new(),
+        sampling: None,
+        overflow: 0,
+    }))
 }
 
 /// What the exported values mean.
-pub fn unit(c: &Contexts) -> (&'static str, &'static str) {
-    match c.kind {
-        ContextKind::Sampled => ("wall", "microseconds"),
-        ContextKind::Exact => ("calls", "count"),
+pub fn unit(p: &Profile, c: &Contexts) -> (&'static str, &'static str) {
+    match (&p.contexts, c.kind) {
+        (None, _) if !p.paths.is_empty() => ("path executions", "count"),
+        (None, _) => ("branch executions", "count"),
+        (Some(_), ContextKind::Sampled) => ("wall", "microseconds"),
+        (Some(_), ContextKind::Exact) => ("calls", "count"),
     }
 }
 
@@ -69,7 +110,7 @@ pub fn folded(p: &Profile) -> anyhow::Result<String> {
 pub fn flamegraph(p: &Profile, out: impl std::io::Write) -> anyhow::Result<()> {
     let folded = folded(p)?;
     let c = contexts(p)?;
-    let (name, unit) = unit(c);
+    let (name, unit) = unit(p, &c);
     let mut opts = inferno::flamegraph::Options::default();
     opts.title = format!("pepper: {}", p.module.path);
     opts.count_name = format!("{name} ({unit})");

@@ -156,7 +156,7 @@ fn file_line(loc: &str) -> Option<(&str, i64)> {
 pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
     let c = contexts(p)?;
     let mut s = Strings::new();
-    let (vname, vunit) = unit(c);
+    let (vname, vunit) = unit(p, &c);
     let sampled = c.kind == pepper_profile::ContextKind::Sampled;
     let mut sample_type = vec![ValueType {
         r#type: s.get(vname),

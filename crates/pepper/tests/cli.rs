@@ -561,3 +561,71 @@ fn interrupted_runs_keep_their_profile() {
         p.sampling
     );
 }
+
+/// Profiles without calling contexts export too: each function with its branch executions
+/// (edge profiles) or path executions (path profiles), in every format.
+#[test]
+fn every_profile_kind_exports() {
+    let (_, _, _, _, edges) = run_to("exact-edges", &fixture("mod3.wat"), &[], &[]);
+    for format in ["pprof", "flamegraph", "firefox"] {
+        let out = unique_path(format!("mod3.{format}.out"));
+        let o = pepper(&[
+            "export",
+            "--format",
+            format,
+            "-o",
+            out.to_str().unwrap(),
+            edges.to_str().unwrap(),
+        ]);
+        assert!(
+            o.status.success(),
+            "{format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(std::fs::metadata(&out).unwrap().len() > 0, "{format}");
+    }
+    let o = pepper(&[
+        "export",
+        "--format",
+        "folded",
+        "-o",
+        "-",
+        edges.to_str().unwrap(),
+    ]);
+    // `count`'s `if` and loop `br_if` run 100 times each.
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l == "count 200"),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let (_, _, _, paths, file) = run_to("exact-paths", &fixture("mod3.wat"), &[], &[]);
+    let o = pepper(&[
+        "export",
+        "--format",
+        "folded",
+        "-o",
+        "-",
+        file.to_str().unwrap(),
+    ]);
+    let count = paths
+        .functions
+        .iter()
+        .find(|f| f.name.as_deref() == Some("count"))
+        .unwrap()
+        .index;
+    let executions: u64 = paths
+        .paths
+        .iter()
+        .filter(|x| x.func == count)
+        .map(|x| x.count)
+        .sum();
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .any(|l| l == format!("count {executions}")),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

@@ -1,4 +1,4 @@
-//! `pepper export`: calling contexts in formats other tools open.
+//! `pepper export`: calling contexts (or functions' executions) in formats other tools open.
 
 use anyhow::{Context, Result};
 use std::io::Write;
@@ -27,7 +27,9 @@ impl Format {
     }
 }
 
-/// Export a profile's calling contexts (sampled: self wall time; exact: call counts).
+/// Export a profile's calling contexts (sampled: self wall time; exact: call counts). A
+/// profile without contexts (exact paths or edges, targeted, ephemeral) exports each
+/// function's path executions, or branch executions for edge profiles.
 ///
 /// Examples:
 ///   pepper export prog.pepper.json --format pprof        writes prog.pb.gz
