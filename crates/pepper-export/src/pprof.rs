@@ -142,6 +142,49 @@ impl Strings {
     }
 }
 
+/// Where a function's source is, from the DWARF lines of its branches and call sites: its
+/// file, its first line, and the line of its most executed branch.
+struct FunctionLines {
+    file: String,
+    first: i64,
+    busiest: i64,
+}
+
+fn function_lines(p: &Profile, c: &pepper_profile::Contexts) -> HashMap<u32, FunctionLines> {
+    let mut out: HashMap<u32, (FunctionLines, u64)> = HashMap::new();
+    let branches = p
+        .branches
+        .iter()
+        .map(|b| (b.func, b.location.as_deref(), b.total()));
+    let sites = c
+        .call_sites
+        .iter()
+        .map(|s| (s.func, s.location.as_deref(), 0));
+    for (func, loc, executed) in branches.chain(sites) {
+        let Some((file, line)) = loc.and_then(file_line) else {
+            continue;
+        };
+        let e = out.entry(func).or_insert_with(|| {
+            (
+                FunctionLines {
+                    file: file.to_string(),
+                    first: line,
+                    busiest: line,
+                },
+                0,
+            )
+        });
+        if e.0.file == file {
+            e.0.first = e.0.first.min(line);
+            if executed > e.1 {
+                e.0.busiest = line;
+                e.1 = executed;
+            }
+        }
+    }
+    out.into_iter().map(|(f, (l, _))| (f, l)).collect()
+}
+
 /// Splits `file:line` into its parts.
 fn file_line(loc: &str) -> Option<(&str, i64)> {
     let (f, l) = loc.rsplit_once(':')?;
@@ -155,6 +198,7 @@ fn file_line(loc: &str) -> Option<(&str, i64)> {
 /// sample carries the leaf function's hottest path as a label, when the profile has paths.
 pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
     let c = contexts(p)?;
+    let func_lines = function_lines(p, &c);
     let mut s = Strings::new();
     let (vname, vunit) = unit(p, &c);
     let sampled = c.kind == pepper_profile::ContextKind::Sampled;
@@ -176,8 +220,8 @@ pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
         filename: s.get(&p.module.path),
         build_id: s.get(&p.module.sha256),
         has_functions: true,
-        has_filenames: c.call_sites.iter().any(|cs| cs.location.is_some()),
-        has_line_numbers: c.call_sites.iter().any(|cs| cs.location.is_some()),
+        has_filenames: !func_lines.is_empty(),
+        has_line_numbers: !func_lines.is_empty(),
     };
     let mut functions: Vec<Function> = Vec::new();
     let mut function_ids: HashMap<u32, u64> = HashMap::new();
@@ -189,7 +233,12 @@ pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
             return id;
         }
         let cs = site.and_then(|x| c.call_sites.get(x as usize));
-        let file = cs.and_then(|cs| cs.location.as_deref()).and_then(file_line);
+        let lines = func_lines.get(&func);
+        // A caller frame is at its call site; a leaf at its function's busiest branch.
+        let file = match cs {
+            Some(cs) => cs.location.as_deref().and_then(file_line),
+            None => lines.map(|l| (l.file.as_str(), l.busiest)),
+        };
         let fid = *function_ids.entry(func).or_insert_with(|| {
             let id = functions.len() as u64 + 1;
             let name = s.get(&frame_name(p, func));
@@ -197,8 +246,8 @@ pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
                 id,
                 name,
                 system_name: name,
-                filename: file.map_or(0, |f| s.get(f.0)),
-                start_line: 0,
+                filename: lines.map_or(0, |l| s.get(&l.file)),
+                start_line: lines.map_or(0, |l| l.first),
             });
             id
         });
@@ -297,4 +346,47 @@ pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     std::io::Write::write_all(&mut gz, &msg.encode_to_vec())?;
     Ok(gz.finish()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile with one function whose two branches have DWARF lines: the leaf location
+    /// is at the busier branch's line, the function starts at the first line.
+    fn two_branches() -> Profile {
+        let branch = |id: u32, loc: &str, counts: [u64; 2]| {
+            serde_json::json!({"id": id, "func": 1, "offset": 40 + id, "kind": "br_if",
+                "outcomes": ["taken", "not-taken"], "counts": counts, "location": loc})
+        };
+        serde_json::from_value(serde_json::json!({
+            "format": "pepper-profile", "version": 3, "mode": "exact-edges",
+            "module": {"path": "m.wasm", "sha256": "00", "size": 10},
+            "run": {"args": [], "exit_code": 0, "trap": null,
+                    "instrument_ms": 0.0, "compile_ms": 0.0, "run_ms": 1.0},
+            "functions": [{"index": 1, "name": "f", "instrumented": true, "skipped": null,
+                           "num_paths": null, "counting": null, "truncated_nodes": 0}],
+            "branches": [branch(0, "/src/a.c:10", [2, 3]), branch(1, "/src/a.c:7", [40, 10])],
+            "paths": [], "lost": {"hash_overflow": 0}, "warnings": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn leaves_carry_the_busiest_line_and_functions_their_file() {
+        let p = two_branches();
+        let bytes = pprof(&p).unwrap();
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut raw)
+            .unwrap();
+        let msg = PProfile::decode(&raw[..]).unwrap();
+        let f = &msg.function[0];
+        assert_eq!(msg.string_table[f.filename as usize], "/src/a.c");
+        assert_eq!(f.start_line, 7);
+        let leaf = &msg.location[msg.sample[0].location_id[0] as usize - 1];
+        assert_eq!(
+            leaf.line[0].line, 7,
+            "the branch run 50 times, not the one run 5"
+        );
+    }
 }
