@@ -49,6 +49,11 @@ pub struct EarlyStop {
     pub after: Option<Duration>,
     /// Receives what was collected so far.
     pub on_stop: Arc<dyn Fn(Collected, StopReason) + Send + Sync>,
+    /// Every this long, while the guest runs, hand what was collected so far to
+    /// `on_snapshot` (the sampler keeps running).
+    pub snapshot_every: Option<Duration>,
+    /// Receives the snapshots.
+    pub on_snapshot: Option<Arc<dyn Fn(Collected) + Send + Sync>>,
 }
 
 impl std::fmt::Debug for EarlyStop {
@@ -56,6 +61,7 @@ impl std::fmt::Debug for EarlyStop {
         f.debug_struct("EarlyStop")
             .field("signals", &self.signals)
             .field("after", &self.after)
+            .field("snapshot_every", &self.snapshot_every)
             .finish_non_exhaustive()
     }
 }
@@ -228,6 +234,12 @@ fn watch(
     sampler: Arc<Mutex<Option<sampler::Sampler>>>,
 ) -> Worker<()> {
     let start = Instant::now();
+    let mailbox = sampler
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        .map(sampler::Sampler::snapshots);
+    let mut next_snapshot = stop.snapshot_every.map(|d| start + d);
     Worker::spawn("pepper-watch", move |done| {
         let reason = loop {
             if done.sleep(Duration::from_millis(20)) {
@@ -238,6 +250,21 @@ fn watch(
             }
             if stop.after.is_some_and(|d| start.elapsed() >= d) {
                 break StopReason::Duration;
+            }
+            if let (Some(at), Some(every), Some(deliver)) =
+                (next_snapshot, stop.snapshot_every, &stop.on_snapshot)
+            {
+                if Instant::now() >= at {
+                    next_snapshot = Some(at + every);
+                    let samples = mailbox
+                        .as_ref()
+                        .and_then(|m| m.take(Duration::from_secs(1)));
+                    deliver(Collected {
+                        counters: (memory.len > 0).then(|| memory.copy()),
+                        samples,
+                        epochs: 0,
+                    });
+                }
             }
         };
         let samples = take(&sampler).map(sampler::Sampler::finish);

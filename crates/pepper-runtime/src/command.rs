@@ -115,6 +115,10 @@ pub struct EarlyStopOptions {
     pub after: Option<Duration>,
     /// Receives the profile of what ran so far.
     pub deliver: Arc<dyn Fn(Profile, crate::StopReason) + Send + Sync>,
+    /// Every this long, the profile so far goes to `snapshot` while the guest runs on.
+    pub snapshot_every: Option<Duration>,
+    /// Receives the snapshots.
+    pub snapshot: Option<Arc<dyn Fn(Profile) + Send + Sync>>,
 }
 
 impl std::fmt::Debug for EarlyStopOptions {
@@ -371,8 +375,8 @@ pub fn profile_command(
     })
 }
 
-/// The watcher's side of an early stop: decodes what was collected so far into a profile
-/// as the end of the run would, and hands it over.
+/// The watcher's side of an early stop and of snapshots: decodes what was collected so
+/// far into a profile as the end of the run would, and hands it over.
 fn early_stop(
     e: &EarlyStopOptions,
     inst: &Arc<Instrumented>,
@@ -383,9 +387,28 @@ fn early_stop(
     opts: &CommandOptions,
 ) -> crate::EarlyStop {
     let (inst, module, settings) = (inst.clone(), module.clone(), settings.clone());
-    let (sampler, lines, deliver) = (cfg.sampler.clone(), lines.clone(), e.deliver.clone());
+    let (sampler, lines) = (cfg.sampler.clone(), lines.clone());
     let args = opts.wasi.args.clone();
     let start = Instant::now();
+    let to_profile = Arc::new(move |collected: crate::Collected, how: Option<String>| {
+        let run = RunInfo {
+            args: args.clone(),
+            exit_code: None,
+            trap: how,
+            run_ms: start.elapsed().as_secs_f64() * 1e3,
+            ..Default::default()
+        };
+        decode::profile(
+            &inst,
+            collected.results(),
+            module.clone(),
+            run,
+            &settings,
+            sampler.as_ref(),
+            &*lines,
+        )
+    });
+    let (stop_profile, deliver) = (to_profile.clone(), e.deliver.clone());
     crate::EarlyStop {
         signals: e.signals,
         after: e.after,
@@ -394,23 +417,14 @@ fn early_stop(
                 crate::StopReason::Signal(s) => format!("stopped early by signal {s}"),
                 crate::StopReason::Duration => "stopped early: --duration reached".into(),
             };
-            let run = RunInfo {
-                args: args.clone(),
-                exit_code: None,
-                trap: Some(why),
-                run_ms: start.elapsed().as_secs_f64() * 1e3,
-                ..Default::default()
-            };
-            let profile = decode::profile(
-                &inst,
-                collected.results(),
-                module.clone(),
-                run,
-                &settings,
-                sampler.as_ref(),
-                &*lines,
-            );
-            deliver(profile, reason);
+            deliver(stop_profile(collected, Some(why)), reason);
+        }),
+        snapshot_every: e.snapshot_every,
+        on_snapshot: e.snapshot.clone().map(|take| {
+            Arc::new(move |collected| {
+                let how = "a snapshot: the guest was still running".to_string();
+                take(to_profile(collected, Some(how)));
+            }) as Arc<dyn Fn(crate::Collected) + Send + Sync>
         }),
     }
 }

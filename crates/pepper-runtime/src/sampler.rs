@@ -344,8 +344,42 @@ pub(crate) type Native = (
     Arc<crate::native::CodeMap>,
 );
 
-/// The running sampler thread.
-pub struct Sampler(Worker<SamplerResult>);
+/// The running sampler thread, and its mailbox for snapshots.
+pub struct Sampler(Worker<SamplerResult>, Arc<Snapshots>);
+
+/// A request for what the sampler has collected so far, answered at its next tick while it
+/// keeps running (`--snapshot-every`).
+#[derive(Default)]
+pub(crate) struct Snapshots {
+    requested: AtomicBool,
+    answer: std::sync::Mutex<Option<SamplerResult>>,
+    ready: std::sync::Condvar,
+}
+
+impl Snapshots {
+    /// Asks for a snapshot and waits up to `timeout` for it.
+    pub(crate) fn take(&self, timeout: Duration) -> Option<SamplerResult> {
+        let mut answer = self.answer.lock().unwrap_or_else(|e| e.into_inner());
+        *answer = None;
+        self.requested
+            .store(true, std::sync::atomic::Ordering::Release);
+        let (mut answer, _) = self
+            .ready
+            .wait_timeout_while(answer, timeout, |a| a.is_none())
+            .unwrap_or_else(|e| e.into_inner());
+        answer.take()
+    }
+
+    fn wanted(&self) -> bool {
+        self.requested
+            .swap(false, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    fn answer(&self, res: SamplerResult) {
+        *self.answer.lock().unwrap_or_else(|e| e.into_inner()) = Some(res);
+        self.ready.notify_all();
+    }
+}
 
 impl Sampler {
     /// Starts sampling pepper's memory `memory`. The caller keeps the store (and so the
@@ -380,9 +414,19 @@ impl Sampler {
                 }
             }
         }
-        Sampler(Worker::spawn("pepper-sampler", move |stop| {
-            sample_loop(mem, &cfg, stop, &in_host, native)
-        }))
+        let snapshots = Arc::new(Snapshots::default());
+        let mailbox = snapshots.clone();
+        Sampler(
+            Worker::spawn("pepper-sampler", move |stop| {
+                sample_loop(mem, &cfg, stop, &in_host, native, &mailbox)
+            }),
+            snapshots,
+        )
+    }
+
+    /// Its mailbox for snapshots.
+    pub(crate) fn snapshots(&self) -> Arc<Snapshots> {
+        self.1.clone()
     }
 
     /// Stops the thread and returns what it collected; a sampler that failed returns
@@ -405,6 +449,7 @@ fn sample_loop(
     stop: &Stop,
     in_host: &AtomicBool,
     native: Option<Native>,
+    snapshots: &Snapshots,
 ) -> SamplerResult {
     let mut stacks = cfg.stacks.as_ref().map(StackSamples::new);
     let ring = cfg.entries > 0;
@@ -415,6 +460,17 @@ fn sample_loop(
         crate::intervals::Intervals::new(ic, (cfg.head, cfg.base, cfg.entries), cfg.switch)
     });
     loop {
+        if snapshots.wanted() {
+            // What the run has so far (a time line's intervals are not part of it).
+            let mut now = res.clone();
+            if ring {
+                bursts.snapshot(mem, cfg, &mut now);
+            }
+            if let Some(st) = &stacks {
+                st.snapshot(&mut now);
+            }
+            snapshots.answer(now);
+        }
         // One more pass after the guest finished: the tick "at exit" gives short runs a
         // burst too.
         let last = match intervals.as_mut() {
@@ -535,7 +591,7 @@ mod tests {
         cfg.weights = weights;
         let in_host = Arc::new(AtomicBool::new(false));
         let sampler = Worker::spawn("test-sampler", move |stop| {
-            sample_loop(view, &cfg, stop, &in_host, None)
+            sample_loop(view, &cfg, stop, &in_host, None, &Default::default())
         });
         // SAFETY: the first word of `mem`, aligned and alive for the whole test; every access
         // to it is atomic (the sampler's too).
@@ -587,7 +643,7 @@ mod tests {
         cfg.params = cfg.burst_params();
         let in_host = Arc::new(AtomicBool::new(false));
         let sampler = Worker::spawn("test-sampler", move |stop| {
-            sample_loop(view, &cfg, stop, &in_host, None)
+            sample_loop(view, &cfg, stop, &in_host, None, &Default::default())
         });
         // SAFETY: words of `mem`, aligned and alive for the whole test; every access is
         // atomic (the sampler's too).

@@ -629,3 +629,50 @@ fn every_profile_kind_exports() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+/// `--snapshot-every` writes readable profiles while the guest runs (the file is replaced
+/// whole each time), and SIGTERM then ends the run with the final one.
+#[test]
+fn snapshots_are_written_while_the_guest_runs() {
+    let out = unique_path("forever.snapshots.json");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pepper"))
+        .args([
+            "run",
+            "--mode",
+            "exact-paths",
+            "--snapshot-every",
+            "50ms",
+            "-o",
+        ])
+        .arg(&out)
+        .arg(fixture("forever.wat"))
+        .env("XDG_CACHE_HOME", tempdir().join("cache"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut seen = Vec::new();
+    while seen.len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        if let Ok(f) = std::fs::File::open(&out) {
+            let p = pepper_profile::Profile::read(f).expect("a snapshot is a whole profile");
+            assert!(p.run.trap.as_deref().unwrap_or("").contains("snapshot"));
+            let n: u64 = p.paths.iter().map(|x| x.count).sum();
+            if seen.last() != Some(&n) {
+                seen.push(n);
+            }
+        }
+    }
+    let kill = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    assert!(
+        seen.len() >= 2 && seen[1] > seen[0],
+        "snapshots grow: {seen:?}"
+    );
+    let last = pepper_profile::Profile::read(std::fs::File::open(&out).unwrap()).unwrap();
+    assert!(last.run.trap.as_deref().unwrap_or("").contains("signal 15"));
+}

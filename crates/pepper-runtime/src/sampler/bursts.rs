@@ -184,7 +184,23 @@ impl Bursts {
     }
 
     /// The path ends counted in all, and the table's estimates.
+    /// What `finish` would give now, leaving the sampler running.
+    pub(super) fn snapshot(&self, mem: MemView, cfg: &SamplerConfig, res: &mut SamplerResult) {
+        let mut copy = Bursts {
+            table: self.table.clone(),
+            ag: self.ag.clone(),
+            buf: Vec::new(),
+            pick: self.pick.clone(),
+            ..*self
+        };
+        copy.finish_into(mem, cfg, res);
+    }
+
     pub(super) fn finish(mut self, mem: MemView, cfg: &SamplerConfig, res: &mut SamplerResult) {
+        self.finish_into(mem, cfg, res);
+    }
+
+    fn finish_into(&mut self, mem: MemView, cfg: &SamplerConfig, res: &mut SamplerResult) {
         let ring = cfg.entries > 0;
         let h = if ring { mem.u32_at(cfg.head) } else { 0 };
         res.path_ends = self.head + h.wrapping_sub(self.head32) as u64;
@@ -268,6 +284,7 @@ fn watch(
 
 /// Where in a watched stretch a burst starts: a xorshift generator, seeded the same way
 /// every run (like the Arnold-Grove skip it extends), so a run's choices repeat.
+#[derive(Clone)]
 struct Pick(u64);
 
 impl Pick {

@@ -123,6 +123,13 @@ impl<'c> StackSamples<'c> {
         }
     }
 
+    /// What `finish` would give now, leaving the sampler running.
+    pub(super) fn snapshot(&self, res: &mut SamplerResult) {
+        res.pcct = Some(self.pcct.clone());
+        res.windows = self.replay.clone();
+        res.in_host = self.in_host_samples;
+    }
+
     pub(super) fn finish(self, res: &mut SamplerResult) {
         res.pcct = Some(self.pcct);
         res.windows = self.replay;

@@ -148,6 +148,11 @@ pub struct Args {
     /// so far, as Ctrl-C does; pepper then exits 124.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<std::time::Duration>,
+    /// While the guest runs, write the profile so far to the output file this often (e.g.
+    /// `10s`): each snapshot replaces the file whole, and the run's end writes the final
+    /// profile. A time line (`--timeline`, interval sampling) is only in the final one.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    snapshot_every: Option<std::time::Duration>,
     /// Do not use wasmtime's compilation cache.
     #[arg(long)]
     no_cache: bool,
@@ -208,7 +213,7 @@ pub fn run(a: Args) -> Result<i32> {
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
     let large = wasm.len() > 8 << 20;
     let mut opts = opts;
-    opts.early_stop = Some(early_stop(&output, a.duration));
+    opts.early_stop = Some(early_stop(&output, a.duration, a.snapshot_every));
     pepper_runtime::stop_on_signals();
     let done = pepper_runtime::profile_command(
         &wasm,
@@ -247,9 +252,23 @@ pub fn run(a: Args) -> Result<i32> {
 fn early_stop(
     output: &std::path::Path,
     duration: Option<Duration>,
+    snapshot_every: Option<Duration>,
 ) -> pepper_runtime::EarlyStopOptions {
     let output = output.to_path_buf();
+    let snapshot_to = output.clone();
     pepper_runtime::EarlyStopOptions {
+        snapshot_every,
+        // Each snapshot replaces the profile file whole (a reader never sees half of one).
+        snapshot: Some(std::sync::Arc::new(
+            move |profile: pepper_profile::Profile| {
+                if let Err(e) = profile.write_file(&snapshot_to) {
+                    eprintln!(
+                        "pepper: warning: snapshot to {}: {e}",
+                        snapshot_to.display()
+                    );
+                }
+            },
+        )),
         signals: true,
         after: duration,
         deliver: std::sync::Arc::new(move |profile, reason| {
