@@ -215,6 +215,7 @@ pub fn run(a: Args) -> Result<i32> {
     let mut opts = opts;
     opts.early_stop = Some(early_stop(&output, a.duration, a.snapshot_every));
     pepper_runtime::stop_on_signals();
+    let progress = Progress::start();
     let done = pepper_runtime::profile_command(
         &wasm,
         module,
@@ -222,7 +223,9 @@ pub fn run(a: Args) -> Result<i32> {
         std::sync::Arc::new(move |o| lines.lookup(o)),
         &mut |n| say(n, large, a.interval),
     )
-    .with_context(|| format!("profiling {}", a.program.display()))?;
+    .with_context(|| format!("profiling {}", a.program.display()));
+    drop(progress);
+    let done = done?;
     let profile = done.profile;
     profile.write_file(&output).with_context(|| {
         format!(
@@ -276,6 +279,10 @@ fn early_stop(
                 pepper_runtime::StopReason::Signal(s) => (format!("signal {s}"), 128 + s),
                 pepper_runtime::StopReason::Duration => ("--duration".to_string(), 124),
             };
+            // Over the progress line, if there is one.
+            if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+                eprint!("\r\x1b[K");
+            }
             match profile.write_file(&output) {
                 Ok(()) => eprintln!(
                     "pepper: stopped by {why}; wrote {} (what ran so far: {} paths, {} branches)",
@@ -293,6 +300,52 @@ fn early_stop(
             }
             std::process::exit(code);
         }),
+    }
+}
+
+/// Elapsed time on a terminal while a run goes on (after the first second, every second,
+/// on one line that the next message overwrites); nothing when stderr is not a terminal.
+struct Progress {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start() -> Progress {
+        use std::io::IsTerminal;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = std::io::stderr().is_terminal().then(|| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let t0 = std::time::Instant::now();
+                let (mut shown, mut last) = (false, 0);
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::park_timeout(Duration::from_millis(250));
+                    let secs = t0.elapsed().as_secs();
+                    if secs > last && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        last = secs;
+                        eprint!(
+                            "\r\x1b[Kpepper: running {secs} s (Ctrl-C writes the profile so far)"
+                        );
+                        shown = true;
+                    }
+                }
+                if shown {
+                    eprint!("\r\x1b[K");
+                }
+            })
+        });
+        Progress { stop, thread }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
     }
 }
 
