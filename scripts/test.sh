@@ -2,7 +2,8 @@
 # Sets up everything pepper's tests need on a fresh machine and runs them:
 # the wasm32-wasi toolchain and real workloads (bench/workloads/build.sh installs them with
 # apt and builds them from crates.io sources), Go's pprof reader for the export tests (apt),
-# formatting, lints, all tests, and a quick smoke run of the benchmark harness.
+# Chromium for the HTML report test (apt), formatting, lints, all tests, and a quick smoke
+# run of the benchmark harness.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bench/workloads/build.sh
@@ -12,6 +13,13 @@ if ! command -v go >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq golang-go >/dev/null
+fi
+# A real browser for the HTML report (headless Chromium loads the page in a test).
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "test: installing chromium (apt) for the HTML report test" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq chromium >/dev/null
 fi
 export PEPPER_REQUIRE_READERS=1
 cargo fmt --all -- --check

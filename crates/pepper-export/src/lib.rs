@@ -12,9 +12,11 @@
 //! value are implied by their descendants.
 
 mod firefox;
+mod html;
 mod pprof;
 
 pub use firefox::firefox;
+pub use html::{html, HtmlOptions};
 pub use pprof::pprof;
 
 use pepper_profile::{ContextKind, ContextNode, Contexts, Profile};

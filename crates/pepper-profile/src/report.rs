@@ -115,7 +115,8 @@ pub struct JsonEdge {
 }
 
 /// Per function index: (path executions, branch executions).
-fn function_totals(p: &Profile) -> BTreeMap<u32, (u64, u64)> {
+/// Per function: (path executions, branch executions).
+pub fn function_totals(p: &Profile) -> BTreeMap<u32, (u64, u64)> {
     let mut per: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
     for f in &p.functions {
         per.insert(f.index, (0, 0));
@@ -218,7 +219,8 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
     }
 }
 
-fn point(pt: &PathPoint) -> String {
+/// A path end point as the reports print it (`loop@0x2a`, `entry`, ...).
+pub fn point(pt: &PathPoint) -> String {
     match pt {
         PathPoint::FunctionEntry => "entry".into(),
         PathPoint::FunctionExit => "exit".into(),

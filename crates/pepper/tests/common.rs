@@ -273,3 +273,20 @@ pub fn assert_targeted_exact_with(
     }
     cold_total
 }
+
+pub fn workload(name: &str) -> Option<std::path::PathBuf> {
+    let p = root()
+        .join("bench/workloads/build")
+        .join(format!("{name}.wasm"));
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var_os("PEPPER_SKIP_WORKLOADS").is_some() {
+        eprintln!("skipping {name}: PEPPER_SKIP_WORKLOADS is set");
+        return None;
+    }
+    panic!(
+        "{} is missing: run bench/workloads/build.sh (or set PEPPER_SKIP_WORKLOADS=1)",
+        p.display()
+    );
+}

@@ -9,23 +9,6 @@
 mod common;
 use common::*;
 
-fn workload(name: &str) -> Option<std::path::PathBuf> {
-    let p = root()
-        .join("bench/workloads/build")
-        .join(format!("{name}.wasm"));
-    if p.exists() {
-        return Some(p);
-    }
-    if std::env::var_os("PEPPER_SKIP_WORKLOADS").is_some() {
-        eprintln!("skipping {name}: PEPPER_SKIP_WORKLOADS is set");
-        return None;
-    }
-    panic!(
-        "{} is missing: run bench/workloads/build.sh (or set PEPPER_SKIP_WORKLOADS=1)",
-        p.display()
-    );
-}
-
 fn differential(name: &str, extra: &[&str], guest: &[&str]) {
     let Some(wasm) = workload(name) else { return };
     let (c0, out0, _, _) = run("none", &wasm, extra, guest);
