@@ -48,16 +48,15 @@ impl LineTable {
                 let Some(file) = row.file(header) else {
                     continue;
                 };
-                let name = dwarf.attr_string(&unit, file.path_name())?;
-                let name = name.to_string_lossy();
-                let short = name.rsplit('/').next().unwrap_or(&name).to_string();
+                let path = full_path(&dwarf, &unit, header, file)?;
                 let line = row.line().map_or(0, |l| l.get());
-                self.rows.push((row.address(), format!("{short}:{line}")));
+                self.rows.push((row.address(), format!("{path}:{line}")));
             }
         }
         Ok(())
     }
 
+    /// Whether the module had no line table.
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }
@@ -68,4 +67,44 @@ impl LineTable {
         let i = self.rows.partition_point(|r| r.0 <= addr);
         self.rows.get(i.checked_sub(1)?).map(|r| r.1.clone())
     }
+}
+
+type Reader<'a> = gimli::EndianSlice<'a, gimli::LittleEndian>;
+
+/// A line-table file as a path a reader can open: its directory (and the compilation
+/// directory, when that is relative) in front of its name, so that `pprof -list` and the
+/// HTML report find the source.
+fn full_path<'a>(
+    dwarf: &gimli::Dwarf<Reader<'a>>,
+    unit: &gimli::Unit<Reader<'a>>,
+    header: &gimli::LineProgramHeader<Reader<'a>>,
+    file: &gimli::FileEntry<Reader<'a>>,
+) -> Result<String, gimli::Error> {
+    let name = dwarf.attr_string(unit, file.path_name())?;
+    let mut path = name.to_string_lossy().into_owned();
+    if path.starts_with('/') {
+        return Ok(path);
+    }
+    if let Some(dir) = file.directory(header) {
+        let dir = dwarf.attr_string(unit, dir)?.to_string_lossy().into_owned();
+        if !dir.is_empty() {
+            path = format!("{}/{path}", dir.trim_end_matches('/'));
+        }
+    }
+    if !path.starts_with('/') {
+        if let Some(comp) = unit.comp_dir.as_ref() {
+            path = format!("{}/{path}", comp.to_string_lossy().trim_end_matches('/'));
+        }
+    }
+    // `./a/./b.c` is `a/b.c`.
+    let absolute = path.starts_with('/');
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    Ok(format!(
+        "{}{}",
+        if absolute { "/" } else { "" },
+        parts.join("/")
+    ))
 }

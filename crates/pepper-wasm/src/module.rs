@@ -165,7 +165,7 @@ impl<'a> ModuleFacts<'a> {
                         for n in reader.into_iter().flatten() {
                             if let wasmparser::Name::Function(map) = n {
                                 for naming in map.into_iter().flatten() {
-                                    f.names.insert(naming.index, naming.name.to_string());
+                                    f.names.insert(naming.index, demangle(naming.name));
                                 }
                             }
                         }
@@ -266,4 +266,37 @@ pub struct CallSiteInfo {
     pub callee: Option<u32>,
     /// An indirect call's type index (canonical signature after planning).
     pub sig: Option<u32>,
+}
+
+/// A function name as people read it: Rust (legacy and v0) and C++ symbols demangled
+/// (without Rust's hash suffix), anything else as it is.
+pub fn demangle(name: &str) -> String {
+    if let Ok(d) = rustc_demangle::try_demangle(name) {
+        return format!("{d:#}");
+    }
+    if name.starts_with("_Z") {
+        if let Ok(d) = cpp_demangle::Symbol::new(name).and_then(|s| {
+            s.demangle()
+                .map_err(|_| cpp_demangle::error::Error::UnexpectedEnd)
+        }) {
+            return d;
+        }
+    }
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::demangle;
+
+    #[test]
+    fn names_read_as_their_language_writes_them() {
+        assert_eq!(
+            demangle("_ZN4core3fmt5write17h0123456789abcdefE"),
+            "core::fmt::write"
+        );
+        assert_eq!(demangle("_Z3fooi"), "foo(int)");
+        assert_eq!(demangle("luaV_execute"), "luaV_execute");
+        assert_eq!(demangle("_Znot_a_symbol"), "_Znot_a_symbol");
+    }
 }
