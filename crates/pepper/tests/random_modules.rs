@@ -389,6 +389,14 @@ fn random_modules_behave_identically_and_profile_consistently() {
         let Some(wasm) = random_module(seed) else {
             continue;
         };
+        // `PEPPER_RANDOM_DUMP=DIR` keeps every module, to look at a failing seed.
+        if let Some(dir) = std::env::var_os("PEPPER_RANDOM_DUMP") {
+            std::fs::write(
+                std::path::Path::new(&dir).join(format!("seed-{seed}.wasm")),
+                &wasm,
+            )
+            .unwrap();
+        }
         let observed = exports(&wasm);
         let funcs: Vec<String> = observed
             .iter()
