@@ -145,6 +145,9 @@ pub fn splice<'f>(
                 code.push(I::I32Or);
             }
             if let Some((lo, hi)) = els {
+                // `if` takes any non-zero condition as true: make it 0 or 1 before masking
+                // it (a condition of 2 and'ed with 1 would turn false).
+                code.extend([I::I32Const(0), I::I32Ne]);
                 code.extend(in_range(e, lo, hi));
                 code.extend([I::I32Eqz, I::I32And]);
             }
