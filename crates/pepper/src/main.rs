@@ -35,6 +35,11 @@ enum Command {
     Merge(cmd::merge::Args),
     Hints(cmd::hints::Args),
     Phases(cmd::phases::Args),
+    /// Print a shell completion script: `pepper completions bash > /etc/bash_completion.d/pepper`.
+    Completions {
+        /// The shell (bash, zsh, fish, elvish, powershell).
+        shell: clap_complete::Shell,
+    },
 }
 
 /// Exit status when pepper itself fails (bad module, unwritable profile, I/O): 125, as
@@ -54,6 +59,11 @@ fn main() {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Hints(a) => cmd::hints::run(a),
         Command::Phases(a) => cmd::phases::run(a),
+        Command::Completions { shell } => {
+            use clap::CommandFactory;
+            clap_complete::generate(shell, &mut Cli::command(), "pepper", &mut std::io::stdout());
+            Ok(0)
+        }
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -676,3 +676,17 @@ fn snapshots_are_written_while_the_guest_runs() {
     let last = pepper_profile::Profile::read(std::fs::File::open(&out).unwrap()).unwrap();
     assert!(last.run.trap.as_deref().unwrap_or("").contains("signal 15"));
 }
+
+/// Completion scripts for the usual shells name pepper's subcommands and options.
+#[test]
+fn shell_completions() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = pepper(&["completions", shell]);
+        assert!(o.status.success(), "{shell}");
+        let script = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            script.contains("report") && script.contains("snapshot-every"),
+            "{shell}"
+        );
+    }
+}
