@@ -142,6 +142,31 @@ impl Strings {
     }
 }
 
+/// The hottest path of each function (its count and a description), for a sample label.
+fn hottest_paths(p: &Profile) -> HashMap<u32, (u64, String)> {
+    let mut hot_path: HashMap<u32, (u64, String)> = HashMap::new();
+    for path in &p.paths {
+        let e = hot_path.entry(path.func).or_default();
+        if path.count > e.0 {
+            *e = (
+                path.count,
+                format!(
+                    "{:?} -> {:?}, {} branches, blocks at {}",
+                    path.start,
+                    path.end,
+                    path.steps.len(),
+                    path.blocks
+                        .iter()
+                        .map(|b| format!("{b:#x}"))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                ),
+            );
+        }
+    }
+    hot_path
+}
+
 /// Where a function's source is, from the DWARF lines of its branches and call sites: its
 /// file, its first line, and the line of its most executed branch.
 struct FunctionLines {
@@ -264,27 +289,7 @@ pub fn pprof(p: &Profile) -> anyhow::Result<Vec<u8>> {
         location_ids.insert((func, site), id);
         id
     };
-    // The hottest path of each function, as a label.
-    let mut hot_path: HashMap<u32, (u64, String)> = HashMap::new();
-    for path in &p.paths {
-        let e = hot_path.entry(path.func).or_default();
-        if path.count > e.0 {
-            *e = (
-                path.count,
-                format!(
-                    "{:?} -> {:?}, {} branches, blocks at {}",
-                    path.start,
-                    path.end,
-                    path.steps.len(),
-                    path.blocks
-                        .iter()
-                        .map(|b| format!("{b:#x}"))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                ),
-            );
-        }
-    }
+    let hot_path = hottest_paths(p);
     let hot_key = s.get("pepper.hottest_path");
     let count_key = s.get("pepper.hottest_path_count");
     let mut samples = Vec::new();
