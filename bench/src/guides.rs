@@ -67,14 +67,23 @@ pub fn main(args: &Args, root: &Path, n: usize) -> Result<()> {
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
     let mut table = String::new();
-    writeln!(table, "| workload | exact-paths | targeted, median guide | best guide | worst guide | worst against exact-paths | guides slower than exact-paths |")?;
-    writeln!(table, "|---|---|---|---|---|---|---|")?;
+    writeln!(table, "| workload | exact-paths | exact-paths again (A/A) | targeted, median guide | best guide | worst guide | worst against exact-paths | guides slower than exact-paths |")?;
+    writeln!(table, "|---|---|---|---|---|---|---|---|")?;
     let (mut exact_all, mut median_all, mut worst_all) = (Vec::new(), Vec::new(), Vec::new());
     for (w, wasm, _) in selected(args, &build)? {
         let guides = record_guides(&w, &wasm, n)?;
         let mut variants = vec![
             variant(&w, &wasm, "none".into(), Mode::None, None)?,
             variant(&w, &wasm, "exact-paths".into(), Mode::ExactPaths, None)?,
+            // The A/A control: a second copy of exact paths, whose distance from the first
+            // is the noise a guide's difference must exceed.
+            variant(
+                &w,
+                &wasm,
+                "exact-paths again".into(),
+                Mode::ExactPaths,
+                None,
+            )?,
         ];
         for (g, guide) in guides.into_iter().enumerate() {
             let label = format!("targeted guide {g}");
@@ -99,7 +108,8 @@ pub fn main(args: &Args, root: &Path, n: usize) -> Result<()> {
         }
         let base = &variants[0].times;
         let exact = paired_ratio(&variants[1].times, base);
-        let mut targeted: Vec<f64> = variants[2..]
+        let again = paired_ratio(&variants[2].times, base);
+        let mut targeted: Vec<f64> = variants[3..]
             .iter()
             .map(|v| paired_ratio(&v.times, base))
             .collect();
@@ -109,9 +119,10 @@ pub fn main(args: &Args, root: &Path, n: usize) -> Result<()> {
         let slower = targeted.iter().filter(|&&t| t > exact + 0.02).count();
         writeln!(
             table,
-            "| {} | {:+.1}% | {:+.1}% | {:+.1}% | {:+.1}% | {:.2}x | {slower} of {} |",
+            "| {} | {:+.1}% | {:+.1}% | {:+.1}% | {:+.1}% | {:+.1}% | {:.2}x | {slower} of {} |",
             w.name,
             (exact - 1.0) * 100.0,
+            (again - 1.0) * 100.0,
             (mid - 1.0) * 100.0,
             (best - 1.0) * 100.0,
             (worst - 1.0) * 100.0,
@@ -130,7 +141,8 @@ pub fn main(args: &Args, root: &Path, n: usize) -> Result<()> {
          uninstrumented module and exact paths. Rounds: {rounds} interleaved, in a fresh \
          shuffled order each round (plus one warm-up). Overhead: median over rounds of the \
          per-round ratio to the uninstrumented run (guest run time). \"Slower than \
-         exact-paths\": more than 2 points above it.\n\n\
+         exact-paths\": more than 2 points above it. \"Exact-paths again\" is a second copy \
+         of exact paths: how far it lands from the first is this run's noise.\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary (geomean over workloads)\n\n\
          | exact-paths | targeted, median guide | targeted, worst guide |\n|---|---|---|\n\
