@@ -270,22 +270,14 @@ fn staged_guide(wasm: &[u8], module: &ModuleInfo, opts: &CommandOptions) -> Resu
             ..Default::default()
         },
     )?;
-    let r = crate::run(
-        &stage.wasm,
-        &RunConfig {
-            args: opts.wasi.args.clone(),
-            env: opts.wasi.env.clone(),
-            inherit_env: opts.wasi.inherit_env,
-            dirs: opts.wasi.dirs.clone(),
-            cache_dir: opts.cache_dir.clone(),
-            counters_export: stage.counters_export(),
-            invoke: opts
-                .invoke
-                .clone()
-                .map(|f| (f, opts.wasi.args.iter().skip(1).cloned().collect())),
-            ..Default::default()
-        },
-    )?;
+    // The same run as stage two's, its output discarded and nothing sampled (exact edges
+    // need no sampler).
+    let cfg = RunConfig {
+        inherit_stdio: false,
+        branch_hints: false,
+        ..opts.run_config(&stage)
+    };
+    let r = crate::run(&stage.wasm, &cfg)?;
     let outcome = pepper_wasm::RunOutcome {
         module: module.clone(),
         run: RunInfo::default(),

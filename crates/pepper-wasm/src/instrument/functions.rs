@@ -23,6 +23,9 @@ pub(super) struct Planned {
     pub num_branches: u32,
     pub given: GivenEntries,
     pub warnings: Vec<String>,
+    /// Contexts: each type index's canonical signature (indirect calls and the functions
+    /// they may reach are matched by it); empty without contexts.
+    pub sigs: std::collections::HashMap<u32, u32>,
 }
 
 impl Build<'_, '_> {
@@ -39,6 +42,7 @@ impl Build<'_, '_> {
             num_branches: 0,
             given: GivenEntries::default(),
             warnings: Vec::new(),
+            sigs: Default::default(),
         };
         // Exact edges decide across functions which entry counts callers give (analyzing
         // every body first); other modes analyze each body as they go. Loop counts (exact
@@ -106,9 +110,9 @@ impl Build<'_, '_> {
         }
         if self.contexts != ContextMode::Off {
             // Indirect calls by canonical signature (type indices may differ for one).
-            let sigs = facts.signature_ids();
+            out.sigs = facts.signature_ids();
             for s in &mut out.call_sites {
-                s.sig = s.sig.and_then(|t| sigs.get(&t).copied());
+                s.sig = s.sig.and_then(|t| out.sigs.get(&t).copied());
             }
         }
         Ok(out)

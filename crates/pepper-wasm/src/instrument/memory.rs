@@ -211,7 +211,7 @@ impl Build<'_, '_> {
         if self.contexts == ContextMode::Off || !self.opts.site_counters {
             return entry_counters;
         }
-        let sigs = facts.signature_ids();
+        let sigs = &planned.sigs;
         mem.layout.site_counters = mem.alloc(8 * planned.call_sites.len() as u64);
         for fp in &planned.functions {
             let f = fp.index.0;
