@@ -169,6 +169,8 @@ pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], 
         // Copies changing at random checks (entries, every loop header, mid-burst):
         // behaviour must not change.
         vec!["--every", "1", "--switch", "all", "--switch-chaos"],
+        vec!["--every", "1", "--switch", "loops", "--switch-chaos"],
+        vec!["--every", "1", "--switch", "outer", "--switch-chaos"],
         vec![],
         vec!["--switch", "outer"],
     ] {

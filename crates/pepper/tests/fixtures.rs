@@ -67,6 +67,18 @@ fn all_modes(name: &str) -> (Profile, Profile) {
     (paths, edges)
 }
 
+/// Copies entered at an inner loop right inside an outer one keep the inner loop's state
+/// (`all_modes` runs every switch placement with copies changing at random checks).
+#[test]
+fn switch_into_a_loop_at_the_start_of_another() {
+    let (p, _) = all_modes("nested_entry.wat");
+    assert_eq!(
+        branch(&p, "_start", If, 0),
+        vec![0, 1],
+        "the sum checked once"
+    );
+}
+
 #[test]
 fn mod3_loop_takes_the_if_34_times() {
     let (p, _) = all_modes("mod3.wat");

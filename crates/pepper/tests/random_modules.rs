@@ -355,6 +355,18 @@ fn random_modules_behave_identically_and_profile_consistently() {
             },
         ),
         (
+            // Clean code checks outermost headers only; the instrumented copy leaves at
+            // inner ones, into clean code entered there.
+            "pep every 1, switch outer at random",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                pep_every: Some(1),
+                switch: Some(SwitchPlacement::Outer),
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
             "pep ring, native contexts with call log",
             InstrumentOptions {
                 mode: Mode::Pep,

@@ -104,10 +104,20 @@ pub fn splice<'f>(
                 }
             }
         }
+        let with_header_code: std::collections::BTreeSet<usize> = how
+            .entries
+            .iter()
+            .chain(&how.checks)
+            .map(|&(k, _)| shape.loops[k].op)
+            .collect();
         for (parent, mut children) in parents {
             let start = parent.map_or(pos.start, |p| pos.op_at[p] + 1);
-            // Nothing to skip in front of a child that starts its parent's code.
-            children.retain(|c| pos.pre_at[c.0] > start);
+            // Nothing to skip in front of a child that starts its parent's code, unless
+            // the parent is a loop with code at its header: its arrival (which would clear
+            // `id` on the way to a loop inside) or its check (which would restart the
+            // loop inside from this header in the other copy) must be skipped too.
+            let header_code = parent.is_some_and(|p| with_header_code.contains(&p));
+            children.retain(|c| header_code || pos.pre_at[c.0] > start);
             children.sort_unstable();
             if children.is_empty() {
                 continue;
