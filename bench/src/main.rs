@@ -17,6 +17,7 @@
 //!
 //! Shared machinery (workloads, interleaving, ratios, results files) is in `harness`.
 
+mod componentize;
 mod contexts;
 mod ephemeral;
 mod guides;
@@ -130,6 +131,9 @@ struct Spec {
     interval: Duration,
     /// PEP: switchable instrumentation, the flag checked where this says.
     switch: Option<SwitchPlacement>,
+    /// Run the workload as a `wasi:cli/command` component (its module componentized with
+    /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
+    component: bool,
     what: &'static str,
 }
 
@@ -148,6 +152,7 @@ fn specs() -> Vec<Spec> {
         classic: false,
         interval: INTERVAL,
         switch: None,
+        component: false,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
@@ -317,6 +322,23 @@ fn specs() -> Vec<Spec> {
             what: "PEP, in-guest design: a counter check at every path end, every 1024th path hashed",
             ..base.clone()
         },
+        Spec {
+            label: "component-none",
+            component: true,
+            what: "the workload as a `wasi:cli/command` component (preview-1 adapter, WASI 0.2), uninstrumented: what the component path costs by itself",
+            ..base.clone()
+        },
+        Spec {
+            label: "component-pep(64,17)",
+            component: true,
+            what: "PEP default on the component (its program's module instrumented); overhead against the core module's baseline, so the component's own cost is in it",
+            ..pep(
+                "component-pep(64,17)",
+                PEP_DEFAULT.samples,
+                PEP_DEFAULT.stride,
+                "",
+            )
+        },
     ]
 }
 
@@ -458,6 +480,7 @@ fn main() -> Result<()> {
     for (w, wasm, cache) in selected(&args, &build)? {
         let mut variants: Vec<Variant> = Vec::new();
         let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
+        let mut component: Option<pepper_wasm::component::Unit> = None;
         for spec in &specs {
             let slot = match spec.guide {
                 Guide::None => None,
@@ -483,7 +506,23 @@ fn main() -> Result<()> {
                 Some(i) => guides[i].clone(),
                 None => None,
             };
-            let (inst, rewrite_ms) = instrument(&w, &wasm, spec, guide.as_ref())?;
+            // A component variant instruments the program's module inside the component.
+            let unit = match spec.component {
+                true => {
+                    if component.is_none() {
+                        let c = componentize::componentize(&wasm)?;
+                        component = Some(pepper_wasm::component::Unit::parse(&c)?);
+                    }
+                    component.clone()
+                }
+                false => None,
+            };
+            let core = unit.as_ref().map_or(&wasm[..], |u| &u.core[..]);
+            let (inst, rewrite_ms) = instrument(&w, core, spec, guide.as_ref())?;
+            let runnable = match &unit {
+                Some(u) => u.wrap(&inst.wasm),
+                None => inst.wasm.clone(),
+            };
             let fns = &inst.plan.functions;
             let static_paths: u64 = fns
                 .iter()
@@ -495,7 +534,7 @@ fn main() -> Result<()> {
                 .filter(|f| matches!(f.counting, pepper_wasm::Counting::Hash { .. }))
                 .count();
             let prepared = pepper_runtime::Prepared::new(
-                &inst.wasm,
+                &runnable,
                 &pepper_runtime::EngineOptions {
                     cache_dir: cache.clone(),
                     epoch_interruption: spec.epoch.is_some(),
@@ -555,7 +594,10 @@ fn main() -> Result<()> {
                 for (v, r) in variants.iter_mut().zip(&results) {
                     let sampled = v.spec.mode == Mode::Pep
                         && (v.spec.sampler.is_some() || v.spec.every.is_some());
-                    if !sampled && v.spec.mode != Mode::Targeted {
+                    // A component's module has one more function (its `cabi_realloc`,
+                    // see `componentize`), so its code offsets differ from the core
+                    // module's reference: it is timed, not scored.
+                    if (!sampled && v.spec.mode != Mode::Targeted) || v.spec.component {
                         continue;
                     }
                     let p = profile_of(&v.inst, r);

@@ -73,6 +73,13 @@ pub struct Ring {
 }
 
 impl MemoryLayout {
+    /// Wasm pages of pepper's memory: it is declared with exactly this many, as minimum
+    /// and maximum (it never grows), which is how a runtime tells it apart from the
+    /// guest's memories where it cannot look it up by name (inside a component).
+    pub fn pages(&self) -> u64 {
+        self.size.div_ceil(65536).max(1)
+    }
+
     /// PEP's ring of u64 path words.
     pub fn ring(&self) -> Ring {
         Ring {

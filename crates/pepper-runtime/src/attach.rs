@@ -3,15 +3,14 @@
 //! embedder attaches around the calls its own host makes into its own instance (its
 //! `Store`, its `Linker`, its host functions, WASI or not).
 
+use crate::memview::MemView;
 use crate::worker::Worker;
 use crate::{epochs, native, sampler, EphemeralConfig, SamplerConfig, SamplerResult};
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use wasmtime::{
-    AsContext, AsContextMut, Instance, Memory, Module, Store, StoreContext, StoreContextMut,
-};
+use wasmtime::{AsContext, AsContextMut, Instance, Module, Store, StoreContext, StoreContextMut};
 
 /// What to start next to a guest: the profiling half of [`crate::RunConfig`].
 #[derive(Clone, Debug, Default)]
@@ -92,7 +91,8 @@ impl<T: 'static> Profiled<T> {
         module: &Module,
         cfg: &AttachConfig,
     ) -> Result<Profiled<T>> {
-        let attached = Attached::start_with(&mut store, instance, module, cfg, &OnceLock::new())?;
+        let view = counters_view(&mut store, instance, cfg);
+        let attached = Attached::start_with(&mut store, view, Some(module), cfg, &OnceLock::new())?;
         Ok(Profiled { attached, store })
     }
 
@@ -109,13 +109,13 @@ impl<T: 'static> Profiled<T> {
     /// A copy of pepper's memory now, between calls into the guest: exact modes' counts
     /// so far (a snapshot; PEP's samples are the sampler thread's until `finish`).
     pub fn counters(&self) -> Option<Vec<u8>> {
-        self.attached.counters(&self.store)
+        self.attached.counters()
     }
 
     /// Stops pepper's threads; returns the store and what they collected.
     pub fn finish(self) -> (Store<T>, Collected) {
         let Profiled { attached, store } = self;
-        let collected = attached.finish(&store);
+        let collected = attached.finish();
         (store, collected)
     }
 }
@@ -138,7 +138,7 @@ impl<T: 'static> AsContextMut for Profiled<T> {
 pub(crate) struct Attached {
     // The watcher stops first: it may take the sampler.
     watcher: Option<Worker<()>>,
-    memory: Option<Memory>,
+    memory: Option<MemView>,
     sampler: Arc<Mutex<Option<sampler::Sampler>>>,
     armer: Option<epochs::Armer>,
 }
@@ -159,27 +159,19 @@ impl Attached {
     /// keeps `store` alive until `finish` ([`Profiled`], `Prepared::run`).
     pub(crate) fn start_with<T: 'static>(
         store: &mut Store<T>,
-        instance: &Instance,
-        module: &Module,
+        memory: Option<MemView>,
+        module: Option<&Module>,
         cfg: &AttachConfig,
         code_map: &OnceLock<native::CodeMap>,
     ) -> Result<Attached> {
-        let memory = cfg
-            .counters_export
-            .as_ref()
-            .and_then(|name| instance.get_memory(&mut *store, name));
         if let Some(at) = cfg.switch_on {
             let mem = memory.context("switch: the module has no counters memory")?;
-            mem.write(&mut *store, at as usize, &1u32.to_le_bytes())
-                .map_err(anyhow::Error::from)?;
+            mem.set_u32(at, 1);
         }
         let armer = match &cfg.ephemeral {
             Some(e) => {
                 let mem = memory.context("ephemeral: the module has no counters memory")?;
-                Some(epochs::Armer::start(
-                    crate::memview::MemView::of(Some(&mem), &*store),
-                    e.clone(),
-                ))
+                Some(epochs::Armer::start(mem, e.clone()))
             }
             None => None,
         };
@@ -189,7 +181,7 @@ impl Attached {
         };
         let sampler = Arc::new(Mutex::new(sampler));
         let watcher = cfg.early_stop.clone().map(|stop| {
-            let view = crate::memview::MemView::of(memory.as_ref(), &*store);
+            let view = memory.unwrap_or(MemView { ptr: 0, len: 0 });
             watch(stop, view, sampler.clone())
         });
         Ok(Attached {
@@ -201,14 +193,14 @@ impl Attached {
     }
 
     /// A copy of pepper's memory now.
-    pub(crate) fn counters(&self, store: impl AsContext) -> Option<Vec<u8>> {
-        self.memory.map(|m| m.data(&store).to_vec())
+    pub(crate) fn counters(&self) -> Option<Vec<u8>> {
+        self.memory.map(|m| m.copy())
     }
 
     /// Stops the threads and returns what they collected, with pepper's memory.
-    pub(crate) fn finish(mut self, store: impl AsContext) -> Collected {
+    pub(crate) fn finish(mut self) -> Collected {
         drop(self.watcher.take());
-        let counters = self.counters(&store);
+        let counters = self.counters();
         let sampler = take(&self.sampler);
         Collected {
             counters,
@@ -281,8 +273,8 @@ fn watch(
 /// handler is free.
 fn start_sampler<T: 'static>(
     store: &mut Store<T>,
-    memory: Option<Memory>,
-    module: &Module,
+    memory: Option<MemView>,
+    module: Option<&Module>,
     sc: &SamplerConfig,
     code_map: &OnceLock<native::CodeMap>,
 ) -> Result<sampler::Sampler> {
@@ -309,6 +301,10 @@ fn start_sampler<T: 'static>(
         .and_then(|s| s.native.clone().zip(Some(s)))
     {
         Some((sites, s)) => {
+            let module = module.context(
+                "native stack sampling needs the compiled module's code map, which a \
+                 component does not give: use --stacks shadow",
+            )?;
             let mut map = code_map
                 .get_or_init(|| native::CodeMap::from_module(module))
                 .clone();
@@ -330,10 +326,22 @@ fn start_sampler<T: 'static>(
         None => None,
     };
     Ok(sampler::Sampler::start(
-        memory.as_ref(),
-        &*store,
+        memory.unwrap_or(MemView { ptr: 0, len: 0 }),
         sc,
         in_host,
         native,
     ))
+}
+
+/// Pepper's memory in a core module's instance: its export.
+pub(crate) fn counters_view<T: 'static>(
+    store: &mut Store<T>,
+    instance: &Instance,
+    cfg: &AttachConfig,
+) -> Option<MemView> {
+    let memory = cfg
+        .counters_export
+        .as_ref()
+        .and_then(|name| instance.get_memory(&mut *store, name))?;
+    Some(MemView::of(Some(&memory), &*store))
 }

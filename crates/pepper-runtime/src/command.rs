@@ -8,6 +8,7 @@ use crate::{decode, BurstWeights, EphemeralConfig, IntervalConfig, RunConfig, Sa
 use anyhow::{Context, Result};
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
 use pepper_sampling::PepParams;
+use pepper_wasm::component::Unit;
 use pepper_wasm::plan::Guide;
 use pepper_wasm::{InstrumentOptions, Instrumented};
 use std::path::PathBuf;
@@ -153,6 +154,16 @@ pub enum Note<'a> {
     Trapped(&'a str),
     /// Native stack sampling took no sample (not on this platform, or too short a run).
     NoNativeSamples,
+    /// The file is a component: the core module profiled (its name, and how many core
+    /// modules the component holds), and whether native stacks gave way to a shadow stack.
+    Component {
+        /// The profiled core module's name.
+        module: &'a str,
+        /// Core modules in the component.
+        modules: usize,
+        /// Calling contexts come from a shadow stack instead of native stacks.
+        shadow: bool,
+    },
 }
 
 /// A finished run: its profile and how the guest ended.
@@ -222,6 +233,7 @@ impl CommandOptions {
             dirs: self.wasi.dirs.clone(),
             cache_dir: self.cache_dir.clone(),
             counters_export: module.counters_export(),
+            counters_bytes: (guest.layout.pages() * 65536) as usize,
             inherit_stdio: self.wasi.inherit_stdio,
             epoch: None,
             branch_hints: self.branch_hints,
@@ -262,9 +274,9 @@ impl CommandOptions {
 }
 
 /// Staged mode's first stage: the exact edge profile of the same run, as a guide.
-fn staged_guide(wasm: &[u8], module: &ModuleInfo, opts: &CommandOptions) -> Result<Guide> {
+fn staged_guide(unit: &Unit, module: &ModuleInfo, opts: &CommandOptions) -> Result<Guide> {
     let stage = pepper_wasm::instrument(
-        wasm,
+        &unit.core,
         &InstrumentOptions {
             mode: Mode::ExactEdges,
             ..Default::default()
@@ -277,7 +289,7 @@ fn staged_guide(wasm: &[u8], module: &ModuleInfo, opts: &CommandOptions) -> Resu
         branch_hints: false,
         ..opts.run_config(&stage)
     };
-    let r = crate::run(&stage.wasm, &cfg)?;
+    let r = crate::run(&unit.wrap(&stage.wasm), &cfg)?;
     let outcome = pepper_wasm::RunOutcome {
         module: module.clone(),
         run: RunInfo::default(),
@@ -301,16 +313,32 @@ pub fn profile_command(
     note: &mut dyn FnMut(Note<'_>),
 ) -> Result<CommandRun> {
     let t0 = Instant::now();
+    let unit = Unit::parse(wasm)?;
+    let mut iopts_base = opts.clone();
+    if let Some(c) = &unit.component {
+        // A component's core instances are out of the native walker's reach (wasmtime
+        // gives no code map for them): calling contexts come from a shadow stack.
+        let shadow = iopts_base.instrument.contexts == pepper_layout::ContextMode::Native;
+        if shadow {
+            iopts_base.instrument.contexts = pepper_layout::ContextMode::Sampled;
+        }
+        note(Note::Component {
+            module: unit.module_name().unwrap_or("?"),
+            modules: c.modules.len(),
+            shadow,
+        });
+    }
+    let opts = &iopts_base;
     let guide = if opts.staged {
         note(Note::Stage(1));
-        let g = staged_guide(wasm, &module, opts).context("staged mode, stage 1")?;
+        let g = staged_guide(&unit, &module, opts).context("staged mode, stage 1")?;
         note(Note::Stage(2));
         Some(Arc::new(g))
     } else {
         None
     };
     let iopts = opts.instrument_options(guide);
-    let inst = Arc::new(pepper_wasm::instrument(wasm, &iopts)?);
+    let inst = Arc::new(pepper_wasm::instrument(&unit.core, &iopts)?);
     let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
     note(Note::Instrumented {
         warnings: &inst.plan.warnings,
@@ -331,7 +359,7 @@ pub fn profile_command(
         note(Note::StackInterval { asked, actual });
     }
     note(Note::Compiling);
-    let result = crate::run(&inst.wasm, &cfg)?;
+    let result = crate::run(&unit.wrap(&inst.wasm), &cfg)?;
     if let Some(t) = &result.trap {
         note(Note::Trapped(t));
     }

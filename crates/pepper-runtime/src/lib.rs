@@ -25,6 +25,7 @@ mod attach;
 mod command;
 pub mod decode;
 mod epochs;
+mod hostmem;
 mod interrupt;
 mod intervals;
 mod memview;
@@ -107,6 +108,9 @@ pub struct RunConfig {
     pub cache_dir: Option<PathBuf>,
     /// Name of the exported memory to copy out after the run (pepper's counters).
     pub counters_export: Option<String>,
+    /// The size of pepper's memory in bytes: inside a component, where exports of core
+    /// instances cannot be looked up, pepper's memory is the one of this fixed size.
+    pub counters_bytes: usize,
     /// Inherit stdin/stdout/stderr (otherwise the guest sees empty stdin and its output
     /// is discarded; benchmarks use that).
     pub inherit_stdio: bool,
@@ -228,7 +232,20 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// counters memory needs; exceptions are what yosys needs), optionally with epoch
 /// interruption and branch hinting.
 pub fn engine(opts: &EngineOptions) -> Result<Engine> {
+    engine_with(opts, None)
+}
+
+/// [`engine`], creating every linear memory through `memories` when given (components).
+fn engine_with(
+    opts: &EngineOptions,
+    memories: Option<&std::sync::Arc<hostmem::HostMemories>>,
+) -> Result<Engine> {
     let mut config = Config::new();
+    if let Some(m) = memories {
+        config.with_host_memory(std::sync::Arc::new(hostmem::Creator(m.clone())));
+        // Copy-on-write images of data segments need wasmtime's own mappings.
+        config.memory_init_cow(false);
+    }
     config.epoch_interruption(opts.epoch_interruption);
     config.wasm_branch_hinting(opts.branch_hints);
     config.wasm_multi_memory(true);
@@ -261,11 +278,11 @@ pub fn run(wasm: &[u8], cfg: &RunConfig) -> Result<RunResult> {
     Prepared::new(wasm, &cfg.engine_options())?.run(cfg)
 }
 
-/// A compiled module, ready to run any number of times (benchmarks time runs apart from
-/// compilation).
+/// A compiled module or component, ready to run any number of times (benchmarks time
+/// runs apart from compilation).
 pub struct Prepared {
     engine: Engine,
-    module: Module,
+    code: Code,
     /// How long compilation (or the cache lookup) took.
     pub compile: Duration,
     /// Where compiled functions and call sites are: built on the first run that samples
@@ -273,48 +290,94 @@ pub struct Prepared {
     code_map: std::sync::OnceLock<native::CodeMap>,
 }
 
+/// What was compiled.
+enum Code {
+    Module(Module),
+    /// A component, with the registry of the memories its instances create (see
+    /// [`hostmem`]).
+    Component(
+        wasmtime::component::Component,
+        std::sync::Arc<hostmem::HostMemories>,
+    ),
+}
+
+/// How a run ended: its exit code, the trap's message.
+type Exit = (i32, Option<String>);
+
 impl Prepared {
-    /// Compiles `wasm` in an engine built with `opts`.
+    /// Compiles `wasm` (a core module or a component) in an engine built with `opts`.
     pub fn new(wasm: &[u8], opts: &EngineOptions) -> Result<Prepared> {
-        let engine = engine(opts)?;
+        let component = wasmparser_is_component(wasm);
+        let memories = component.then(std::sync::Arc::<hostmem::HostMemories>::default);
+        let engine = engine_with(opts, memories.as_ref())?;
         let t0 = Instant::now();
-        let module = Module::new(&engine, wasm)
-            .map_err(anyhow::Error::from)
-            .context("compiling the module")?;
+        let code = match memories {
+            Some(m) => Code::Component(
+                wasmtime::component::Component::new(&engine, wasm)
+                    .map_err(anyhow::Error::from)
+                    .context("compiling the component")?,
+                m,
+            ),
+            None => Code::Module(
+                Module::new(&engine, wasm)
+                    .map_err(anyhow::Error::from)
+                    .context("compiling the module")?,
+            ),
+        };
         Ok(Prepared {
             engine,
-            module,
+            code,
             compile: t0.elapsed(),
             code_map: Default::default(),
         })
     }
 
-    /// Instantiates in a fresh store and runs `_start`.
+    /// Instantiates in a fresh store and runs `_start` (a component: `wasi:cli/run`).
     pub fn run(&self, cfg: &RunConfig) -> Result<RunResult> {
-        let (engine, module, compile) = (&self.engine, &self.module, self.compile);
-        let (mut profiler_setup, mut profiler_finish) = (Duration::ZERO, Duration::ZERO);
+        let builder = wasi_builder(cfg)?;
+        let t1 = Instant::now();
+        let mut collected = attach::Collected::default();
+        let mut timing = (Duration::ZERO, Duration::ZERO);
+        let (exit_code, trap) = match &self.code {
+            Code::Module(module) => {
+                self.run_module(module, builder, cfg, &mut collected, &mut timing)?
+            }
+            Code::Component(component, memories) => self.run_component(
+                component,
+                memories,
+                builder,
+                cfg,
+                &mut collected,
+                &mut timing,
+            )?,
+        };
+        let (profiler_setup, profiler_finish) = timing;
+        let run = t1.elapsed() - profiler_setup - profiler_finish;
+        // A trap or `proc_exit` leaves the instance, and so pepper's memory, intact:
+        // `finish` copied it after the call whatever the outcome.
+        Ok(RunResult {
+            exit_code,
+            trap,
+            compile: self.compile,
+            run,
+            profiler_setup,
+            profiler_finish,
+            counters: collected.counters,
+            samples: collected.samples,
+            epochs: collected.epochs,
+        })
+    }
 
-        let mut builder = WasiCtxBuilder::new();
-        builder.args(&cfg.args);
-        if cfg.inherit_env {
-            builder.inherit_env();
-        }
-        for (k, v) in &cfg.env {
-            builder.env(k, v);
-        }
-        if cfg.inherit_stdio {
-            builder.inherit_stdio();
-        }
-        for d in &cfg.dirs {
-            let perms = match d.read_only {
-                true => FsPerms::ReadOnly,
-                false => FsPerms::ReadWrite,
-            };
-            builder
-                .preopened_dir(&d.host, &d.guest, perms)
-                .map_err(anyhow::Error::from)
-                .with_context(|| format!("preopening directory {}", d.host.display()))?;
-        }
+    /// A core module: WASI preview 1, `_start` or `--invoke`.
+    fn run_module(
+        &self,
+        module: &Module,
+        mut builder: WasiCtxBuilder,
+        cfg: &RunConfig,
+        collected: &mut attach::Collected,
+        (setup_time, finish_time): &mut (Duration, Duration),
+    ) -> Result<Exit> {
+        let engine = &self.engine;
         let wasi: WasiP1Ctx = builder.build_p1();
         let profiler = match &cfg.epoch {
             Some(e) if e.guest_profiler => Some(
@@ -353,21 +416,20 @@ impl Prepared {
         let mut linker: Linker<Host> = Linker::new(engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| &mut t.wasi)?;
         linker.define_unknown_imports_as_traps(module)?;
-
-        let t1 = Instant::now();
-        let mut collected = attach::Collected::default();
         let outcome = match linker.instantiate(&mut store, module) {
             Ok(instance) => {
                 let entry = Entry::find(&instance, &mut store, cfg.invoke.as_ref())?;
                 let setup = Instant::now();
+                let attach = cfg.attach_config();
+                let view = attach::counters_view(&mut store, &instance, &attach);
                 let attached = attach::Attached::start_with(
                     &mut store,
-                    &instance,
-                    module,
-                    &cfg.attach_config(),
+                    view,
+                    Some(module),
+                    &attach,
                     &self.code_map,
                 )?;
-                profiler_setup = setup.elapsed();
+                *setup_time = setup.elapsed();
                 let ticker = cfg
                     .epoch
                     .as_ref()
@@ -375,39 +437,130 @@ impl Prepared {
                 let outcome = entry.call(&mut store);
                 drop(ticker);
                 let finish = Instant::now();
-                collected = attached.finish(&store);
-                profiler_finish = finish.elapsed();
+                *collected = attached.finish();
+                *finish_time = finish.elapsed();
                 outcome
             }
             Err(e) => Err(e),
         };
-        let run = t1.elapsed() - profiler_setup - profiler_finish;
-        let (exit_code, trap) = match outcome {
-            Ok(()) => (0, None),
-            Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
-                Some(exit) => (exit.0, None),
-                None => {
-                    // Like `wasmtime run`: the whole error with its wasm backtrace on stderr,
-                    // the root cause (the trap itself) in the profile.
-                    eprintln!("{e:?}");
-                    let e = anyhow::Error::from(e);
-                    (134, Some(e.root_cause().to_string()))
-                }
+        Ok(exit_of(outcome))
+    }
+
+    /// A `wasi:cli/command` component: WASI 0.2, `wasi:cli/run`.
+    fn run_component(
+        &self,
+        component: &wasmtime::component::Component,
+        memories: &hostmem::HostMemories,
+        mut builder: WasiCtxBuilder,
+        cfg: &RunConfig,
+        collected: &mut attach::Collected,
+        (setup_time, finish_time): &mut (Duration, Duration),
+    ) -> Result<Exit> {
+        anyhow::ensure!(
+            cfg.epoch.is_none() && cfg.invoke.is_none(),
+            "components run their `wasi:cli/run` export, without epochs or --invoke"
+        );
+        let engine = &self.engine;
+        let mut store = Store::new(
+            engine,
+            ComponentHost {
+                ctx: builder.build(),
+                table: wasmtime::component::ResourceTable::new(),
             },
+        );
+        let mut linker = wasmtime::component::Linker::<ComponentHost>::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        let command = match wasmtime_wasi::p2::bindings::sync::Command::instantiate(
+            &mut store, component, &linker,
+        ) {
+            Ok(c) => c,
+            Err(e) => return Ok(exit_of(Err(e))),
         };
-        // A trap or `proc_exit` leaves the instance, and so pepper's memory, intact:
-        // `finish` copied it after the call whatever the outcome.
-        Ok(RunResult {
-            exit_code,
-            trap,
-            compile,
-            run,
-            profiler_setup,
-            profiler_finish,
-            counters: collected.counters,
-            samples: collected.samples,
-            epochs: collected.epochs,
-        })
+        let setup = Instant::now();
+        let view = match cfg.counters_export {
+            Some(_) => Some(memories.find(cfg.counters_bytes)?),
+            None => None,
+        };
+        let attached = attach::Attached::start_with(
+            &mut store,
+            view,
+            None,
+            &cfg.attach_config(),
+            &self.code_map,
+        )?;
+        *setup_time = setup.elapsed();
+        let outcome = command.wasi_cli_run().call_run(&mut store);
+        let finish = Instant::now();
+        *collected = attached.finish();
+        *finish_time = finish.elapsed();
+        Ok(exit_of(match outcome {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(())) => Err(wasmtime_wasi::I32Exit(1).into()),
+            Err(e) => Err(e),
+        }))
+    }
+}
+
+/// Whether `wasm` is a component (a core module otherwise).
+fn wasmparser_is_component(wasm: &[u8]) -> bool {
+    wasm.len() >= 8 && wasm[..4] == *b"\0asm" && wasm[6..8] == [1, 0]
+}
+
+/// The guest's WASI context as `cfg` asks for it (either WASI version builds from it).
+fn wasi_builder(cfg: &RunConfig) -> Result<WasiCtxBuilder> {
+    let mut builder = WasiCtxBuilder::new();
+    builder.args(&cfg.args);
+    if cfg.inherit_env {
+        builder.inherit_env();
+    }
+    for (k, v) in &cfg.env {
+        builder.env(k, v);
+    }
+    if cfg.inherit_stdio {
+        builder.inherit_stdio();
+    }
+    for d in &cfg.dirs {
+        let perms = match d.read_only {
+            true => FsPerms::ReadOnly,
+            false => FsPerms::ReadWrite,
+        };
+        builder
+            .preopened_dir(&d.host, &d.guest, perms)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("preopening directory {}", d.host.display()))?;
+    }
+    Ok(builder)
+}
+
+/// The exit code and trap of a guest call's outcome: 0, the `proc_exit` code, or 134 with
+/// the trap (like `wasmtime run`: the whole error with its wasm backtrace on stderr, the
+/// root cause in the profile).
+fn exit_of(outcome: wasmtime::Result<()>) -> Exit {
+    match outcome {
+        Ok(()) => (0, None),
+        Err(e) => match e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+            Some(exit) => (exit.0, None),
+            None => {
+                eprintln!("{e:?}");
+                let e = anyhow::Error::from(e);
+                (134, Some(e.root_cause().to_string()))
+            }
+        },
+    }
+}
+
+/// A component's store: WASI 0.2.
+struct ComponentHost {
+    ctx: wasmtime_wasi::WasiCtx,
+    table: wasmtime::component::ResourceTable,
+}
+
+impl wasmtime_wasi::WasiView for ComponentHost {
+    fn ctx(&mut self) -> wasmtime_wasi::WasiCtxView<'_> {
+        wasmtime_wasi::WasiCtxView {
+            ctx: &mut self.ctx,
+            table: &mut self.table,
+        }
     }
 }
 

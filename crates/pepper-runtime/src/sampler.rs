@@ -273,13 +273,11 @@ impl Sampler {
     /// grown, so its address is stable.
     /// `in_host` is set by the store's call hook while the guest is in a host call.
     pub(crate) fn start(
-        memory: Option<&wasmtime::Memory>,
-        store: impl wasmtime::AsContext,
+        mem: MemView,
         cfg: SamplerConfig,
         in_host: Arc<AtomicBool>,
         native: Option<Native>,
     ) -> Sampler {
-        let mem = MemView::of(memory, store);
         if let (Some((sampler, _)), Some(sc), true) = (&native, &cfg.stacks, mem.len > 0) {
             let path_words = sc
                 .path_windows

@@ -58,7 +58,7 @@ impl Writer<'_, '_> {
     fn add_memory(&mut self, s: &mut MemorySection) {
         s.memory(MemoryType {
             minimum: self.add.memory_pages,
-            maximum: None,
+            maximum: Some(self.add.memory_pages),
             memory64: false,
             shared: false,
             page_size_log2: None,

@@ -310,7 +310,7 @@ impl Build<'_, '_> {
             .into_iter()
             .chain(copy_fns)
             .collect(),
-            memory_pages: l.size.div_ceil(65536).max(1),
+            memory_pages: l.pages(),
             memory_index: mem,
             data: (tables.start, tables.bytes.clone()),
         }

@@ -1,6 +1,6 @@
 //! `pepper hints`: a profile's branch biases written into the module as branch hints.
 
-use super::{load_profile, read_module};
+use super::{load_profile, read_unit};
 use anyhow::{Context, Result};
 use pepper_wasm::hints::{self, HintOptions};
 use std::path::PathBuf;
@@ -50,9 +50,10 @@ pub fn run(a: Args) -> Result<i32> {
         "--min-bias must be between 0.5 and 1 (got {})",
         a.min_bias
     );
-    let wasm = read_module(&a.input)?;
+    let unit = read_unit(&a.input)?;
+    let wasm = &unit.core;
     let profile = load_profile(&a.profile)?;
-    profile.check_module(&wasm).with_context(|| {
+    profile.check_module(wasm).with_context(|| {
         format!(
             "{} is not the module {} describes",
             a.input.display(),
@@ -70,10 +71,12 @@ pub fn run(a: Args) -> Result<i32> {
         min_count: a.min_count,
         unlikely_br_if: a.unlikely_br_if,
     };
-    let (chosen, summary) = hints::choose(&wasm, &profile.branches, &opts)
+    let (chosen, summary) = hints::choose(wasm, &profile.branches, &opts)
         .with_context(|| format!("matching {} to {}", a.profile.display(), a.input.display()))?;
     let out =
-        hints::write(&wasm, &chosen).with_context(|| format!("hinting {}", a.input.display()))?;
+        hints::write(wasm, &chosen).with_context(|| format!("hinting {}", a.input.display()))?;
+    // A component gets its program's module back hinted, the rest as it was.
+    let out = unit.wrap(&out);
     std::fs::write(&a.output, &out).with_context(|| format!("writing {}", a.output.display()))?;
     let likely = chosen.iter().filter(|h| h.likely).count();
     eprintln!(

@@ -1,6 +1,6 @@
 //! `pepper instrument`: write the rewritten module for inspection or use elsewhere.
 
-use super::{print_warnings, read_module, ModeArg};
+use super::{print_warnings, read_unit, ModeArg};
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 
@@ -33,12 +33,13 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let wasm = read_module(&a.input)?;
+    let unit = read_unit(&a.input)?;
+    let wasm = &unit.core;
     let guide = a
         .guided
         .guide
         .as_deref()
-        .and_then(|g| super::run::load_guide(g, &wasm))
+        .and_then(|g| super::run::load_guide(g, wasm))
         .map(std::sync::Arc::new);
     let opts = pepper_wasm::InstrumentOptions {
         mode: a.mode.into(),
@@ -55,7 +56,7 @@ pub fn run(a: Args) -> Result<i32> {
         },
         ..Default::default()
     };
-    let out = pepper_wasm::instrument(&wasm, &opts)
+    let out = pepper_wasm::instrument(wasm, &opts)
         .with_context(|| format!("instrumenting {}", a.input.display()))?;
     print_warnings(&out.plan.warnings, 10);
     if !out.plan.dropped_sections.is_empty() {
@@ -64,7 +65,9 @@ pub fn run(a: Args) -> Result<i32> {
             out.plan.dropped_sections.join(", ")
         );
     }
-    std::fs::write(&a.output, &out.wasm)
+    // A component gets its program's module back instrumented, the rest as it was.
+    let written = unit.wrap(&out.wasm);
+    std::fs::write(&a.output, &written)
         .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(
         "pepper: wrote {} ({} -> {} bytes, {} functions instrumented)",

@@ -122,6 +122,14 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
     Ok(wasm.into_owned())
 }
 
+/// Reads a module or component file: the core module pepper works on, and how to put it
+/// back (see `pepper_wasm::component`).
+pub fn read_unit(path: &Path) -> Result<pepper_wasm::component::Unit> {
+    let file = read_module(path)?;
+    pepper_wasm::component::Unit::parse(&file)
+        .with_context(|| format!("reading {}", path.display()))
+}
+
 /// Reads a profile file, with the file name in any error.
 pub fn load_profile(path: &Path) -> Result<pepper_profile::Profile> {
     let file =

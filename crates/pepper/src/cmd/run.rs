@@ -190,8 +190,13 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let wasm = read_module(&a.program)?;
-    let opts = a.options(&wasm)?;
+    let file = read_module(&a.program)?;
+    // A component is profiled through its program's core module: the options, the guide
+    // and the source lines are that module's.
+    let unit = pepper_wasm::component::Unit::parse(&file)
+        .with_context(|| format!("reading {}", a.program.display()))?;
+    let wasm = &unit.core;
+    let opts = a.options(wasm)?;
     // A profile that cannot be written is found out before the guest runs, not after.
     let output = a.output_path();
     pepper_profile::check_writable(&output)
@@ -205,10 +210,10 @@ pub fn run(a: Args) -> Result<i32> {
     }
     let module = ModuleInfo {
         path: a.program.display().to_string(),
-        sha256: module_hash(&wasm),
+        sha256: module_hash(wasm),
         size: wasm.len() as u64,
     };
-    let facts = ModuleFacts::parse(&wasm)
+    let facts = ModuleFacts::parse(wasm)
         .with_context(|| format!("instrumenting {}", a.program.display()))?;
     let lines = pepper_wasm::dwarf::LineTable::new(&facts);
     let large = wasm.len() > 8 << 20;
@@ -217,7 +222,7 @@ pub fn run(a: Args) -> Result<i32> {
     pepper_runtime::stop_on_signals();
     let progress = Progress::start();
     let done = pepper_runtime::profile_command(
-        &wasm,
+        &file,
         module,
         &opts,
         std::sync::Arc::new(move |o| lines.lookup(o)),
@@ -370,6 +375,19 @@ fn say(note: Note<'_>, large: bool, interval: Duration) {
         }
         Note::NoNativeSamples => {
             eprintln!("pepper: warning: no native stack samples (x86-64 Linux only)")
+        }
+        Note::Component {
+            module,
+            modules,
+            shadow,
+        } => {
+            eprintln!(
+                "pepper: a component: profiling its core module `{module}` (of {modules}; \
+                 the others run uninstrumented), WASI 0.2"
+            );
+            if shadow {
+                eprintln!("pepper: calling contexts from a shadow stack (components)");
+            }
         }
     }
 }

@@ -1,0 +1,326 @@
+//! Components: the core module inside a component that pepper profiles, and the component
+//! again around its instrumented copy.
+//!
+//! A `wasi:cli/command` component built from a WASI program (`wasm32-wasip2`, or
+//! `wasm-tools component new` with the preview-1 adapter) holds the program as one core
+//! module next to small ones of its own making (the adapter, shims that break import
+//! cycles). pepper instruments the program's module and copies every other section of the
+//! component byte for byte: code offsets, names and the component's types do not move,
+//! since a core module section is replaced as a whole.
+
+use std::ops::Range;
+
+/// What a `.wasm` file holds, as far as profiling goes.
+#[derive(Clone, Debug)]
+pub struct Unit {
+    /// The core module to instrument: the file itself, or the program's module inside a
+    /// component.
+    pub core: Vec<u8>,
+    /// Set for a component: where the core module sits, to put it back.
+    pub component: Option<ComponentFrame>,
+}
+
+/// A component with one of its core modules cut out.
+#[derive(Clone, Debug)]
+pub struct ComponentFrame {
+    bytes: Vec<u8>,
+    /// Every top-level section's bytes (id and size included).
+    sections: Vec<Range<usize>>,
+    /// Which section holds the profiled core module.
+    profiled: usize,
+    /// The component's core modules (their position among them, 0-based), the profiled
+    /// one's position, and a name for each.
+    pub modules: Vec<String>,
+    pub profiled_module: usize,
+}
+
+/// Why a component cannot be profiled.
+#[derive(Debug, thiserror::Error)]
+pub enum ComponentError {
+    #[error("invalid component: {0}")]
+    Parse(#[from] wasmparser::BinaryReaderError),
+    #[error(
+        "unsupported component: it nests a component with core modules (at byte {0:#x}); \
+         pepper profiles components whose core modules are at the top level, as \
+         `wasm-tools component new` and wasm32-wasip2 builds make them"
+    )]
+    Nested(usize),
+    #[error("unsupported component: it holds no core module to profile")]
+    NoCoreModule,
+}
+
+/// The section id of a core module inside a component.
+const CORE_MODULE_SECTION: u8 = 1;
+
+impl Unit {
+    /// A core module as it is, or the program's module out of a component.
+    pub fn parse(bytes: &[u8]) -> Result<Unit, ComponentError> {
+        if !wasmparser::Parser::is_component(bytes) {
+            return Ok(Unit {
+                core: bytes.to_vec(),
+                component: None,
+            });
+        }
+        let (sections, modules) = top_level(bytes)?;
+        let profiled_module = program(bytes, &modules).ok_or(ComponentError::NoCoreModule)?;
+        let (profiled, range) = modules[profiled_module].clone();
+        let named = component_module_names(bytes);
+        let names = modules
+            .iter()
+            .enumerate()
+            .map(|(k, (_, r))| {
+                named
+                    .get(&(k as u32))
+                    .cloned()
+                    .or_else(|| module_name(&bytes[r.clone()]))
+                    .unwrap_or(format!("module{k}"))
+            })
+            .collect();
+        Ok(Unit {
+            core: bytes[range].to_vec(),
+            component: Some(ComponentFrame {
+                bytes: bytes.to_vec(),
+                sections,
+                profiled,
+                modules: names,
+                profiled_module,
+            }),
+        })
+    }
+
+    /// The file to run with `core` (the instrumented copy of [`Unit::core`]) in place: the
+    /// core module itself, or the component around it.
+    pub fn wrap(&self, core: &[u8]) -> Vec<u8> {
+        match &self.component {
+            None => core.to_vec(),
+            Some(c) => c.wrap(core),
+        }
+    }
+
+    /// The profiled module's name inside its component (`None` for a core module).
+    pub fn module_name(&self) -> Option<&str> {
+        self.component
+            .as_ref()
+            .map(|c| c.modules[c.profiled_module].as_str())
+    }
+}
+
+impl ComponentFrame {
+    fn wrap(&self, core: &[u8]) -> Vec<u8> {
+        let mut out = self.bytes[..8].to_vec();
+        for (k, range) in self.sections.iter().enumerate() {
+            if k == self.profiled {
+                out.push(CORE_MODULE_SECTION);
+                leb128(&mut out, core.len() as u64);
+                out.extend_from_slice(core);
+            } else {
+                out.extend_from_slice(&self.bytes[range.clone()]);
+            }
+        }
+        out
+    }
+}
+
+/// Unsigned LEB128.
+fn leb128(out: &mut Vec<u8>, mut v: u64) {
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+/// The component's top-level sections, and its core modules as (section index, module
+/// bytes).
+type Sections = (Vec<Range<usize>>, Vec<(usize, Range<usize>)>);
+
+fn top_level(bytes: &[u8]) -> Result<Sections, ComponentError> {
+    use wasmparser::{Chunk, Payload};
+    let mut parser = wasmparser::Parser::new(0);
+    let mut pos = 0usize;
+    let mut sections = Vec::new();
+    let mut modules = Vec::new();
+    loop {
+        let start = pos;
+        let (consumed, payload) = match parser.parse(&bytes[pos..], true)? {
+            Chunk::Parsed { consumed, payload } => (consumed, payload),
+            // With `eof`, the parser reports missing bytes as an error instead.
+            Chunk::NeedMoreData(_) => unreachable!("parsing with eof"),
+        };
+        pos += consumed;
+        match payload {
+            Payload::Version { .. } => continue,
+            Payload::End(_) => break,
+            Payload::ModuleSection {
+                unchecked_range, ..
+            } => {
+                // The parser has taken the section's header; its contents end here.
+                pos = unchecked_range.end as usize;
+                modules.push((
+                    sections.len(),
+                    unchecked_range.start as usize..unchecked_range.end as usize,
+                ));
+            }
+            Payload::ComponentSection {
+                unchecked_range, ..
+            } => {
+                // Copied as it is, unless it holds code (wit-component nests type-only
+                // shims around exports).
+                let inner = &bytes[unchecked_range.start as usize..unchecked_range.end as usize];
+                let has_code = wasmparser::Parser::new(0)
+                    .parse_all(inner)
+                    .any(|p| matches!(p, Ok(Payload::ModuleSection { .. })));
+                if has_code {
+                    return Err(ComponentError::Nested(start));
+                }
+                pos = unchecked_range.end as usize;
+            }
+            _ => {}
+        }
+        sections.push(start..pos);
+    }
+    Ok((sections, modules))
+}
+
+/// Which core module is the program: one that imports WASI preview 1 (the adapter
+/// provides those imports, shims forward them), else the largest.
+fn program(bytes: &[u8], modules: &[(usize, Range<usize>)]) -> Option<usize> {
+    let imports_wasi = |r: &Range<usize>| {
+        wasmparser::Parser::new(0)
+            .parse_all(&bytes[r.clone()])
+            .any(|p| match p {
+                Ok(wasmparser::Payload::ImportSection(s)) => s
+                    .into_imports()
+                    .any(|i| i.is_ok_and(|i| i.module == "wasi_snapshot_preview1")),
+                _ => false,
+            })
+    };
+    let exports_wasi = |r: &Range<usize>| {
+        wasmparser::Parser::new(0)
+            .parse_all(&bytes[r.clone()])
+            .any(|p| match p {
+                Ok(wasmparser::Payload::ExportSection(s)) => s
+                    .into_iter()
+                    .any(|e| e.is_ok_and(|e| e.name == "fd_write" || e.name == "proc_exit")),
+                _ => false,
+            })
+    };
+    let size = |k: &usize| modules[*k].1.len();
+    let candidates: Vec<usize> = (0..modules.len())
+        .filter(|&k| imports_wasi(&modules[k].1) && !exports_wasi(&modules[k].1))
+        .collect();
+    match candidates.iter().max_by_key(|k| size(k)) {
+        Some(&k) => Some(k),
+        None => (0..modules.len()).max_by_key(size),
+    }
+}
+
+/// The component's names for its core modules (its `component-name` section), by index.
+fn component_module_names(bytes: &[u8]) -> std::collections::HashMap<u32, String> {
+    let mut names = std::collections::HashMap::new();
+    let mut depth = 0usize;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload {
+            Ok(wasmparser::Payload::ModuleSection { .. })
+            | Ok(wasmparser::Payload::ComponentSection { .. }) => depth += 1,
+            Ok(wasmparser::Payload::End(_)) => depth = depth.saturating_sub(1),
+            Ok(wasmparser::Payload::CustomSection(c)) if depth == 0 => {
+                if let wasmparser::KnownCustom::ComponentName(reader) = c.as_known() {
+                    for name in reader.into_iter().flatten() {
+                        if let wasmparser::ComponentName::CoreModules(map) = name {
+                            for n in map.into_iter().flatten() {
+                                names.insert(n.index, n.name.to_string());
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    names
+}
+
+/// A core module's own name (the name section's module name).
+fn module_name(module: &[u8]) -> Option<String> {
+    for payload in wasmparser::Parser::new(0).parse_all(module) {
+        if let Ok(wasmparser::Payload::CustomSection(c)) = payload {
+            if let wasmparser::KnownCustom::Name(reader) = c.as_known() {
+                for name in reader {
+                    if let Ok(wasmparser::Name::Module { name, .. }) = name {
+                        return Some(name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COMPONENT: &str = r#"
+        (component
+          (core module $adapter
+            (func (export "fd_write") (param i32 i32 i32 i32) (result i32) i32.const 0))
+          (core instance $a (instantiate $adapter))
+          (core module $program
+            (import "wasi_snapshot_preview1" "fd_write"
+              (func (param i32 i32 i32 i32) (result i32)))
+            (func (export "_start")
+              (drop (call 0 (i32.const 0) (i32.const 0) (i32.const 0) (i32.const 0)))))
+          (core instance $p (instantiate $program
+            (with "wasi_snapshot_preview1" (instance $a)))))"#;
+
+    #[test]
+    fn the_program_module_comes_out_and_goes_back() {
+        let bytes = wat::parse_str(COMPONENT).unwrap();
+        let unit = Unit::parse(&bytes).unwrap();
+        let frame = unit.component.as_ref().unwrap();
+        assert_eq!(frame.modules, vec!["adapter", "program"]);
+        assert_eq!(unit.module_name(), Some("program"));
+        assert!(wasmparser::Parser::is_core_wasm(&unit.core));
+        // The same module back: the same component, byte for byte.
+        assert_eq!(unit.wrap(&unit.core), bytes);
+        // Another module in its place: a valid component with that module.
+        let other = wat::parse_str(
+            r#"(module $program
+                 (import "wasi_snapshot_preview1" "fd_write"
+                   (func (param i32 i32 i32 i32) (result i32)))
+                 (func (export "_start") nop nop))"#,
+        )
+        .unwrap();
+        let wrapped = unit.wrap(&other);
+        wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+            .validate_all(&wrapped)
+            .unwrap();
+        assert_eq!(Unit::parse(&wrapped).unwrap().core, other);
+    }
+
+    #[test]
+    fn core_modules_pass_through_and_nested_components_are_refused() {
+        let core = wat::parse_str("(module (func))").unwrap();
+        let unit = Unit::parse(&core).unwrap();
+        assert!(unit.component.is_none());
+        assert_eq!(unit.wrap(&unit.core), core);
+        let shim = wat::parse_str("(component (core module) (component))").unwrap();
+        assert!(
+            Unit::parse(&shim).unwrap().component.is_some(),
+            "a code-free nest"
+        );
+        let nested = wat::parse_str("(component (component (core module)))").unwrap();
+        let err = Unit::parse(&nested).unwrap_err().to_string();
+        assert!(err.contains("nests a component"), "{err}");
+        let empty = wat::parse_str("(component)").unwrap();
+        assert!(matches!(
+            Unit::parse(&empty),
+            Err(ComponentError::NoCoreModule)
+        ));
+    }
+}

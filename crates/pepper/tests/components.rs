@@ -1,0 +1,171 @@
+//! Components: a WASI program turned into a `wasi:cli/command` component as a user would
+//! (wit-component with the preview-1 adapter wasmtime ships) profiles like the core module
+//! it came from, under WASI 0.2.
+
+mod common;
+use common::*;
+
+#[path = "../../../bench/src/componentize.rs"]
+mod componentize;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// `core` as a component: the program's module plus the preview-1 command adapter.
+fn componentize(core: &Path) -> PathBuf {
+    let wasm = std::fs::read(core).unwrap();
+    let wasm = wat::parse_bytes(&wasm).unwrap();
+    let component = componentize::componentize(&wasm).unwrap();
+    let out = unique_path(format!(
+        "{}.component.wasm",
+        core.file_stem().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&out, component).unwrap();
+    out
+}
+
+/// Path counts by function, start and end kind and steps: code offsets left out, since
+/// the program's module in the component has one more type (its `cabi_realloc`), which
+/// moves every code offset by a few bytes.
+fn paths_without_offsets(p: &pepper_profile::Profile) -> HashMap<String, u64> {
+    let mut m = HashMap::new();
+    for path in &p.paths {
+        let kind =
+            |e: &pepper_profile::PathPoint| format!("{e:?}").split(' ').next().map(String::from);
+        let key = format!(
+            "{} {:?} {:?} {:?}",
+            path.func,
+            kind(&path.start),
+            kind(&path.end),
+            path.steps
+        );
+        *m.entry(key).or_insert(0) += path.count;
+    }
+    m
+}
+
+/// How far two count maps are apart: the sum of differences over the first's total.
+fn distance(a: &HashMap<String, u64>, b: &HashMap<String, u64>) -> f64 {
+    let keys: std::collections::HashSet<&String> = a.keys().chain(b.keys()).collect();
+    let diff: u64 = keys
+        .iter()
+        .map(|k| {
+            a.get(*k)
+                .copied()
+                .unwrap_or(0)
+                .abs_diff(b.get(*k).copied().unwrap_or(0))
+        })
+        .sum();
+    diff as f64 / a.values().sum::<u64>().max(1) as f64
+}
+
+/// In every mode that counts exactly, the component's profile is the core module's: same
+/// output and exit code, the same paths and branch counts, apart from the few the
+/// adapter causes in the program (its allocations through the program's `malloc`, and
+/// libc's answers to what WASI 0.2 says of stdio): under 0.1% of the counts.
+fn same_as_core(core: &Path, extra: &[&str], guest: &[&str]) {
+    let component = componentize(core);
+    for mode in ["exact-paths", "exact-edges"] {
+        let (c0, out0, _, p0) = run(mode, core, extra, guest);
+        let (c1, out1, err1, p1) = run(mode, &component, extra, guest);
+        assert_eq!((c0, &out0), (c1, &out1), "{mode}: {err1}");
+        assert!(err1.contains("a component"), "{err1}");
+        let d = distance(&paths_without_offsets(&p0), &paths_without_offsets(&p1));
+        assert!(d < 0.001, "{mode}: paths {:.3}% apart", d * 100.0);
+        let branches = |p: &pepper_profile::Profile| -> HashMap<String, u64> {
+            let mut m = HashMap::new();
+            for (k, b) in p.branches.iter().enumerate() {
+                for (o, &c) in b.counts.iter().enumerate() {
+                    m.insert(format!("{k}:{o}"), c);
+                }
+            }
+            m
+        };
+        let d = distance(&branches(&p0), &branches(&p1));
+        assert!(d < 0.001, "{mode}: branches {:.3}% apart", d * 100.0);
+        // One more function (its cabi_realloc) and nothing else.
+        assert_eq!(p0.functions.len() + 1, p1.functions.len());
+    }
+    // PEP (the default) with calling contexts from a shadow stack: the guest behaves the
+    // same and the profile has paths and contexts.
+    let (c0, out0, _, _) = run("none", core, extra, guest);
+    let (c, out, err, pep) = run("pep", &component, extra, guest);
+    assert_eq!((c0, &out0), (c, &out), "pep: {err}");
+    assert!(err.contains("shadow stack"), "{err}");
+    assert!(!pep.paths.is_empty(), "pep found no paths: {err}");
+    assert!(pep.contexts.as_ref().is_some_and(|c| c.nodes.len() > 1));
+}
+
+#[test]
+fn a_fixture_component_gets_its_arguments_and_exits_through_the_adapter() {
+    // The module exits with (arguments × 16 + variables) through `proc_exit`, which the
+    // adapter turns into `wasi:cli/exit`: WASI 0.2 exits with success or failure only, so
+    // the component's non-zero code arrives as 1 (as under `wasmtime run`).
+    let f = fixture("argc.wat");
+    let component = componentize(&f);
+    let (c0, _, _, _) = run("exact-paths", &f, &[], &["a", "b"]);
+    let (c1, _, err, p) = run("exact-paths", &component, &[], &["a", "b"]);
+    assert_eq!(c0, 3 * 16);
+    assert_eq!(c1, 1, "{err}");
+    assert!(err.contains("core module `main`"), "{err}");
+    assert_eq!(p.run.exit_code, Some(1));
+}
+
+#[test]
+fn a_real_program_as_a_component_profiles_like_its_module() {
+    let Some(lua) = workload("lua") else {
+        return;
+    };
+    same_as_core(&lua, &[], &["1"]);
+}
+
+/// `pepper instrument` and `pepper hints` take a component and give one back, with the
+/// program's module rewritten and everything else as it was.
+#[test]
+fn instrument_and_hints_give_components_back() {
+    let Some(lua) = workload("lua") else {
+        return;
+    };
+    let component = componentize(&lua);
+    let valid = |bytes: &[u8]| {
+        wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+            .validate_all(bytes)
+            .unwrap();
+        assert!(wasmparser::Parser::is_component(bytes));
+    };
+    let out = unique_path("lua.instrumented.component.wasm");
+    let o = pepper(&[
+        "instrument",
+        component.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    valid(&std::fs::read(&out).unwrap());
+    let (_, _, _, _, profile) = run_to("exact-edges", &component, &[], &["1"]);
+    let hinted = unique_path("lua.hinted.component.wasm");
+    let o = pepper(&[
+        "hints",
+        profile.to_str().unwrap(),
+        component.to_str().unwrap(),
+        "-o",
+        hinted.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&hinted).unwrap();
+    valid(&bytes);
+    let core = pepper_wasm::component::Unit::parse(&bytes).unwrap().core;
+    let has_hints = wasmparser::Parser::new(0).parse_all(&core).any(|p| {
+        matches!(p, Ok(wasmparser::Payload::CustomSection(c)) if c.name() == "metadata.code.branch_hint")
+    });
+    assert!(has_hints, "the program's module carries the hints");
+}
+
+#[test]
+fn a_nested_component_is_refused_with_a_message() {
+    let f = unique_path("nested.component.wat");
+    std::fs::write(&f, "(component (component (core module)))").unwrap();
+    let out = pepper(&["run", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(err.contains("nests a component"), "{err}");
+}
