@@ -346,7 +346,8 @@ pub fn profile_command(
     let settings = opts.settings(iopts.guide.as_deref());
     let mut cfg = opts.run_config(&inst);
     if let Some(e) = &opts.early_stop {
-        cfg.early_stop = Some(early_stop(e, &inst, &module, &settings, &cfg, &lines, opts));
+        let named = (&module, unit.module_name());
+        cfg.early_stop = Some(early_stop(e, &inst, named, &settings, &cfg, &lines, opts));
     }
     let asked = opts.asked_stack_interval(&inst.guest);
     if let Some(actual) = cfg
@@ -380,7 +381,7 @@ pub fn profile_command(
         compile_ms: result.compile.as_secs_f64() * 1e3,
         run_ms: result.run.as_secs_f64() * 1e3,
     };
-    let profile = decode::profile(
+    let mut profile = decode::profile(
         &inst,
         result.results(),
         module,
@@ -389,6 +390,7 @@ pub fn profile_command(
         cfg.sampler.as_ref(),
         &*lines,
     );
+    name_by_module(&mut profile, unit.module_name(), inst.guest.num_imports);
     Ok(CommandRun {
         profile,
         exit_code: result.exit_code,
@@ -400,13 +402,15 @@ pub fn profile_command(
 fn early_stop(
     e: &EarlyStopOptions,
     inst: &Arc<Instrumented>,
-    module: &ModuleInfo,
+    // The module, and inside a component the profiled core module's name.
+    (module, component_module): (&ModuleInfo, Option<&str>),
     settings: &decode::Settings,
     cfg: &RunConfig,
     lines: &Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
     opts: &CommandOptions,
 ) -> crate::EarlyStop {
     let (inst, module, settings) = (inst.clone(), module.clone(), settings.clone());
+    let component_module = component_module.map(str::to_string);
     let (sampler, lines) = (cfg.sampler.clone(), lines.clone());
     let args = opts.wasi.args.clone();
     let start = Instant::now();
@@ -418,7 +422,7 @@ fn early_stop(
             run_ms: start.elapsed().as_secs_f64() * 1e3,
             ..Default::default()
         };
-        decode::profile(
+        let mut p = decode::profile(
             &inst,
             collected.results(),
             module.clone(),
@@ -426,7 +430,9 @@ fn early_stop(
             &settings,
             sampler.as_ref(),
             &*lines,
-        )
+        );
+        name_by_module(&mut p, component_module.as_deref(), inst.guest.num_imports);
+        p
     });
     let (stop_profile, deliver) = (to_profile.clone(), e.deliver.clone());
     crate::EarlyStop {
@@ -446,5 +452,22 @@ fn early_stop(
                 take(to_profile(collected, Some(how)));
             }) as Arc<dyn Fn(crate::Collected) + Send + Sync>
         }),
+    }
+}
+
+/// Inside a component, a function is named by its core module: `main::luaV_execute`
+/// (`func[N]` when it has no name). Imports keep their `module::name`.
+fn name_by_module(profile: &mut Profile, module: Option<&str>, num_imports: usize) {
+    let Some(m) = module else {
+        return;
+    };
+    for f in &mut profile.functions {
+        if (f.index as usize) >= num_imports {
+            let own = f
+                .name
+                .take()
+                .unwrap_or_else(|| format!("func[{}]", f.index));
+            f.name = Some(format!("{m}::{own}"));
+        }
     }
 }

@@ -93,6 +93,9 @@ fn same_as_core(core: &Path, extra: &[&str], guest: &[&str]) {
     assert!(err.contains("shadow stack"), "{err}");
     assert!(!pep.paths.is_empty(), "pep found no paths: {err}");
     assert!(pep.contexts.as_ref().is_some_and(|c| c.nodes.len() > 1));
+    // Functions are named by their core module.
+    let named = |n: &str| pep.functions.iter().any(|f| f.name.as_deref() == Some(n));
+    assert!(named("main::main"), "{:?}", &pep.functions[..3]);
 }
 
 #[test]

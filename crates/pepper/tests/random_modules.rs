@@ -458,6 +458,9 @@ fn random_modules_behave_identically_and_profile_consistently() {
             let (got, counters) = run(&engine, &inst.wasm, &funcs, &observed, switch_on)
                 .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
             assert_eq!(got, original, "seed {seed}, {label}: behaviour changed");
+            if *label == "exact-paths" {
+                in_a_component(seed, &wasm, &inst.wasm);
+            }
             let outcome = RunOutcome {
                 module: pepper_profile::ModuleInfo {
                     path: format!("seed-{seed}.wasm"),
@@ -633,4 +636,27 @@ fn damaged_modules_are_refused_or_instrumented_never_panic() {
     }
     eprintln!("damaged modules: {valid} still valid and instrumented, {refused} refused");
     assert!(refused > 0 && valid > 0);
+}
+
+/// The component variant: the module inside a component comes out whole, and the
+/// component around its instrumented copy validates with that copy inside.
+fn in_a_component(seed: u64, wasm: &[u8], instrumented: &[u8]) {
+    let mut component = wasm_encoder::Component::new();
+    component.section(&wasm_encoder::RawSection { id: 1, data: wasm });
+    let bytes = component.finish();
+    let unit = pepper_wasm::component::Unit::parse(&bytes)
+        .unwrap_or_else(|e| panic!("seed {seed}, component: {e}"));
+    assert_eq!(
+        unit.core, wasm,
+        "seed {seed}: the module out of its component"
+    );
+    let wrapped = unit.wrap(instrumented);
+    wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
+        .validate_all(&wrapped)
+        .unwrap_or_else(|e| panic!("seed {seed}, instrumented in a component: {e}"));
+    let back = pepper_wasm::component::Unit::parse(&wrapped).unwrap();
+    assert_eq!(
+        back.core, instrumented,
+        "seed {seed}: the instrumented module back out"
+    );
 }

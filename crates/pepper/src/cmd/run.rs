@@ -16,6 +16,10 @@ use std::time::Duration;
 /// trap, like `wasmtime run`); pepper's own failures exit 125. The profile is written even
 /// when the guest traps or calls `proc_exit`.
 ///
+/// A `wasi:cli/command` component (wasm32-wasip2, or `wasm-tools component new`) runs
+/// under WASI 0.2: its program's core module is profiled (functions named `main::...`,
+/// calling contexts from a shadow stack), the adapter and shims run as they are.
+///
 /// The default mode, `pep`, is meant to stay on: every completed path goes to a small ring
 /// buffer and a host thread samples bursts of consecutive paths from it each `--interval`
 /// (PEP(SAMPLES, STRIDE)). `exact-paths` counts every path, `exact-edges` every branch.
