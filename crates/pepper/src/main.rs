@@ -35,6 +35,7 @@ enum Command {
     Merge(cmd::merge::Args),
     Hints(cmd::hints::Args),
     Phases(cmd::phases::Args),
+    View(cmd::view::Args),
     /// Print a shell completion script: `pepper completions bash > /etc/bash_completion.d/pepper`.
     Completions {
         /// The shell (bash, zsh, fish, elvish, powershell).
@@ -59,6 +60,7 @@ fn main() {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Hints(a) => cmd::hints::run(a),
         Command::Phases(a) => cmd::phases::run(a),
+        Command::View(a) => cmd::view::run(a),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "pepper", &mut std::io::stdout());

@@ -690,3 +690,48 @@ fn shell_completions() {
         );
     }
 }
+
+/// `pepper view` serves the HTML report on localhost: the page at `/`, 404 elsewhere,
+/// and its address alone on stdout.
+#[test]
+fn view_serves_the_report_on_localhost() {
+    use std::io::{BufRead, Read, Write};
+    let (_, _, _, _, profile) = run_to("exact-paths", &fixture("mod3.wat"), &[], &[]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pepper"))
+        .args(["view", "--requests", "2", profile.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r
+    };
+    let page = get("/");
+    assert!(
+        page.starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        &page[..80.min(page.len())]
+    );
+    assert!(
+        page.contains("<html") && page.contains("count"),
+        "not the report"
+    );
+    assert!(get("/favicon.ico").starts_with("HTTP/1.1 404"));
+    assert!(
+        child.wait().unwrap().success(),
+        "view stops after --requests"
+    );
+}

@@ -7,6 +7,7 @@ pub mod merge;
 pub mod phases;
 pub mod report;
 pub mod run;
+pub mod view;
 
 use anyhow::{Context, Result};
 use std::path::Path;

@@ -49,13 +49,7 @@ pub fn run(a: Args) -> Result<i32> {
             .with_context(|| format!("checking {}", m.display()))?;
     }
     if a.format == Format::Html {
-        let page = pepper_export::html(
-            &profile,
-            &pepper_export::HtmlOptions {
-                source_dirs: a.source_dirs.clone(),
-                top: a.top,
-            },
-        );
+        let page = html_page(&profile, &a.source_dirs, a.top);
         let path = a.output.clone().unwrap_or_else(|| {
             let stem = a.profile.file_stem().map_or("profile".into(), |s| {
                 s.to_string_lossy().trim_end_matches(".pepper").to_string()
@@ -94,4 +88,19 @@ pub fn run(a: Args) -> Result<i32> {
     }
     out.flush()?;
     Ok(0)
+}
+
+/// The HTML report of `profile` (also what `pepper view` serves).
+pub(super) fn html_page(
+    profile: &pepper_profile::Profile,
+    source_dirs: &[PathBuf],
+    top: usize,
+) -> String {
+    pepper_export::html(
+        profile,
+        &pepper_export::HtmlOptions {
+            source_dirs: source_dirs.to_vec(),
+            top,
+        },
+    )
 }
