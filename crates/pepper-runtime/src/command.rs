@@ -63,6 +63,8 @@ pub struct SamplingOptions {
     pub persistence: u32,
     /// Ephemeral instrumentation: how often budgets are re-armed.
     pub epoch: Duration,
+    /// Counts the sampler keeps up to date while the guest runs (a progress display).
+    pub live: Option<Arc<crate::LiveCounts>>,
 }
 
 impl Default for SamplingOptions {
@@ -77,6 +79,7 @@ impl Default for SamplingOptions {
             switch: SwitchDrive::Sampler,
             persistence: d.persistence,
             epoch: d.epoch,
+            live: None,
         }
     }
 }
@@ -224,6 +227,7 @@ impl CommandOptions {
                 c.switch = None;
             }
             c.intervals = s.intervals.clone();
+            c.live = s.live.clone();
             c
         });
         RunConfig {

@@ -47,7 +47,7 @@ pub use intervals::{
 };
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use profiler::{Profiler, ProfilerOptions};
-pub use sampler::{BurstWeights, SamplerConfig, SamplerResult, StackConfig};
+pub use sampler::{BurstWeights, LiveCounts, SamplerConfig, SamplerResult, StackConfig};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;

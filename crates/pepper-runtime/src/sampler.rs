@@ -38,7 +38,7 @@ use pepper_cct::{EdgeMode, Pcct};
 use pepper_layout::{ContextMode, Guest, Ring};
 use pepper_sampling::PepParams;
 use stacks::StackSamples;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -73,6 +73,18 @@ pub struct SamplerConfig {
     /// Intervals: a time line read from the ring (on top of the bursts), or interval
     /// sampling on the switch (instead of them). See `crate::intervals`.
     pub intervals: Option<crate::IntervalConfig>,
+    /// Counts kept up to date at every tick, for a progress display.
+    pub live: Option<Arc<LiveCounts>>,
+}
+
+/// What the sampler has counted so far, readable while the guest runs (`pepper run`'s
+/// progress line).
+#[derive(Debug, Default)]
+pub struct LiveCounts {
+    /// PEP samples taken.
+    pub samples: AtomicU64,
+    /// Path ends the guest completed.
+    pub path_ends: AtomicU64,
 }
 
 /// How many executions a burst's samples stand for.
@@ -128,6 +140,7 @@ impl SamplerConfig {
             stack_every: 1,
             switch: None,
             intervals: None,
+            live: None,
         }
     }
 
@@ -396,6 +409,10 @@ fn sample_loop(
             }
         }
         bursts.tick(mem, cfg, last, &mut res);
+        if let Some(live) = &cfg.live {
+            live.samples.store(res.taken, Ordering::Relaxed);
+            live.path_ends.store(bursts.path_ends(), Ordering::Relaxed);
+        }
         if last {
             break;
         }

@@ -714,7 +714,10 @@ fn view_serves_the_report_on_localhost() {
         .to_string();
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
-        write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        // Sent in two pieces, as clients may: the server reads up to the blank line.
+        s.write_all(format!("GET {path} HTTP/1.1\r\n").as_bytes())
+            .unwrap();
+        s.write_all(b"Host: localhost\r\n\r\n").unwrap();
         let mut r = String::new();
         s.read_to_string(&mut r).unwrap();
         r

@@ -183,6 +183,11 @@ impl Bursts {
         }
     }
 
+    /// Path ends counted so far (the ring's head, unwrapped).
+    pub(super) fn path_ends(&self) -> u64 {
+        self.head
+    }
+
     /// The path ends counted in all, and the table's estimates.
     /// What `finish` would give now, leaving the sampler running.
     pub(super) fn snapshot(&self, mem: MemView, cfg: &SamplerConfig, res: &mut SamplerResult) {

@@ -224,7 +224,9 @@ pub fn run(a: Args) -> Result<i32> {
     let mut opts = opts;
     opts.early_stop = Some(early_stop(&output, a.duration, a.snapshot_every));
     pepper_runtime::stop_on_signals();
-    let progress = Progress::start();
+    let live = std::sync::Arc::new(pepper_runtime::LiveCounts::default());
+    opts.sampling.live = Some(live.clone());
+    let progress = Progress::start(live);
     let done = pepper_runtime::profile_command(
         &file,
         module,
@@ -320,7 +322,7 @@ struct Progress {
 }
 
 impl Progress {
-    fn start() -> Progress {
+    fn start(live: std::sync::Arc<pepper_runtime::LiveCounts>) -> Progress {
         use std::io::IsTerminal;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let thread = std::io::stderr().is_terminal().then(|| {
@@ -333,8 +335,9 @@ impl Progress {
                     let secs = t0.elapsed().as_secs();
                     if secs > last && !stop.load(std::sync::atomic::Ordering::Relaxed) {
                         last = secs;
+                        let counts = counts_line(&live);
                         eprint!(
-                            "\r\x1b[Kpepper: running {secs} s (Ctrl-C writes the profile so far)"
+                            "\r\x1b[Kpepper: running {secs} s{counts} (Ctrl-C writes the profile so far)"
                         );
                         shown = true;
                     }
@@ -346,6 +349,21 @@ impl Progress {
         });
         Progress { stop, thread }
     }
+}
+
+/// `, 12,345 samples of 1.2 G path ends` once the sampler has counted any (PEP).
+fn counts_line(live: &pepper_runtime::LiveCounts) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (samples, ends) = (live.samples.load(Relaxed), live.path_ends.load(Relaxed));
+    if ends == 0 {
+        return String::new();
+    }
+    let ends = match ends {
+        e if e >= 1_000_000_000 => format!("{:.1} G", e as f64 / 1e9),
+        e if e >= 1_000_000 => format!("{:.1} M", e as f64 / 1e6),
+        e => e.to_string(),
+    };
+    format!(", {samples} samples of {ends} path ends")
 }
 
 impl Drop for Progress {
@@ -534,6 +552,7 @@ impl Args {
             },
             persistence: self.persistence,
             epoch: self.epoch,
+            live: None,
         };
         Ok(CommandOptions {
             instrument,
@@ -644,5 +663,22 @@ impl SwitchArg {
             SwitchArg::Loops => Some(P::Loops),
             SwitchArg::All => Some(P::All),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counts_line;
+    use std::sync::atomic::Ordering::Relaxed;
+
+    #[test]
+    fn the_progress_line_says_samples_and_path_ends_once_there_are_any() {
+        let live = pepper_runtime::LiveCounts::default();
+        assert_eq!(counts_line(&live), "");
+        live.samples.store(12_800, Relaxed);
+        live.path_ends.store(1_530_000_000, Relaxed);
+        assert_eq!(counts_line(&live), ", 12800 samples of 1.5 G path ends");
+        live.path_ends.store(2_400_000, Relaxed);
+        assert_eq!(counts_line(&live), ", 12800 samples of 2.4 M path ends");
     }
 }

@@ -56,9 +56,18 @@ pub fn run(a: Args) -> Result<i32> {
 /// Reads one request and answers it: the page at `/`, 404 elsewhere.
 fn answer(stream: &mut std::net::TcpStream, page: &str) -> std::io::Result<()> {
     stream.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
-    let mut buf = [0u8; 8192];
-    let n = stream.read(&mut buf)?;
-    let request = String::from_utf8_lossy(&buf[..n]);
+    // The request line and headers, which may come in several segments (closing with
+    // unread bytes would reset the connection before the client has the answer).
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 64 * 1024 {
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let request = String::from_utf8_lossy(&buf);
     let path = request.split_whitespace().nth(1).unwrap_or("/");
     let (status, body, kind): (&str, &[u8], &str) = match path {
         "/" | "/index.html" => ("200 OK", page.as_bytes(), "text/html; charset=utf-8"),
