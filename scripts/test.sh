@@ -25,6 +25,23 @@ export PEPPER_REQUIRE_READERS=1
 cargo fmt --all -- --check
 cargo clippy --release --workspace --all-targets -- -D warnings
 cargo test --release --workspace
+# pepper builds where the native stack walker does not (it falls back to shadow stacks):
+# checked for aarch64 Linux when that Rust target is installed (rustup cannot always fetch
+# one), with Debian's cross C compiler for the C in wasmtime's dependencies.
+if rustup target list --installed 2>/dev/null | grep -q '^aarch64-unknown-linux-gnu$'; then
+  if ! command -v aarch64-linux-gnu-gcc >/dev/null 2>&1; then
+    echo "test: installing gcc-aarch64-linux-gnu (apt) for the aarch64 build check" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq gcc-aarch64-linux-gnu >/dev/null
+  fi
+  CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc \
+    AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar \
+    cargo check --release -q --target aarch64-unknown-linux-gnu -p pepper
+  echo "aarch64 build check: ok"
+else
+  echo "aarch64 build check: skipped (rustup target aarch64-unknown-linux-gnu not installed)"
+fi
 # The embedder example: a host with its own store, linker and host function.
 cargo run --release -q -p pepper-runtime --example embed >/dev/null
 cargo run --release -q -p pepper-bench -- --quick >/dev/null

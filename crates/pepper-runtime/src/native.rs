@@ -317,6 +317,24 @@ fn chain(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     }
 }
 
+/// The interrupted thread's program counter, frame pointer and stack pointer, where the
+/// walker knows the frame layout ([`AVAILABLE`]); elsewhere pepper builds, takes no
+/// native samples, and contexts use the shadow stack (`--stacks shadow`).
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn registers(uc: &libc::ucontext_t) -> Option<(u64, u64, u64)> {
+    let g = &uc.uc_mcontext.gregs;
+    Some((
+        g[libc::REG_RIP as usize] as u64,
+        g[libc::REG_RBP as usize] as u64,
+        g[libc::REG_RSP as usize] as u64,
+    ))
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+fn registers(_: &libc::ucontext_t) -> Option<(u64, u64, u64)> {
+    None
+}
+
 /// Copies the interrupted thread's stack into the slot; false when no sample was asked
 /// for (the signal is someone else's).
 fn take_sample(ctx: *mut libc::c_void) -> bool {
@@ -332,11 +350,11 @@ fn take_sample(ctx: *mut libc::c_void) -> bool {
             return false;
         }
         let uc = &*(ctx as *const libc::ucontext_t);
-        let mut pc = uc.uc_mcontext.gregs[libc::REG_RIP as usize] as u64;
-        let mut fp = uc.uc_mcontext.gregs[libc::REG_RBP as usize] as u64;
+        let Some((mut pc, mut fp, sp)) = registers(uc) else {
+            return false;
+        };
         // Live frames lie between the stack pointer and the top of the stack; below the
         // stack pointer (of a main thread's growing stack) memory may not be mapped.
-        let sp = uc.uc_mcontext.gregs[libc::REG_RSP as usize] as u64;
         let lo = slot.lo.max(sp);
         let mut n = 0;
         while n < MAX_FRAMES {
