@@ -6,7 +6,7 @@
 
 mod common;
 use common::*;
-use pepper_profile::{report, Profile};
+use pepper_profile::Profile;
 use serde_json::Value;
 
 /// A small deterministic generator (xorshift64*), so a failure reproduces.
@@ -87,20 +87,10 @@ fn mutate(base: &Value, rng: &mut Rng) -> Value {
     v
 }
 
-/// Everything a reader does with a profile.
-fn read_everything(p: &Profile) {
-    let _ = report::text(p, &Default::default());
-    let _ = serde_json::to_string(&report::json(p));
-    let _ = pepper_profile::compare::compare(p, p);
-    if let Some(c) = &p.contexts {
-        let _ = pepper_profile::context_accuracy::compare_contexts(c, c);
-        let _ = pepper_export::pprof(p);
-        let _ = pepper_export::folded(p);
-        let _ = pepper_export::firefox(p);
-        let _ = pepper_export::flamegraph(p, std::io::sink());
-    }
-    let _ = Profile::merge(&[p.clone(), p.clone()]);
-}
+/// Everything a reader does with a profile (shared with the `profile` fuzz target).
+#[path = "../../../fuzz/readers.rs"]
+mod readers;
+use readers::read_everything;
 
 #[test]
 fn mutated_profiles_never_panic_a_reader() {
