@@ -181,10 +181,7 @@ fn paths(o: &mut String, p: &Profile, top: usize) {
                     b.kind.name(),
                     b.offset,
                     b.outcomes[s.outcome as usize],
-                    b.location
-                        .as_deref()
-                        .map(|l| format!(" ({l})"))
-                        .unwrap_or_default()
+                    b.place().map(|l| format!(" ({l})")).unwrap_or_default()
                 )
             })
             .collect();

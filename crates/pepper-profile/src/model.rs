@@ -142,6 +142,11 @@ pub struct Branch {
     pub counts: Vec<u64>,
     /// `file:line` from DWARF, when the module has it.
     pub location: Option<String>,
+    /// Inlining, from DWARF: the function whose source `location` is in, then each
+    /// function it was inlined into with the line of that inlined call, innermost first
+    /// (`["mainGtU", "mainSort (blocksort.c:894)"]`); empty when the code is not inlined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inlined: Vec<String>,
     /// Ephemeral mode: the outcomes the instrumented copies recorded (the sample that
     /// `counts` are estimated from), and the 95% margin of the bias (the majority
     /// outcome's share) that sample gives, in share points (Wilson score interval).
@@ -152,6 +157,19 @@ pub struct Branch {
 }
 
 impl Branch {
+    /// Where the branch is in the source, for people: `file:line`, and when its code was
+    /// inlined, `file:line (in f, inlined into g (file:line))`.
+    pub fn place(&self) -> Option<String> {
+        let at = self.location.as_deref()?;
+        Some(match self.inlined.split_first() {
+            None => at.to_string(),
+            Some((inner, outer)) => {
+                let into: Vec<String> = outer.iter().map(|o| format!("inlined into {o}")).collect();
+                format!("{at} (in {inner}, {})", into.join(", "))
+            }
+        })
+    }
+
     pub fn total(&self) -> u64 {
         self.counts.iter().sum()
     }

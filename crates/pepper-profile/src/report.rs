@@ -508,11 +508,7 @@ fn paths_text(o: &mut String, p: &Profile, opts: &ReportOptions, all_paths: u64)
                 .iter()
                 .map(|s| {
                     let b = &p.branches[s.branch as usize];
-                    let loc = b
-                        .location
-                        .as_deref()
-                        .map(|l| format!(" ({l})"))
-                        .unwrap_or_default();
+                    let loc = b.place().map(|l| format!(" ({l})")).unwrap_or_default();
                     format!(
                         "{}@{:#x} {}{}",
                         b.kind.name(),
@@ -562,11 +558,7 @@ fn branches_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
             }
         }
         let outs: Vec<String> = outs.into_iter().map(|o| o.1).collect();
-        let loc = b
-            .location
-            .as_deref()
-            .map(|l| format!("  {l}"))
-            .unwrap_or_default();
+        let loc = b.place().map(|l| format!("  {l}")).unwrap_or_default();
         let _ = writeln!(
             o,
             "{:>14}  {:<8} {:>#10x}  {}  in {}{}",

@@ -12,6 +12,7 @@ pub fn branch(id: u32, counts: &[u64]) -> Branch {
         outcomes: vec!["taken".into(), "not-taken".into()],
         counts: counts.to_vec(),
         location: None,
+        inlined: Vec::new(),
         recorded: None,
         bias_margin: None,
     }

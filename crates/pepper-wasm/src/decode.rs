@@ -230,6 +230,7 @@ impl Plan {
                     outcomes: s.outcomes.clone(),
                     counts,
                     location: location(s.offset),
+                    inlined: Vec::new(),
                     recorded: None,
                     bias_margin: None,
                 });

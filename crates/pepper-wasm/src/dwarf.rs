@@ -108,3 +108,63 @@ fn full_path<'a>(
         parts.join("/")
     ))
 }
+
+/// Inlining at each of `offsets` (original file offsets), from DWARF's inlined
+/// subroutines (addr2line): the function the code's source is in, then each function it
+/// was inlined into with the line of that inlined call, innermost first. Offsets whose
+/// code is not inlined (or without DWARF) are left out.
+pub fn inlined_frames(
+    facts: &ModuleFacts<'_>,
+    offsets: &[u64],
+) -> std::collections::HashMap<u64, Vec<String>> {
+    let mut out = std::collections::HashMap::new();
+    if !facts.dwarf.contains_key(".debug_info") {
+        return out;
+    }
+    // DWARF is best effort: a malformed unit gives no frames.
+    let _ = load_inlined(facts, offsets, &mut out);
+    out
+}
+
+fn load_inlined(
+    facts: &ModuleFacts<'_>,
+    offsets: &[u64],
+    out: &mut std::collections::HashMap<u64, Vec<String>>,
+) -> Result<(), gimli::Error> {
+    let section = |id: gimli::SectionId| -> Result<Reader<'_>, gimli::Error> {
+        Ok(gimli::EndianSlice::new(
+            facts.dwarf.get(id.name()).copied().unwrap_or(&[]),
+            gimli::LittleEndian,
+        ))
+    };
+    let dwarf = gimli::Dwarf::load(section)?;
+    let ctx = addr2line::Context::from_dwarf(dwarf)?;
+    for &offset in offsets {
+        let Some(addr) = offset.checked_sub(facts.code_section_start) else {
+            continue;
+        };
+        let Ok(mut frames) = ctx.find_frames(addr).skip_all_loads() else {
+            continue;
+        };
+        let mut chain = Vec::new();
+        while let Ok(Some(frame)) = frames.next() {
+            let name = frame
+                .function
+                .as_ref()
+                .and_then(|f| f.demangle().ok())
+                .map_or_else(|| "?".to_string(), |n| n.into_owned());
+            let at = frame.location.as_ref().and_then(|l| {
+                let file = l.file?.rsplit('/').next()?;
+                Some(format!("{file}:{}", l.line?))
+            });
+            chain.push(match (chain.is_empty(), at) {
+                (false, Some(at)) => format!("{name} ({at})"),
+                _ => name,
+            });
+        }
+        if chain.len() > 1 {
+            out.insert(offset, chain);
+        }
+    }
+    Ok(())
+}

@@ -302,6 +302,7 @@ mod tests {
             outcomes: vec!["taken".into(), "not-taken".into()],
             counts: counts.to_vec(),
             location: None,
+            inlined: Vec::new(),
             recorded: None,
             bias_margin: None,
         }

@@ -91,3 +91,41 @@ fn targeted_counts_hot_paths_exactly_and_catches_every_cold_one() {
         );
     }
 }
+
+/// DWARF's inlined subroutines reach the profile: bzip2's sorting is inlined into
+/// `BZ2_blockSort`, and its branches say so (and the report shows it).
+#[test]
+fn inlined_frames_come_from_dwarf() {
+    let Some(wasm) = workload("bzip2") else {
+        return;
+    };
+    let dir = root().join("bench/workloads/build");
+    let d = format!("{}::/data", dir.display());
+    let (_, _, _, p, path) = run_to(
+        "exact-edges",
+        &wasm,
+        &["--dir", &d],
+        &["-c", "-1", "/data/input-small.txt"],
+    );
+    let inlined: Vec<_> = p
+        .branches
+        .iter()
+        .filter(|b| !b.inlined.is_empty())
+        .collect();
+    assert!(inlined.len() > 100, "{} inlined branches", inlined.len());
+    let sort = inlined
+        .iter()
+        .find(|b| b.inlined[0] == "mainQSort3")
+        .expect("mainQSort3's branches are inlined");
+    assert!(
+        sort.inlined
+            .last()
+            .unwrap()
+            .starts_with("BZ2_blockSort (blocksort.c:"),
+        "{:?}",
+        sort.inlined
+    );
+    let report = pepper(&["report", "--top", "30", path.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(text.contains("inlined into BZ2_blockSort"), "{text}");
+}

@@ -237,7 +237,13 @@ pub fn run(a: Args) -> Result<i32> {
     .with_context(|| format!("profiling {}", a.program.display()));
     drop(progress);
     let done = done?;
-    let profile = done.profile;
+    let mut profile = done.profile;
+    // Inlined calls around each branch (DWARF's inlined subroutines).
+    let offsets: Vec<u64> = profile.branches.iter().map(|b| b.offset).collect();
+    let mut inlined = pepper_wasm::dwarf::inlined_frames(&facts, &offsets);
+    for b in &mut profile.branches {
+        b.inlined = inlined.remove(&b.offset).unwrap_or_default();
+    }
     profile.write_file(&output).with_context(|| {
         format!(
             "writing the profile to {} (the guest exited with code {})",
