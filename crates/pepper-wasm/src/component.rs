@@ -189,25 +189,28 @@ fn top_level(bytes: &[u8]) -> Result<Sections, ComponentError> {
 /// Which core module is the program: one that imports WASI preview 1 (the adapter
 /// provides those imports, shims forward them), else the largest.
 fn program(bytes: &[u8], modules: &[(usize, Range<usize>)]) -> Option<usize> {
-    let imports_wasi = |r: &Range<usize>| {
+    // Whether some payload of module `r` says `test`.
+    let any = |r: &Range<usize>, test: &dyn Fn(wasmparser::Payload<'_>) -> bool| {
         wasmparser::Parser::new(0)
             .parse_all(&bytes[r.clone()])
-            .any(|p| match p {
-                Ok(wasmparser::Payload::ImportSection(s)) => s
-                    .into_imports()
-                    .any(|i| i.is_ok_and(|i| i.module == "wasi_snapshot_preview1")),
-                _ => false,
-            })
+            .any(|p| p.is_ok_and(test))
     };
+    let imports_wasi = |r: &Range<usize>| {
+        any(r, &|p| match p {
+            wasmparser::Payload::ImportSection(s) => s
+                .into_imports()
+                .any(|i| i.is_ok_and(|i| i.module == "wasi_snapshot_preview1")),
+            _ => false,
+        })
+    };
+    // The adapter: it provides preview 1's functions.
     let exports_wasi = |r: &Range<usize>| {
-        wasmparser::Parser::new(0)
-            .parse_all(&bytes[r.clone()])
-            .any(|p| match p {
-                Ok(wasmparser::Payload::ExportSection(s)) => s
-                    .into_iter()
-                    .any(|e| e.is_ok_and(|e| e.name == "fd_write" || e.name == "proc_exit")),
-                _ => false,
-            })
+        any(r, &|p| match p {
+            wasmparser::Payload::ExportSection(s) => s
+                .into_iter()
+                .any(|e| e.is_ok_and(|e| e.name == "fd_write" || e.name == "proc_exit")),
+            _ => false,
+        })
     };
     let size = |k: &usize| modules[*k].1.len();
     let candidates: Vec<usize> = (0..modules.len())
