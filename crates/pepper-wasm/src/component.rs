@@ -28,9 +28,9 @@ pub struct ComponentFrame {
     sections: Vec<Range<usize>>,
     /// Which section holds the profiled core module.
     profiled: usize,
-    /// The component's core modules (their position among them, 0-based), the profiled
-    /// one's position, and a name for each.
+    /// A name for each of the component's top-level core modules, in order.
     pub modules: Vec<String>,
+    /// Which of `modules` is profiled.
     pub profiled_module: usize,
 }
 
