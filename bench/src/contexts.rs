@@ -208,7 +208,7 @@ fn config(
     inst: &pepper_wasm::Instrumented,
 ) -> pepper_runtime::RunConfig {
     let sampling = pepper_runtime::SamplingOptions {
-        interval: crate::PEP_INTERVAL,
+        interval: crate::specs::PEP_INTERVAL,
         stack_interval: spec.interval,
         ..Default::default()
     };
