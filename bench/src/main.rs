@@ -256,10 +256,11 @@ fn main() -> Result<()> {
             };
             let core = unit.as_ref().map_or(&wasm[..], |u| &u.core[..]);
             let (inst, rewrite_ms) = instrument(&w, core, spec, guide.as_ref())?;
-            let runnable = match &unit {
-                Some(u) => u.wrap(&inst.wasm),
-                None => inst.wasm.clone(),
-            };
+            let runnable = unit
+                .as_ref()
+                .map_or(std::borrow::Cow::Borrowed(&inst.wasm[..]), |u| {
+                    u.wrap(&inst.wasm)
+                });
             let fns = &inst.plan.functions;
             let static_paths: u64 = fns
                 .iter()

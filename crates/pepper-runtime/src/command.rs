@@ -305,37 +305,41 @@ fn staged_guide(unit: &Unit, module: &ModuleInfo, opts: &CommandOptions) -> Resu
     Ok(Guide::from_profile(&p, "staged".into()))
 }
 
-/// Profiles one run of the WASI command `wasm`: instruments it (after a first, exact edge
-/// run when staged), runs it with pepper's sampler, and decodes what it collected.
+/// Profiles one run of the WASI command `unit` (a core module, or a component around its
+/// program's module): instruments it (after a first, exact edge run when staged), runs it with pepper's sampler, and decodes what it collected.
 /// `lines` gives the source line of an original code offset when known; `note` hears
 /// about progress and events worth telling a user.
 pub fn profile_command(
-    wasm: &[u8],
+    unit: &Unit,
     module: ModuleInfo,
     opts: &CommandOptions,
     lines: Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
     note: &mut dyn FnMut(Note<'_>),
 ) -> Result<CommandRun> {
     let t0 = Instant::now();
-    let unit = Unit::parse(wasm)?;
-    let mut iopts_base = opts.clone();
-    if let Some(c) = &unit.component {
-        // A component's core instances are out of the native walker's reach (wasmtime
-        // gives no code map for them): calling contexts come from a shadow stack.
-        let shadow = iopts_base.instrument.contexts == pepper_layout::ContextMode::Native;
-        if shadow {
-            iopts_base.instrument.contexts = pepper_layout::ContextMode::Sampled;
+    let for_component;
+    let opts = match &unit.component {
+        None => opts,
+        Some(c) => {
+            // A component's core instances are out of the native walker's reach (wasmtime
+            // gives no code map for them): calling contexts come from a shadow stack.
+            let shadow = opts.instrument.contexts == pepper_layout::ContextMode::Native;
+            let mut o = opts.clone();
+            if shadow {
+                o.instrument.contexts = pepper_layout::ContextMode::Sampled;
+            }
+            note(Note::Component {
+                module: unit.module_name().unwrap_or("?"),
+                modules: c.modules.len(),
+                shadow,
+            });
+            for_component = o;
+            &for_component
         }
-        note(Note::Component {
-            module: unit.module_name().unwrap_or("?"),
-            modules: c.modules.len(),
-            shadow,
-        });
-    }
-    let opts = &iopts_base;
+    };
     let guide = if opts.staged {
         note(Note::Stage(1));
-        let g = staged_guide(&unit, &module, opts).context("staged mode, stage 1")?;
+        let g = staged_guide(unit, &module, opts).context("staged mode, stage 1")?;
         note(Note::Stage(2));
         Some(Arc::new(g))
     } else {

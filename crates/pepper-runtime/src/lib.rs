@@ -307,7 +307,7 @@ type Exit = (i32, Option<String>);
 impl Prepared {
     /// Compiles `wasm` (a core module or a component) in an engine built with `opts`.
     pub fn new(wasm: &[u8], opts: &EngineOptions) -> Result<Prepared> {
-        let component = wasmparser_is_component(wasm);
+        let component = pepper_wasm::component::is_component(wasm);
         let memories = component.then(std::sync::Arc::<hostmem::HostMemories>::default);
         let engine = engine_with(opts, memories.as_ref())?;
         let t0 = Instant::now();
@@ -499,11 +499,6 @@ impl Prepared {
             Err(e) => Err(e),
         }))
     }
-}
-
-/// Whether `wasm` is a component (a core module otherwise).
-fn wasmparser_is_component(wasm: &[u8]) -> bool {
-    wasm.len() >= 8 && wasm[..4] == *b"\0asm" && wasm[6..8] == [1, 0]
 }
 
 /// The guest's WASI context as `cfg` asks for it (either WASI version builds from it).

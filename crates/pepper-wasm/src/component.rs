@@ -49,13 +49,18 @@ pub enum ComponentError {
     NoCoreModule,
 }
 
+/// Whether `bytes` are a component (else a core module, or not wasm at all).
+pub fn is_component(bytes: &[u8]) -> bool {
+    wasmparser::Parser::is_component(bytes)
+}
+
 /// The section id of a core module inside a component.
 const CORE_MODULE_SECTION: u8 = 1;
 
 impl Unit {
     /// A core module as it is, or the program's module out of a component.
     pub fn parse(bytes: &[u8]) -> Result<Unit, ComponentError> {
-        if !wasmparser::Parser::is_component(bytes) {
+        if !is_component(bytes) {
             return Ok(Unit {
                 core: bytes.to_vec(),
                 component: None,
@@ -90,10 +95,10 @@ impl Unit {
 
     /// The file to run with `core` (the instrumented copy of [`Unit::core`]) in place: the
     /// core module itself, or the component around it.
-    pub fn wrap(&self, core: &[u8]) -> Vec<u8> {
+    pub fn wrap<'a>(&self, core: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
         match &self.component {
-            None => core.to_vec(),
-            Some(c) => c.wrap(core),
+            None => std::borrow::Cow::Borrowed(core),
+            Some(c) => std::borrow::Cow::Owned(c.wrap(core)),
         }
     }
 
@@ -290,7 +295,7 @@ mod tests {
         assert_eq!(unit.module_name(), Some("program"));
         assert!(wasmparser::Parser::is_core_wasm(&unit.core));
         // The same module back: the same component, byte for byte.
-        assert_eq!(unit.wrap(&unit.core), bytes);
+        assert_eq!(unit.wrap(&unit.core)[..], bytes[..]);
         // Another module in its place: a valid component with that module.
         let other = wat::parse_str(
             r#"(module $program
@@ -311,7 +316,7 @@ mod tests {
         let core = wat::parse_str("(module (func))").unwrap();
         let unit = Unit::parse(&core).unwrap();
         assert!(unit.component.is_none());
-        assert_eq!(unit.wrap(&unit.core), core);
+        assert_eq!(unit.wrap(&unit.core)[..], core[..]);
         let shim = wat::parse_str("(component (core module) (component))").unwrap();
         assert!(
             Unit::parse(&shim).unwrap().component.is_some(),

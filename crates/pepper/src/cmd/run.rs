@@ -1,6 +1,6 @@
 //! `pepper run`: instrument, run in wasmtime, write the profile.
 
-use super::{print_warnings, read_module, ContextsArg, ModeArg, StacksArg};
+use super::{print_warnings, read_unit, ContextsArg, ModeArg, StacksArg};
 use anyhow::{bail, Context, Result};
 use pepper_profile::{module_hash, ModuleInfo};
 use pepper_runtime::{CommandOptions, Note, SamplingOptions, SwitchDrive, WasiOptions};
@@ -194,11 +194,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let file = read_module(&a.program)?;
     // A component is profiled through its program's core module: the options, the guide
     // and the source lines are that module's.
-    let unit = pepper_wasm::component::Unit::parse(&file)
-        .with_context(|| format!("reading {}", a.program.display()))?;
+    let unit = read_unit(&a.program)?;
     let wasm = &unit.core;
     let opts = a.options(wasm)?;
     // A profile that cannot be written is found out before the guest runs, not after.
@@ -228,7 +226,7 @@ pub fn run(a: Args) -> Result<i32> {
     opts.sampling.live = Some(live.clone());
     let progress = Progress::start(live);
     let done = pepper_runtime::profile_command(
-        &file,
+        &unit,
         module,
         &opts,
         std::sync::Arc::new(move |o| lines.lookup(o)),
