@@ -170,6 +170,14 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),
         Spec {
+            interval: Duration::from_millis(1),
+            ..switched("pep(64,17)+switch-outer@1ms", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with bursts every 1 ms: a quarter of the bursts")
+        },
+        Spec {
+            interval: Duration::from_millis(4),
+            ..switched("pep(64,17)+switch-outer@4ms", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with bursts every 4 ms: a sixteenth of the bursts")
+        },
+        Spec {
             weights: pepper_runtime::BurstWeights::Ticks,
             ..pep(
                 "pep(64,17)+tick-weights",

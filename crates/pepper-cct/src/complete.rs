@@ -135,6 +135,22 @@ pub fn complete(
             0.0
         };
         let prior = beta * time_share + (1.0 - beta) * here / into;
+        // Sampled frames entered from code without call-site counts (another core module
+        // of a component: an adapter that runs the program's entry or calls back into
+        // it) count like outermost frames: their function's known calls by sampled
+        // weight, at least the one the sample saw.
+        let unsited: Vec<NodeIdx> = out
+            .children(n)
+            .filter(|&c| out.node(c).site as usize >= sites.len())
+            .collect();
+        for c in unsited {
+            let cn = out.node(c);
+            est[c.index()] = (calls_into.get(&cn.func).copied().unwrap_or(0.0)
+                * cn.edge_weight as f64
+                / fn_weight.get(&cn.func).copied().unwrap_or(1).max(1) as f64)
+                .max(1.0);
+            queue.push_back((c, depth + 1));
+        }
         let Some(fsites) = sites_of.get(&f) else {
             continue;
         };
@@ -219,18 +235,35 @@ fn site_callees(
         })
         .collect();
     let mut seen: HashMap<u32, Vec<(u32, u64)>> = HashMap::new();
+    let mut elsewhere: HashMap<u32, Vec<(u32, u64)>> = HashMap::new();
     for (&(s, g), &w) in weight {
-        if sites[s as usize].callee.is_none() {
-            seen.entry(s).or_default().push((g, w));
+        match sites[s as usize].callee {
+            None => seen.entry(s).or_default().push((g, w)),
+            Some(callee) if callee != g => elsewhere.entry(s).or_default().push((g, w)),
+            Some(_) => {}
         }
     }
-    for (s, gs) in &seen {
+    // A site's exact count split among the callees samples saw it call, by weight.
+    let split = |s: u32, gs: &[(u32, u64)]| -> Vec<(u32, f64)> {
         let total: u64 = gs.iter().map(|x| x.1).sum::<u64>().max(1);
-        let n = sites[*s as usize].calls as f64;
-        callees[*s as usize] = gs
-            .iter()
+        let n = sites[s as usize].calls as f64;
+        gs.iter()
             .map(|&(g, w)| (g, n * w as f64 / total as f64))
-            .collect();
+            .collect()
+    };
+    // A direct call that samples only ever saw land in other functions calls an import
+    // that wasm code implements (another core module of a component: the adapter's
+    // `fd_write` behind the program's import), or tail-called on: its calls go where
+    // the samples saw them go.
+    for (&s, gs) in &mut elsewhere {
+        let callee = sites[s as usize].callee.expect("a direct site");
+        if !weight.contains_key(&(s, callee)) {
+            gs.sort_unstable();
+            callees[s as usize] = split(s, gs);
+        }
+    }
+    for (&s, gs) in &seen {
+        callees[s as usize] = split(s, gs);
     }
     resolve_indirect(sites, entries, &seen, &mut callees);
     callees
@@ -439,6 +472,32 @@ mod tests {
             .find_child(c.find_child(ROOT, NO_SITE, 0).unwrap(), 0, 1)
             .unwrap();
         assert_eq!(c.find_child(f, 3, 3), None);
+    }
+
+    /// In a component: the adapter's `run` (100, no call sites) enters main (0); main's
+    /// site 0 calls import 1 (40×), which the adapter's `write` (101) implements; `write`
+    /// calls back into main's `realloc` (2), which calls 3 from site 1 (6×).
+    #[test]
+    fn frames_of_code_without_site_counts_keep_the_calls_below_them() {
+        let mut t = ContextTree::new(20);
+        let run = t.child(ROOT, NO_SITE, 100).unwrap();
+        let main = t.child(run, NO_SITE, 0).unwrap();
+        let write = t.child(main, 0, 101).unwrap();
+        let realloc = t.child(write, NO_SITE, 2).unwrap();
+        for n in [run, main, write, realloc] {
+            t.node_mut(n).edge_weight = 1;
+        }
+        let sites = [site(0, 1, 40), site(2, 3, 6)];
+        let (c, est) = complete(&t, &sites, &[], &CompleteOptions::default());
+        let path = [(NO_SITE, 100), (NO_SITE, 0), (0, 101)];
+        assert_eq!(est_of(&c, &est, &path[..2]), 1.0, "entered once");
+        assert_eq!(est_of(&c, &est, &path), 40.0, "the import's calls");
+        assert_eq!(
+            c.find_child(c.find_child(run, NO_SITE, 0).unwrap(), 0, 1),
+            None
+        );
+        let below = [path.as_slice(), &[(NO_SITE, 2), (1, 3)]].concat();
+        assert_eq!(est_of(&c, &est, &below), 6.0, "calls below a callback");
     }
 
     #[test]

@@ -92,7 +92,8 @@ impl<T: 'static> Profiled<T> {
         cfg: &AttachConfig,
     ) -> Result<Profiled<T>> {
         let view = counters_view(&mut store, instance, cfg);
-        let attached = Attached::start_with(&mut store, view, Some(module), cfg, &OnceLock::new())?;
+        let code = native::CodeSource::Module(module);
+        let attached = Attached::start_with(&mut store, view, code, cfg, &OnceLock::new())?;
         Ok(Profiled { attached, store })
     }
 
@@ -160,7 +161,7 @@ impl Attached {
     pub(crate) fn start_with<T: 'static>(
         store: &mut Store<T>,
         memory: Option<MemView>,
-        module: Option<&Module>,
+        code: native::CodeSource<'_>,
         cfg: &AttachConfig,
         code_map: &OnceLock<native::CodeMap>,
     ) -> Result<Attached> {
@@ -176,7 +177,7 @@ impl Attached {
             None => None,
         };
         let sampler = match &cfg.sampler {
-            Some(sc) => Some(start_sampler(store, memory, module, sc, code_map)?),
+            Some(sc) => Some(start_sampler(store, memory, code, sc, code_map)?),
             None => None,
         };
         let sampler = Arc::new(Mutex::new(sampler));
@@ -274,7 +275,7 @@ fn watch(
 fn start_sampler<T: 'static>(
     store: &mut Store<T>,
     memory: Option<MemView>,
-    module: Option<&Module>,
+    code: native::CodeSource<'_>,
     sc: &SamplerConfig,
     code_map: &OnceLock<native::CodeMap>,
 ) -> Result<sampler::Sampler> {
@@ -301,13 +302,7 @@ fn start_sampler<T: 'static>(
         .and_then(|s| s.native.clone().zip(Some(s)))
     {
         Some((sites, s)) => {
-            let module = module.context(
-                "native stack sampling needs the compiled module's code map, which a \
-                 component does not give: use --stacks shadow",
-            )?;
-            let mut map = code_map
-                .get_or_init(|| native::CodeMap::from_module(module))
-                .clone();
+            let mut map = code_map.get_or_init(|| code.code_map()).clone();
             map.sites = sites;
             map.origins = s.origins.clone();
             let n = native::NativeSampler::for_current_thread();

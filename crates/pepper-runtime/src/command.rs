@@ -8,7 +8,7 @@ use crate::{decode, BurstWeights, EphemeralConfig, IntervalConfig, RunConfig, Sa
 use anyhow::{Context, Result};
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
 use pepper_sampling::PepParams;
-use pepper_wasm::component::Unit;
+use pepper_wasm::component::{ComponentFrame, Unit};
 use pepper_wasm::plan::Guide;
 use pepper_wasm::{InstrumentOptions, Instrumented};
 use std::path::PathBuf;
@@ -158,14 +158,12 @@ pub enum Note<'a> {
     /// Native stack sampling took no sample (not on this platform, or too short a run).
     NoNativeSamples,
     /// The file is a component: the core module profiled (its name, and how many core
-    /// modules the component holds), and whether native stacks gave way to a shadow stack.
+    /// modules the component holds).
     Component {
         /// The profiled core module's name.
         module: &'a str,
         /// Core modules in the component.
         modules: usize,
-        /// Calling contexts come from a shadow stack instead of native stacks.
-        shadow: bool,
     },
 }
 
@@ -317,26 +315,12 @@ pub fn profile_command(
     note: &mut dyn FnMut(Note<'_>),
 ) -> Result<CommandRun> {
     let t0 = Instant::now();
-    let for_component;
-    let opts = match &unit.component {
-        None => opts,
-        Some(c) => {
-            // A component's core instances are out of the native walker's reach (wasmtime
-            // gives no code map for them): calling contexts come from a shadow stack.
-            let shadow = opts.instrument.contexts == pepper_layout::ContextMode::Native;
-            let mut o = opts.clone();
-            if shadow {
-                o.instrument.contexts = pepper_layout::ContextMode::Sampled;
-            }
-            note(Note::Component {
-                module: unit.module_name().unwrap_or("?"),
-                modules: c.modules.len(),
-                shadow,
-            });
-            for_component = o;
-            &for_component
-        }
-    };
+    if let Some(c) = &unit.component {
+        note(Note::Component {
+            module: unit.module_name().unwrap_or("?"),
+            modules: c.modules.len(),
+        });
+    }
     let guide = if opts.staged {
         note(Note::Stage(1));
         let g = staged_guide(unit, &module, opts).context("staged mode, stage 1")?;
@@ -354,7 +338,7 @@ pub fn profile_command(
     let settings = opts.settings(iopts.guide.as_deref());
     let mut cfg = opts.run_config(&inst);
     if let Some(e) = &opts.early_stop {
-        let named = (&module, unit.module_name());
+        let named = (&module, unit.component.as_ref());
         cfg.early_stop = Some(early_stop(e, &inst, named, &settings, &cfg, &lines, opts));
     }
     let asked = opts.asked_stack_interval(&inst.guest);
@@ -398,7 +382,11 @@ pub fn profile_command(
         cfg.sampler.as_ref(),
         &*lines,
     );
-    name_by_module(&mut profile, unit.module_name(), inst.guest.num_imports);
+    name_by_component(
+        &mut profile,
+        unit.component.as_ref(),
+        inst.guest.num_imports,
+    );
     Ok(CommandRun {
         profile,
         exit_code: result.exit_code,
@@ -410,15 +398,15 @@ pub fn profile_command(
 fn early_stop(
     e: &EarlyStopOptions,
     inst: &Arc<Instrumented>,
-    // The module, and inside a component the profiled core module's name.
-    (module, component_module): (&ModuleInfo, Option<&str>),
+    // The module, and the component around it.
+    (module, component): (&ModuleInfo, Option<&ComponentFrame>),
     settings: &decode::Settings,
     cfg: &RunConfig,
     lines: &Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
     opts: &CommandOptions,
 ) -> crate::EarlyStop {
     let (inst, module, settings) = (inst.clone(), module.clone(), settings.clone());
-    let component_module = component_module.map(str::to_string);
+    let component = component.cloned().map(Arc::new);
     let (sampler, lines) = (cfg.sampler.clone(), lines.clone());
     let args = opts.wasi.args.clone();
     let start = Instant::now();
@@ -439,7 +427,7 @@ fn early_stop(
             sampler.as_ref(),
             &*lines,
         );
-        name_by_module(&mut p, component_module.as_deref(), inst.guest.num_imports);
+        name_by_component(&mut p, component.as_deref(), inst.guest.num_imports);
         p
     });
     let (stop_profile, deliver) = (to_profile.clone(), e.deliver.clone());
@@ -464,11 +452,14 @@ fn early_stop(
 }
 
 /// Inside a component, a function is named by its core module: `main::luaV_execute`
-/// (`func[N]` when it has no name). Imports keep their `module::name`.
-fn name_by_module(profile: &mut Profile, module: Option<&str>, num_imports: usize) {
-    let Some(m) = module else {
+/// (`func[N]` when it has no name). Imports keep their `module::name`, and the frames of
+/// the component's other core modules in calling contexts get theirs
+/// (`wit-component:adapter:wasi_snapshot_preview1::fd_write`).
+fn name_by_component(profile: &mut Profile, frame: Option<&ComponentFrame>, num_imports: usize) {
+    let Some(c) = frame else {
         return;
     };
+    let m = &c.modules[c.profiled_module];
     for f in &mut profile.functions {
         if (f.index as usize) >= num_imports {
             let own = f
@@ -477,5 +468,13 @@ fn name_by_module(profile: &mut Profile, module: Option<&str>, num_imports: usiz
                 .unwrap_or_else(|| format!("func[{}]", f.index));
             f.name = Some(format!("{m}::{own}"));
         }
+    }
+    if let Some(ctx) = &mut profile.contexts {
+        let ids: Vec<u32> = (ctx.nodes.iter().map(|n| n.func))
+            .chain(ctx.hot_functions.iter().map(|h| h.func))
+            .collect();
+        ctx.imports.extend(c.foreign_names(&ids));
+        ctx.imports.sort();
+        ctx.imports.dedup();
     }
 }

@@ -294,10 +294,11 @@ pub struct Prepared {
 enum Code {
     Module(Module),
     /// A component, with the registry of the memories its instances create (see
-    /// [`hostmem`]).
+    /// [`hostmem`]), the index of its profiled core module and where that module starts.
     Component(
         wasmtime::component::Component,
         std::sync::Arc<hostmem::HostMemories>,
+        (usize, u64),
     ),
 }
 
@@ -317,6 +318,7 @@ impl Prepared {
                     .map_err(anyhow::Error::from)
                     .context("compiling the component")?,
                 m,
+                profiled_module(wasm)?,
             ),
             None => Code::Module(
                 Module::new(&engine, wasm)
@@ -342,8 +344,8 @@ impl Prepared {
             Code::Module(module) => {
                 self.run_module(module, builder, cfg, &mut collected, &mut timing)?
             }
-            Code::Component(component, memories) => self.run_component(
-                component,
+            Code::Component(component, memories, program) => self.run_component(
+                (component, *program),
                 memories,
                 builder,
                 cfg,
@@ -425,7 +427,7 @@ impl Prepared {
                 let attached = attach::Attached::start_with(
                     &mut store,
                     view,
-                    Some(module),
+                    native::CodeSource::Module(module),
                     &attach,
                     &self.code_map,
                 )?;
@@ -449,7 +451,7 @@ impl Prepared {
     /// A `wasi:cli/command` component: WASI 0.2, `wasi:cli/run`.
     fn run_component(
         &self,
-        component: &wasmtime::component::Component,
+        (component, (program, program_at)): (&wasmtime::component::Component, (usize, u64)),
         memories: &hostmem::HostMemories,
         mut builder: WasiCtxBuilder,
         cfg: &RunConfig,
@@ -484,7 +486,7 @@ impl Prepared {
         let attached = attach::Attached::start_with(
             &mut store,
             view,
-            None,
+            native::CodeSource::Component(component, program, program_at),
             &cfg.attach_config(),
             &self.code_map,
         )?;
@@ -499,6 +501,14 @@ impl Prepared {
             Err(e) => Err(e),
         }))
     }
+}
+
+/// Which of a component's core modules pepper profiles (the one `pepper_wasm::component`
+/// picks), and where it starts in the component.
+fn profiled_module(wasm: &[u8]) -> Result<(usize, u64)> {
+    let unit = pepper_wasm::component::Unit::parse(wasm)?;
+    let frame = unit.component.context("not a component")?;
+    Ok((frame.profiled_module, frame.profiled_at as u64))
 }
 
 /// The guest's WASI context as `cfg` asks for it (either WASI version builds from it).

@@ -192,25 +192,77 @@ pub struct CodeMap {
     pub origins: std::sync::Arc<std::collections::HashMap<u32, u32>>,
 }
 
+/// What compiled code a run executes, for its [`CodeMap`].
+#[derive(Clone, Copy)]
+pub(crate) enum CodeSource<'a> {
+    Module(&'a wasmtime::Module),
+    /// A component, the index of its profiled core module, and where that module starts
+    /// in the component (see [`CodeMap::from_component`]).
+    Component(&'a wasmtime::component::Component, usize, u64),
+}
+
+impl CodeSource<'_> {
+    pub(crate) fn code_map(self) -> CodeMap {
+        match self {
+            CodeSource::Module(m) => CodeMap::from_module(m),
+            CodeSource::Component(c, program, at) => CodeMap::from_component(c, program, at),
+        }
+    }
+}
+
 impl CodeMap {
     pub fn from_module(module: &wasmtime::Module) -> CodeMap {
-        let text = module.text();
-        let mut functions: Vec<(u64, u64, u32)> = module
+        let functions = module
             .functions()
-            .map(|f| (f.offset as u64, f.len as u64, f.index.as_u32()))
-            .collect();
+            .map(|f| (f.offset as u64, f.len as u64, f.index.as_u32()));
+        CodeMap::new(module.text(), functions, module.address_map(), 0)
+    }
+
+    /// A component's code: every core module's functions, the profiled module's
+    /// (`program`, in the order its core modules appear) under their own indices and the
+    /// others' as [`pepper_wasm::component::foreign_function`] ids, so that a stack through
+    /// an adapter shows its frames. `program_at` is where the profiled module starts in
+    /// the component: wasmtime's address map gives offsets in the component, call sites
+    /// are offsets in the module.
+    pub fn from_component(
+        component: &wasmtime::component::Component,
+        program: usize,
+        program_at: u64,
+    ) -> CodeMap {
+        let functions = component.functions().filter_map(|f| {
+            let (module, index) = (f.module.as_u32() as usize, f.index.as_u32());
+            let id = match module == program {
+                true => index,
+                false => pepper_wasm::component::foreign_function(module, index)?,
+            };
+            Some((f.offset as u64, f.len as u64, id))
+        });
+        let text = component.text();
+        CodeMap::new(text, functions, component.address_map(), program_at)
+    }
+
+    /// `functions` as (text offset, length, id); the address map's wasm offsets less
+    /// `base` (entries below it are another module's).
+    fn new(
+        text: &[u8],
+        functions: impl Iterator<Item = (u64, u64, u32)>,
+        address_map: Option<impl Iterator<Item = (usize, Option<u32>)>>,
+        base: u64,
+    ) -> CodeMap {
+        let mut functions: Vec<(u64, u64, u32)> = functions.collect();
         functions.sort_unstable();
-        let address_map: Vec<(u64, u64)> = module
-            .address_map()
-            .map(|m| m.filter_map(|(t, w)| Some((t as u64, w? as u64))).collect())
+        let address_map: Vec<(u64, u64)> = address_map
+            .map(|m| {
+                m.filter_map(|(t, w)| Some((t as u64, (w? as u64).checked_sub(base)?)))
+                    .collect()
+            })
             .unwrap_or_default();
         CodeMap {
             text: text.as_ptr() as u64,
             text_len: text.len() as u64,
             functions: functions.into(),
             address_map: address_map.into(),
-            sites: Default::default(),
-            origins: Default::default(),
+            ..Default::default()
         }
     }
 
@@ -227,8 +279,12 @@ impl CodeMap {
         (off < start + len).then(|| self.origins.get(&idx).copied().unwrap_or(idx))
     }
 
-    /// The module offset of the wasm instruction whose code holds `pc`.
+    /// The module offset of the wasm instruction whose code holds `pc`, in the profiled
+    /// module's code only.
     pub(crate) fn offset(&self, pc: u64) -> Option<u64> {
+        pepper_wasm::component::foreign_parts(self.function(pc)?)
+            .is_none()
+            .then_some(())?;
         let off = pc.checked_sub(self.text)?;
         let i = self
             .address_map

@@ -32,6 +32,8 @@ pub struct ComponentFrame {
     pub modules: Vec<String>,
     /// Which of `modules` is profiled.
     pub profiled_module: usize,
+    /// Where the profiled module's bytes start in the component.
+    pub profiled_at: usize,
 }
 
 /// Why a component cannot be profiled.
@@ -89,6 +91,7 @@ impl Unit {
                 profiled,
                 modules: names,
                 profiled_module,
+                profiled_at: modules[profiled_module].1.start,
             }),
         })
     }
@@ -110,7 +113,61 @@ impl Unit {
     }
 }
 
+/// A function of one of a component's other core modules (an adapter, a shim) as it appears
+/// in calling contexts: one id above every module's function index space (wasm allows
+/// a million functions), `None` when the indices do not fit. Native stacks in a component
+/// walk through every core module's frames, not only the profiled one's.
+pub fn foreign_function(module: usize, func: u32) -> Option<u32> {
+    (module < FOREIGN_MODULES && func < 1 << FOREIGN_FUNC_BITS)
+        .then_some(FOREIGN | (module as u32) << FOREIGN_FUNC_BITS | func)
+}
+
+/// The (core module, function index) a [`foreign_function`] id stands for.
+pub fn foreign_parts(id: u32) -> Option<(usize, u32)> {
+    let parts = (
+        ((id & !FOREIGN) >> FOREIGN_FUNC_BITS) as usize,
+        id & ((1 << FOREIGN_FUNC_BITS) - 1),
+    );
+    (id & FOREIGN != 0 && id != u32::MAX).then_some(parts)
+}
+
+const FOREIGN: u32 = 1 << 31;
+const FOREIGN_FUNC_BITS: u32 = 20;
+/// Module indices that fit between the flag and the function bits (the last one would
+/// make `u32::MAX`, which calling contexts keep for the host).
+const FOREIGN_MODULES: usize = (1 << (31 - FOREIGN_FUNC_BITS)) - 1;
+
 impl ComponentFrame {
+    /// Display names of [`foreign_function`] ids: `module::function`, the module named as
+    /// in [`ComponentFrame::modules`], the function by its module's name section (else
+    /// `func[N]`). Ids that are not foreign, or name no module, are left out.
+    pub fn foreign_names(&self, ids: &[u32]) -> Vec<(u32, String)> {
+        let mut by_module: std::collections::BTreeMap<usize, Vec<u32>> = Default::default();
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            if let Some((m, _)) = foreign_parts(id).filter(|&(m, _)| m < self.modules.len()) {
+                by_module.entry(m).or_default().push(id);
+            }
+        }
+        let (_, modules) = top_level(&self.bytes).unwrap_or_default();
+        let mut out = Vec::new();
+        for (m, ids) in by_module {
+            let names = modules
+                .get(m)
+                .map(|(_, r)| function_names(&self.bytes[r.clone()]))
+                .unwrap_or_default();
+            for id in ids {
+                let (_, f) = foreign_parts(id).expect("grouped as foreign");
+                let own = names.get(&f).cloned().unwrap_or(format!("func[{f}]"));
+                out.push((id, format!("{}::{own}", self.modules[m])));
+            }
+        }
+        out.sort_unstable();
+        out
+    }
+
     fn wrap(&self, core: &[u8]) -> Vec<u8> {
         let mut out = self.bytes[..8].to_vec();
         for (k, range) in self.sections.iter().enumerate() {
@@ -253,20 +310,39 @@ fn component_module_names(bytes: &[u8]) -> std::collections::HashMap<u32, String
     names
 }
 
-/// A core module's own name (the name section's module name).
-fn module_name(module: &[u8]) -> Option<String> {
+/// Every entry of a core module's name section, to `each`.
+fn each_name(module: &[u8], mut each: impl FnMut(wasmparser::Name<'_>)) {
     for payload in wasmparser::Parser::new(0).parse_all(module) {
         if let Ok(wasmparser::Payload::CustomSection(c)) = payload {
             if let wasmparser::KnownCustom::Name(reader) = c.as_known() {
-                for name in reader {
-                    if let Ok(wasmparser::Name::Module { name, .. }) = name {
-                        return Some(name.to_string());
-                    }
-                }
+                reader.into_iter().flatten().for_each(&mut each);
             }
         }
     }
-    None
+}
+
+/// A core module's function names (its name section's), by function index.
+fn function_names(module: &[u8]) -> std::collections::HashMap<u32, String> {
+    let mut names = std::collections::HashMap::new();
+    each_name(module, |name| {
+        if let wasmparser::Name::Function(map) = name {
+            for n in map.into_iter().flatten() {
+                names.insert(n.index, n.name.to_string());
+            }
+        }
+    });
+    names
+}
+
+/// A core module's own name (the name section's module name).
+fn module_name(module: &[u8]) -> Option<String> {
+    let mut found = None;
+    each_name(module, |name| {
+        if let wasmparser::Name::Module { name, .. } = name {
+            found.get_or_insert_with(|| name.to_string());
+        }
+    });
+    found
 }
 
 #[cfg(test)]
@@ -276,7 +352,7 @@ mod tests {
     const COMPONENT: &str = r#"
         (component
           (core module $adapter
-            (func (export "fd_write") (param i32 i32 i32 i32) (result i32) i32.const 0))
+            (func $write (export "fd_write") (param i32 i32 i32 i32) (result i32) i32.const 0))
           (core instance $a (instantiate $adapter))
           (core module $program
             (import "wasi_snapshot_preview1" "fd_write"
@@ -309,6 +385,32 @@ mod tests {
             .validate_all(&wrapped)
             .unwrap();
         assert_eq!(Unit::parse(&wrapped).unwrap().core, other);
+    }
+
+    #[test]
+    fn other_modules_functions_get_ids_and_names_of_their_own() {
+        let bytes = wat::parse_str(COMPONENT).unwrap();
+        let frame = Unit::parse(&bytes).unwrap().component.unwrap();
+        let write = foreign_function(0, 0).unwrap();
+        assert!(write > 1_000_000, "above any module's functions");
+        assert_eq!(foreign_parts(write), Some((0, 0)));
+        assert_eq!(foreign_parts(7), None);
+        assert_eq!(foreign_parts(u32::MAX), None, "the host");
+        let last = foreign_function(FOREIGN_MODULES - 1, (1 << FOREIGN_FUNC_BITS) - 1);
+        assert_eq!(
+            foreign_parts(last.unwrap()),
+            Some((FOREIGN_MODULES - 1, 0xF_FFFF))
+        );
+        assert_eq!(foreign_function(FOREIGN_MODULES, 0), None);
+        let unnamed = foreign_function(0, 3).unwrap();
+        let elsewhere = foreign_function(5, 0).unwrap();
+        assert_eq!(
+            frame.foreign_names(&[unnamed, write, 12, write, elsewhere]),
+            vec![
+                (write, "adapter::write".to_string()),
+                (unnamed, "adapter::func[3]".to_string())
+            ]
+        );
     }
 
     #[test]

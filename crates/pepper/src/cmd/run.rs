@@ -402,19 +402,10 @@ fn say(note: Note<'_>, large: bool, interval: Duration) {
         Note::NoNativeSamples => {
             eprintln!("pepper: warning: no native stack samples (x86-64 Linux only)")
         }
-        Note::Component {
-            module,
-            modules,
-            shadow,
-        } => {
-            eprintln!(
-                "pepper: a component: profiling its core module `{module}` (of {modules}; \
-                 the others run uninstrumented), WASI 0.2"
-            );
-            if shadow {
-                eprintln!("pepper: calling contexts from a shadow stack (components)");
-            }
-        }
+        Note::Component { module, modules } => eprintln!(
+            "pepper: a component: profiling its core module `{module}` (of {modules}; \
+             the others run uninstrumented, and appear in calling contexts), WASI 0.2"
+        ),
     }
 }
 
