@@ -29,6 +29,8 @@ struct Spec {
     path_windows: bool,
     /// Sampler period (PEP ring and/or shadow stack).
     interval: Option<Duration>,
+    /// PEP on the switch (`--switch`): instrumented copies for each tick's burst only.
+    switch: Option<pepper_wasm::switch::SwitchPlacement>,
     /// wasmtime's guest profiler at this period.
     guest_profiler: Option<Duration>,
     what: &'static str,
@@ -44,6 +46,7 @@ fn specs() -> Vec<Spec> {
         windows: false,
         path_windows: true,
         interval: None,
+        switch: None,
         guest_profiler: None,
         what: "uninstrumented",
     };
@@ -158,6 +161,23 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
+            label: "pep+native+switch-outer",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(250)),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
+            what: "the default on the switch (`--switch outer`): instrumented copies for each burst only; each stack sample taken at the end of a burst, its path window reading that burst's path ends",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+native+switch-outer-nopw",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(250)),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
+            path_windows: false,
+            what: "the same without path windows (`--switch outer --no-path-windows`)",
+            ..native.clone()
+        },
+        Spec {
             label: "pep+shadow",
             mode: Mode::Pep,
             interval: Some(ms(1)),
@@ -268,6 +288,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 site_counters: spec.counters,
                 call_log_log2: spec.windows.then_some(14),
                 path_windows: spec.path_windows,
+                switch: spec.switch,
                 ..Default::default()
             };
             let inst = pepper_wasm::instrument(&wasm, &opts)?;

@@ -390,7 +390,22 @@ fn sample_loop(
         };
         tick_no += 1;
         let stack_tick = last || tick_no.is_multiple_of(cfg.stack_every.max(1) as u64);
-        if let Some(st) = stacks.as_mut().filter(|_| stack_tick) {
+        // Switch with path windows: the stack is sampled at the end of the burst, while
+        // the instrumented copies still run, and its window reads that burst's path
+        // ends only (before them, clean code ran and wrote none).
+        let in_burst = !last && ring && intervals.is_none() && cfg.switch.is_some();
+        let burst_window = in_burst
+            && native.is_some()
+            && cfg
+                .stacks
+                .as_ref()
+                .is_some_and(|s| s.path_windows.is_some());
+        if let Some(st) = stacks.as_mut().filter(|_| stack_tick && !burst_window) {
+            if ring && cfg.switch.is_some() {
+                // Outside a burst the ring's newest words may be older than clean code
+                // that ran since: no window.
+                st.window_from(mem.u32_at(cfg.head));
+            }
             st.take(mem, in_host, native.as_ref(), intervals.as_mut());
         }
         if !ring {
@@ -408,7 +423,19 @@ fn sample_loop(
                 continue;
             }
         }
-        bursts.tick(mem, cfg, last, &mut res);
+        // (Only the copy is taken while the flag is set: replaying the window takes
+        // longer than the burst, and would keep the guest in its instrumented copies.)
+        let mut captured = None;
+        let mut at_burst_end = |burst_start: u32| {
+            if let Some(st) = stacks.as_mut().filter(|_| stack_tick && burst_window) {
+                st.window_from(burst_start);
+                captured = st.capture(mem, in_host, native.as_ref());
+            }
+        };
+        bursts.tick(mem, cfg, last, &mut res, &mut at_burst_end);
+        if let (Some(st), Some(c)) = (stacks.as_mut(), captured) {
+            st.fold(c, native.as_ref(), None);
+        }
         if let Some(live) = &cfg.live {
             live.samples.store(res.taken, Ordering::Relaxed);
             live.path_ends.store(bursts.path_ends(), Ordering::Relaxed);

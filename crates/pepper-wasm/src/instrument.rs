@@ -86,7 +86,6 @@ impl<'a, 'f> Build<'a, 'f> {
         }
         .filter(|_| !contexts.shadow() && opts.call_log_log2.is_none());
         let path_windows = opts.path_windows
-            && switch.is_none()
             && mode == Mode::Pep
             && contexts == ContextMode::Native
             && opts.pep_every.is_none()

@@ -82,15 +82,21 @@ fn zero(t: wasm_encoder::ValType) -> Option<I<'static>> {
     })
 }
 
-/// One emitted copy with the switch's code spliced in, encoded.
-fn spliced(e: crate::body::Emitted<'_>, shape: &Shape, how: &Splice<'_>) -> wasm_encoder::Function {
+/// One emitted copy with the switch's code spliced in, encoded, with each original
+/// operator's code offset in it (as `Emitted::finish` gives them).
+fn spliced(
+    e: crate::body::Emitted<'_>,
+    shape: &Shape,
+    how: &Splice<'_>,
+) -> (wasm_encoder::Function, Vec<u32>) {
     let pos = Positions {
         pre_at: &e.pre_at,
         op_at: &e.op_at,
         start: e.start,
     };
-    let out = splice(e.out, &pos, shape, how);
-    crate::body::encode(e.locals, &out, &[]).0
+    let (out, moved) = splice(e.out, &pos, shape, how);
+    let op_at: Vec<usize> = e.op_at.iter().map(|&j| moved[j]).collect();
+    crate::body::encode(e.locals, &out, &op_at)
 }
 
 /// Which locals (parameters included) each of `loop_ops`' headers may read before writing
@@ -243,7 +249,7 @@ impl SwitchedFunction<'_, '_> {
             at_start: self.entry_code(&checks, np, zeros),
             check: &to_inst,
         };
-        let f = spliced(only, self.shape, &f_how);
+        let (f, _) = spliced(only, self.shape, &f_how);
 
         // F_inst: entered at a loop, the path so far is nobody's (0, which the sampler
         // drops) until the loop's header starts one.
@@ -263,7 +269,7 @@ impl SwitchedFunction<'_, '_> {
             ],
             check: &to_clean,
         };
-        let inst_f = spliced(inst, self.shape, &inst_how);
+        let (inst_f, op_offsets) = spliced(inst, self.shape, &inst_how);
 
         // F_clean: the clean code again, enterable at a loop.
         let again = self.body(clean(), ctx(), BodyCopy::Entered, None)?;
@@ -274,10 +280,11 @@ impl SwitchedFunction<'_, '_> {
             at_start: Vec::new(),
             check: &to_inst,
         };
-        let clean_f = spliced(again, self.shape, &clean_how);
+        let (clean_f, _) = spliced(again, self.shape, &clean_how);
         Ok(Some(Bodies {
             checked: f,
             instrumented: inst_f,
+            op_offsets,
             clean: clean_f,
             ty,
         }))
@@ -387,6 +394,9 @@ pub(crate) struct Bodies {
     pub checked: wasm_encoder::Function,
     /// `F_inst`.
     pub instrumented: wasm_encoder::Function,
+    /// Each original operator's code offset in `F_inst` (path windows place a sampled
+    /// leaf there).
+    pub op_offsets: Vec<u32>,
     /// `F_clean`.
     pub clean: wasm_encoder::Function,
     /// The copies' type, an index into the extra types.
@@ -490,6 +500,86 @@ mod tests {
         assert_eq!(s.targets(SwitchPlacement::Loops), vec![0, 3]);
         assert_eq!(s.targets(SwitchPlacement::All), vec![0, 1, 3]);
         assert!(s.targets(SwitchPlacement::Entries).is_empty());
+    }
+
+    /// Path windows place a sampled leaf by the operator offsets of the body that writes
+    /// the path ends: under the switch, `F_inst`, whose spliced code moves them. Each
+    /// offset must fall on the same operator as in the original body, and `PathSites`
+    /// must know those functions.
+    #[test]
+    fn the_instrumented_copy_keeps_the_offsets_of_its_operators() {
+        let wasm = wat::parse_str(
+            r#"(module
+                 (func $leaf (param i32) (result i32) (i32.add (local.get 0) (i32.const 1)))
+                 (func (export "f") (param i32) (result i32) (local i32)
+                   (block
+                     (loop
+                       (local.set 1 (call $leaf (local.get 1)))
+                       (loop (br_if 0 (i32.lt_u (local.get 1) (i32.const 7)))
+                             (local.set 1 (i32.add (local.get 1) (i32.const 2))))
+                       (br_if 1 (i32.gt_u (local.get 1) (local.get 0)))
+                       (br 0)))
+                   (if (result i32) (local.get 0)
+                     (then (loop (result i32) (call $leaf (local.get 1))))
+                     (else (local.get 1)))))"#,
+        )
+        .unwrap();
+        let opts = crate::InstrumentOptions {
+            mode: pepper_profile::Mode::Pep,
+            contexts: crate::ContextMode::Native,
+            switch: Some(SwitchPlacement::Outer),
+            ..Default::default()
+        };
+        let inst = crate::instrument(&wasm, &opts).unwrap();
+        assert!(inst.plan.path_windows);
+        let original = crate::module::ModuleFacts::parse(&wasm).unwrap().bodies;
+        let output = crate::module::ModuleFacts::parse(&inst.wasm)
+            .unwrap()
+            .bodies;
+        // (A branch that ends a path on its taken edge is emitted as `if .. br .. end`.)
+        let kind = |op: &O<'_>| match op {
+            O::Br { .. } | O::BrIf { .. } | O::BrTable { .. } => "branch".to_string(),
+            _ => format!("{op:?}")
+                .split([' ', '{', '('])
+                .next()
+                .unwrap()
+                .to_string(),
+        };
+        let mut checked = 0;
+        for (k, fp) in inst.plan.functions.iter().enumerate() {
+            let (copy, _) = fp.copies.expect("every function has copies");
+            let body = &output[copy as usize];
+            let start = body.range().start;
+            let mut at = std::collections::HashMap::new();
+            let mut r = body.get_operators_reader().unwrap();
+            while !r.eof() {
+                let offset = r.original_position() - start;
+                at.insert(offset as u32, kind(&r.read().unwrap()));
+            }
+            let ops: Vec<String> = (original[k].get_operators_reader().unwrap())
+                .into_iter()
+                .map(|op| kind(&op.unwrap()))
+                .collect();
+            assert_eq!(fp.op_offsets.len(), ops.len(), "function {k}");
+            // An operator's code (a call's begins with its counter) starts at its offset
+            // and holds the operator before the next one's begins.
+            for (i, want) in ops.iter().enumerate() {
+                let from = fp.op_offsets[i];
+                let to = fp.op_offsets.get(i + 1).copied().unwrap_or(u32::MAX);
+                assert!(
+                    at.contains_key(&from),
+                    "function {k}, operator {i}: mid-instruction"
+                );
+                assert!(
+                    at.iter()
+                        .any(|(&o, got)| (from..to).contains(&o) && got == want),
+                    "function {k}, operator {i}: no {want} in its code"
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 30, "{checked}");
+        assert!(inst.path_decoder().is_some());
     }
 
     #[test]

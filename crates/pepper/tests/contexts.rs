@@ -105,6 +105,20 @@ fn call_windows_place_calls_in_their_contexts_on_a_real_workload() {
     assert!(s.window_cut * 2 < s.samples, "{s:?}");
 }
 
+/// On the switch, stacks are sampled at the end of bursts and their path windows replay
+/// the burst's path ends as calls: windows place calls, as without the switch.
+#[test]
+fn path_windows_replay_bursts_on_the_switch() {
+    let p = sampled_contexts_on_lua("pep", &["--switch", "outer"]);
+    if !pepper_runtime::NATIVE_STACKS {
+        return;
+    }
+    let s = p.contexts.as_ref().unwrap().sampling.as_ref().unwrap();
+    assert!(s.samples > 0, "{s:?}");
+    assert!(s.window_calls > 0, "no window placed a call: {s:?}");
+    assert!(s.window_weighted >= s.window_calls, "{s:?}");
+}
+
 #[test]
 fn shadow_stack_contexts_on_a_real_workload() {
     // (Another mode than the test above: each mode writes its own profile file.)

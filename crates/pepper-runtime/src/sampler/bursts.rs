@@ -56,21 +56,25 @@ impl Bursts {
         }
     }
 
-    /// One tick's burst (`last`: the pass after the guest finished).
+    /// One tick's burst (`last`: the pass after the guest finished). With the switch,
+    /// `at_end` runs once the burst's path ends are written, before the flag is cleared,
+    /// with the ring head as it was when the flag was set.
     pub(super) fn tick(
         &mut self,
         mem: MemView,
         cfg: &SamplerConfig,
         last: bool,
         res: &mut SamplerResult,
+        at_end: &mut dyn FnMut(u32),
     ) {
         // Switch: the guest runs instrumented code from its next check on; the first
         // path ends after that come from wherever the checks are, so the burst is drawn
         // only after a warm-up.
-        let switched = cfg.switch.filter(|_| !last).inspect(|&flag| {
+        let switched = cfg.switch.filter(|_| !last).map(|flag| {
             mem.set_u32(flag, 1);
             let from = (mem.u32_at(cfg.head), Instant::now());
             watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT);
+            (flag, from.0)
         });
         let switch_from = Instant::now();
         let t0 = Instant::now();
@@ -101,13 +105,11 @@ impl Bursts {
             }
             begin = begin.max(start);
         }
-        if let Some(flag) = switched {
+        if switched.is_some() {
             // Until the burst's path ends are written (or the guest is too slow to).
             let from = (self.head32, Instant::now());
             let left = (begin + self.ag.pending()).saturating_sub(self.head);
             let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT);
-            mem.set_u32(flag, 0);
-            res.switched_on += switch_from.elapsed();
             let delta = h.wrapping_sub(self.head32) as u64;
             self.head += delta;
             self.head32 = h;
@@ -149,6 +151,13 @@ impl Bursts {
             .filter(|&&(s, word)| s + self.n > head_now && word != 0)
             .count();
         res.lost += (self.buf.len() - valid) as u64;
+        if let Some((flag, set_at)) = switched {
+            // The burst's words are read: a stack sample now (which takes longer than a
+            // fast loop takes to lap the ring) cannot cost them.
+            at_end(set_at);
+            mem.set_u32(flag, 0);
+            res.switched_on += switch_from.elapsed();
+        }
         if rate.is_some_and(|per_sec| per_sec <= 0.0) {
             // The guest completed no path while watched (in a host call, or not running):
             // its path-end rate at this moment is zero, so this tick's burst, which holds

@@ -26,6 +26,13 @@ pub(super) struct StackSamples<'c> {
     in_host_samples: u64,
 }
 
+/// A native stack sample copied and not yet folded (see [`StackSamples::capture`]).
+pub(super) struct Captured {
+    weight: u64,
+    /// The guest was in a host call (the store's call hook said so).
+    host: bool,
+}
+
 impl<'c> StackSamples<'c> {
     pub(super) fn new(config: &'c StackConfig) -> StackSamples<'c> {
         StackSamples {
@@ -50,6 +57,12 @@ impl<'c> StackSamples<'c> {
         }
     }
 
+    /// The next sample's path window reads no further back than ring head `head` (see
+    /// `sample_loop`: under the switch, the start of the burst).
+    pub(super) fn window_from(&mut self, head: u32) {
+        self.last_words_head = head;
+    }
+
     /// Takes one stack sample (its weight: the time since the previous one) and, with
     /// interval sampling, adds its functions to the interval's footprint.
     pub(super) fn take(
@@ -59,13 +72,27 @@ impl<'c> StackSamples<'c> {
         native: Option<&Native>,
         intervals: Option<&mut crate::intervals::Intervals>,
     ) {
+        if let Some(c) = self.capture(mem, in_host, native) {
+            self.fold(c, native, intervals);
+        }
+    }
+
+    /// The quick half of [`StackSamples::take`]: reads the stack (a shadow stack is folded
+    /// at once); a native sample, copied with its windows, waits for [`StackSamples::fold`].
+    /// Under the switch the copy is taken while a burst runs and folded after it.
+    pub(super) fn capture(
+        &mut self,
+        mem: MemView,
+        in_host: &AtomicBool,
+        native: Option<&Native>,
+    ) -> Option<Captured> {
         let sc = self.config;
         let now = Instant::now();
         let weight = (now - self.last_sample).as_micros().max(1) as u64;
         self.last_sample = now;
         let host = in_host.load(Ordering::Acquire);
         self.in_host_samples += host as u64;
-        let Some((sampler, map)) = native else {
+        let Some((sampler, _)) = native else {
             // A torn read (the guest returned below a frame being read) is read again.
             for _ in 0..4 {
                 let mut stack = MemStack::read(mem, sc, host, &mut self.cache);
@@ -73,11 +100,24 @@ impl<'c> StackSamples<'c> {
                     break;
                 }
             }
+            return None;
+        };
+        sampler
+            .sample(&mut self.raw, &mut self.copied)
+            .then_some(Captured { weight, host })
+    }
+
+    /// Folds a captured native sample into the tree, replaying its windows.
+    pub(super) fn fold(
+        &mut self,
+        Captured { weight, host }: Captured,
+        native: Option<&Native>,
+        intervals: Option<&mut crate::intervals::Intervals>,
+    ) {
+        let sc = self.config;
+        let Some((_, map)) = native else {
             return;
         };
-        if !sampler.sample(&mut self.raw, &mut self.copied) {
-            return;
-        }
         // Events and path words since the last window: the newest of them are replayed.
         let (events, since) = self.copied.events.since(&mut self.last_events_head);
         let (words, words_since) = self.copied.words.since(&mut self.last_words_head);

@@ -14,9 +14,10 @@ struct FuncPaths {
     a: Arc<FunctionAnalysis>,
     numbered: Arc<NumberedDag>,
     first_site: u32,
-    /// Module offset of the rewritten body, and where each operator's code begins in it
+    /// Module offsets of the body that writes the path ends (the rewritten body, or
+    /// under the switch `F_inst`), and where each operator's code begins in it
     /// (`FunctionPlan::op_offsets`; empty if the plan kept none).
-    body: u64,
+    body: std::ops::Range<u64>,
     op_offsets: Arc<[u32]>,
     /// Built on first use, in the sampler thread: a run pays only for the functions its
     /// windows meet, not for every function at start-up.
@@ -60,8 +61,17 @@ impl PathSites {
             return None;
         }
         let bodies = crate::module::ModuleFacts::parse(output).ok()?.bodies;
+        let imported = plan.imports.len() as u32;
         let mut funcs = HashMap::new();
         for (fp, body) in plan.functions.iter().zip(&bodies) {
+            // Under the switch the path ends come from the instrumented copy.
+            let body = match fp.copies {
+                Some((inst, _)) => match bodies.get(inst.saturating_sub(imported) as usize) {
+                    Some(b) => b,
+                    None => continue,
+                },
+                None => body,
+            };
             let (Some(a), Some(nd), Counting::Ring) = (&fp.analysis, &fp.numbered, fp.counting)
             else {
                 continue;
@@ -71,7 +81,7 @@ impl PathSites {
                 a: a.clone(),
                 numbered: nd.clone(),
                 first_site: fp.first_site,
-                body: body.range().start,
+                body: body.range(),
                 op_offsets: if offsets {
                     fp.op_offsets.clone()
                 } else {
@@ -365,13 +375,14 @@ impl PathSites {
             return Pos::UNKNOWN;
         };
         let node = |n: NodeId| n.index() as u32;
-        if fp.op_offsets.is_empty() {
+        if fp.op_offsets.is_empty() || !fp.body.contains(&offset) {
+            // (Under the switch: in clean code, which keeps no path.)
             return Pos::UNKNOWN;
         }
         let op_nodes = &fp.a.op_nodes;
         let i = fp
             .op_offsets
-            .partition_point(|&o| fp.body + o as u64 <= offset);
+            .partition_point(|&o| fp.body.start + o as u64 <= offset);
         if i == 0 {
             // In the prologue, before the first operator: at the entry node.
             return op_nodes

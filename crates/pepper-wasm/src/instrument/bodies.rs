@@ -211,6 +211,10 @@ impl Build<'_, '_> {
             out.copy_fns.push((ty, b.clean));
             out.copies.push((k, (*first, first + 1)));
             out.bodies.push(Some(b.checked));
+            if c.plan.path_windows {
+                // The ring's path ends come from `F_inst`: windows place leaves there.
+                out.op_offsets.push((k, b.op_offsets));
+            }
             return Ok(());
         }
         let num_params = sig.params.len() as u32;

@@ -53,13 +53,13 @@ fn in_range(entry: u32, lo: u32, hi: u32) -> [I<'static>; 5] {
 /// of `how.checks`, and, for a copy that can be entered at a loop, the skip blocks and
 /// forced conditions that lead to each of `how.entries`. Branches that cross a skip block
 /// are renumbered. Ids must grow with operator order, so that the ids inside one
-/// construct form a range.
+/// construct form a range. Also returns where each instruction of `out` went.
 pub fn splice<'f>(
     out: Vec<I<'f>>,
     pos: &Positions<'_>,
     shape: &Shape,
     how: &Splice<'_>,
-) -> Vec<I<'f>> {
+) -> (Vec<I<'f>>, Vec<usize>) {
     // (position, class, sequence, piece): at one position, skip blocks open (0) and
     // test `id` (1) before a header's check (2), which comes before blocks that close
     // there (3) and forced conditions (4).
@@ -167,6 +167,7 @@ pub fn splice<'f>(
     pieces.sort_by_key(|p| (p.0, p.1, p.2));
 
     let mut res = Vec::with_capacity(out.len() + 16 * pieces.len());
+    let mut moved = Vec::with_capacity(out.len() + 1);
     // Open constructs, innermost last: true for a skip block.
     let mut frames: Vec<bool> = Vec::new();
     let mut next = pieces.into_iter().peekable();
@@ -202,10 +203,12 @@ pub fn splice<'f>(
             ),
             other => other,
         };
+        moved.push(res.len());
         res.push(ins);
     }
     debug_assert!(next.peek().is_none(), "every piece lands inside the body");
-    res
+    moved.push(res.len());
+    (res, moved)
 }
 
 /// The depth of label `d` of the body without skip blocks, in the body with them.

@@ -116,7 +116,8 @@ pub struct Args {
     /// every path end of its SAMPLES × STRIDE span). `off`: the instrumented code always
     /// runs. Measured (bench/results/switch.md): `outer` +9.0% against PEP's +21.5%, at
     /// 97.4% path accuracy and 86.8% absolute edge overlap (PEP: 99.6%, 96.9%); `loops`
-    /// +18.5% at 99.3% and 91.2%. Calling contexts then come without path windows.
+    /// +18.5% at 99.3% and 91.2%. Stack samples are then taken at the end of bursts, and
+    /// their path windows read the burst's path ends.
     #[arg(long, value_enum, default_value = "off")]
     switch: SwitchArg,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
