@@ -5,7 +5,8 @@
 #   bench/workloads/build.sh          installs what is missing (apt), vendors sources, builds
 #
 # Output: bench/workloads/build/{bzip2,lua,sqlite,zstd}.wasm, lua-phases.wasm and
-# sqlite-phases.wasm (the same libraries run in phases), and deterministic inputs.
+# sqlite-phases.wasm (the same libraries run in phases), deflate-p2.component.wasm (a Rust
+# program built as a component), and deterministic inputs.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 OUT="$HERE/build"
@@ -87,6 +88,16 @@ ZS="$VENDOR/zstd-sys-2.1.2+zstd.1.5.7/zstd/lib"
 OUT_DIR="$OUT/obj/zstd" compile zstd -I"$ZS" -I"$ZS/common" -DZSTD_DISABLE_ASM -- \
   "$ZS"/common/*.c "$ZS"/compress/*.c "$ZS"/decompress/*.c "$HERE/drivers/zstd_driver.c"
 "${LINK[@]}" "$OUT"/obj/zstd/*.o -o "$OUT/zstd.wasm"
+
+# deflate-p2: miniz_oxide built as a component from the start (Rust's wasm32-wasip2 links
+# a wasi:cli/command component); the target comes from rustup.
+if command -v rustup >/dev/null && rustup target add wasm32-wasip2 >/dev/null 2>&1; then
+  cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$HERE/rust/Cargo.toml" \
+    --target-dir "$OUT/rust"
+  cp "$OUT/rust/wasm32-wasip2/release/deflate-p2.wasm" "$OUT/deflate-p2.component.wasm"
+else
+  echo "workloads: no rustup wasm32-wasip2 target: deflate-p2 (a component) not built" >&2
+fi
 
 python3 "$HERE/gen_input.py" "$OUT/input-small.txt" 300000
 python3 "$HERE/gen_input.py" "$OUT/input-bench.txt" 3000000

@@ -149,6 +149,45 @@ fn a_real_program_as_a_component_profiles_like_its_module() {
     same_as_core(&lua, &[], &["1"]);
 }
 
+/// A program built as a component from the start (Rust's wasm32-wasip2 target, when
+/// rustup could install it: see bench/workloads/build.sh): it runs as it runs
+/// uninstrumented, its exact paths name Rust functions by their module, and PEP's
+/// calling contexts reach it through the component's own `wasi:cli/run`.
+#[test]
+fn a_program_built_as_a_component_profiles() {
+    let p2 = root().join("bench/workloads/build/deflate-p2.component.wasm");
+    if !p2.exists() {
+        eprintln!(
+            "skipping: {} was not built (no wasm32-wasip2 target)",
+            p2.display()
+        );
+        return;
+    }
+    let (c0, out0, err0, _) = run("none", &p2, &[], &["1"]);
+    assert_eq!(c0, 0, "{err0}");
+    assert!(String::from_utf8_lossy(&out0).contains("bytes ->"));
+    let (c, out, err, exact) = run("exact-paths", &p2, &[], &["1"]);
+    assert_eq!((c, &out), (0, &out0), "{err}");
+    assert!(err.contains("a component"), "{err}");
+    let hottest = exact
+        .functions
+        .iter()
+        .max_by_key(|f| {
+            exact
+                .paths
+                .iter()
+                .filter(|p| p.func == f.index)
+                .map(|p| p.count)
+                .sum::<u64>()
+        })
+        .unwrap();
+    let name = hottest.name.as_deref().unwrap_or("");
+    assert!(name.starts_with("main::miniz_oxide::"), "hottest: {name}");
+    let (c, out, err, pep) = run("pep", &p2, &[], &["1"]);
+    assert_eq!((c, &out), (0, &out0), "{err}");
+    assert!(!pep.paths.is_empty() && pep.contexts.is_some(), "{err}");
+}
+
 /// `pepper instrument` and `pepper hints` take a component and give one back, with the
 /// program's module rewritten and everything else as it was.
 #[test]
