@@ -318,7 +318,8 @@ impl Prepared {
                     .map_err(anyhow::Error::from)
                     .context("compiling the component")?,
                 m,
-                profiled_module(wasm)?,
+                // (A component pepper would not instrument still runs, its code foreign.)
+                profiled_module(wasm).unwrap_or((usize::MAX, 0)),
             ),
             None => Code::Module(
                 Module::new(&engine, wasm)
