@@ -321,13 +321,14 @@ fn each_name(module: &[u8], mut each: impl FnMut(wasmparser::Name<'_>)) {
     }
 }
 
-/// A core module's function names (its name section's), by function index.
+/// A core module's function names (its name section's, demangled as the profiled
+/// module's are), by function index.
 fn function_names(module: &[u8]) -> std::collections::HashMap<u32, String> {
     let mut names = std::collections::HashMap::new();
     each_name(module, |name| {
         if let wasmparser::Name::Function(map) = name {
             for n in map.into_iter().flatten() {
-                names.insert(n.index, n.name.to_string());
+                names.insert(n.index, crate::module::demangle(n.name));
             }
         }
     });
