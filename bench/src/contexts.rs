@@ -62,7 +62,7 @@ fn specs() -> Vec<Spec> {
         base.clone(),
         Spec {
             label: "none-again",
-            what: "uninstrumented again (the A/A control: a second copy of the baseline, so its overhead is the harness's noise floor)",
+            what: crate::specs::AA_WHAT,
             ..base.clone()
         },
         Spec {

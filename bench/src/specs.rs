@@ -6,6 +6,9 @@ use pepper_sampling::PepParams;
 use pepper_wasm::switch::SwitchPlacement;
 use std::time::Duration;
 
+/// What the A/A control row is, in every table that has one.
+pub(crate) const AA_WHAT: &str = "uninstrumented again (the A/A control: a second copy of the baseline, so its overhead is the harness's noise floor)";
+
 /// PEP(64,17), pepper's default bursts.
 pub(crate) const PEP_DEFAULT: PepParams = PepParams {
     samples: 64,
@@ -104,7 +107,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         base.clone(),
         Spec {
             label: "none-again",
-            what: "uninstrumented again (the A/A control: a second copy of the baseline, so its overhead is the harness's noise floor)",
+            what: AA_WHAT,
             ..base.clone()
         },
         Spec {

@@ -319,7 +319,8 @@ impl Prepared {
                     .context("compiling the component")?,
                 m,
                 // (A component pepper would not instrument still runs, its code foreign.)
-                profiled_module(wasm).unwrap_or((usize::MAX, 0)),
+                pepper_wasm::component::profiled_module(wasm)
+                    .map_or((usize::MAX, 0), |(k, at)| (k, at as u64)),
             ),
             None => Code::Module(
                 Module::new(&engine, wasm)
@@ -502,14 +503,6 @@ impl Prepared {
             Err(e) => Err(e),
         }))
     }
-}
-
-/// Which of a component's core modules pepper profiles (the one `pepper_wasm::component`
-/// picks), and where it starts in the component.
-fn profiled_module(wasm: &[u8]) -> Result<(usize, u64)> {
-    let unit = pepper_wasm::component::Unit::parse(wasm)?;
-    let frame = unit.component.context("not a component")?;
-    Ok((frame.profiled_module, frame.profiled_at as u64))
 }
 
 /// The guest's WASI context as `cfg` asks for it (either WASI version builds from it).

@@ -56,6 +56,14 @@ pub fn is_component(bytes: &[u8]) -> bool {
     wasmparser::Parser::is_component(bytes)
 }
 
+/// Which of a component's core modules pepper profiles (the one [`Unit::parse`] cuts out)
+/// and where its bytes start in the component, without copying anything.
+pub fn profiled_module(bytes: &[u8]) -> Result<(usize, usize), ComponentError> {
+    let (_, modules) = top_level(bytes)?;
+    let k = program(bytes, &modules).ok_or(ComponentError::NoCoreModule)?;
+    Ok((k, modules[k].1.start))
+}
+
 /// The section id of a core module inside a component.
 const CORE_MODULE_SECTION: u8 = 1;
 
