@@ -545,6 +545,9 @@ fn live(
                 detector: Some(DetectorConfig::recommended(8)),
             }),
         ),
+        // What `--phases` costs without reading the ring: PEP with the ring the time line
+        // needs (every path end kept for a tick), and no time line.
+        ("pep, 2 MiB ring", Mode::Pep, None, true, None),
         (
             "pep --switch outer",
             Mode::Pep,

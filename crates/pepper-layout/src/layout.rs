@@ -38,7 +38,8 @@ pub struct MemoryLayout {
     pub call_log_entries: u32,
     /// Exact contexts: the context table (same entry layout as the path hash table).
     pub cct: HashTable,
-    /// Switch: u32 flag, non-zero while instrumented copies should run (0 without one).
+    /// Switch: u32 flag, non-zero while instrumented copies should run (0 without one),
+    /// followed by the burst's limit ([`SWITCH_LIMIT_OFFSET`]).
     /// Ephemeral: the first of one i32 budget per defined function.
     pub switch_flag: u32,
     /// Ephemeral: one u64 entry counter per defined function.
@@ -46,6 +47,12 @@ pub struct MemoryLayout {
     /// Bytes of pepper's memory in use.
     pub size: u64,
 }
+
+/// Switch with PEP's ring: the u32 at `switch_flag + SWITCH_LIMIT_OFFSET` is the ring head
+/// at which the instrumented copies end a burst themselves (clearing the flag at their
+/// next outermost check), 0 for none. The sampler clears the flag when it has read the
+/// burst; the limit bounds a burst whose sampler thread was descheduled meanwhile.
+pub const SWITCH_LIMIT_OFFSET: u32 = 4;
 
 /// An open-addressing table in profiler memory: `[key: u64][count: u64][func + 1: u32][pad]`
 /// entries, a u32 count of entries in use and a u64 count of insertions refused when full.

@@ -10,7 +10,7 @@ mod layout;
 mod word;
 
 pub use index::{FuncIndex, SiteIndex};
-pub use layout::{read_u32, read_u64, HashTable, MemoryLayout, Ring};
+pub use layout::{read_u32, read_u64, HashTable, MemoryLayout, Ring, SWITCH_LIMIT_OFFSET};
 pub use word::{pep_tag, pep_untag, PEP_TAG_SHIFT};
 
 use pepper_profile::Mode;

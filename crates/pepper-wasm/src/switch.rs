@@ -63,6 +63,9 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub budget: Option<Budget>,
     /// Function indices of `F_inst` and `F_clean`.
     pub copies: (u32, u32),
+    /// PEP's ring head, when the flag has a burst limit (`pepper_layout::SWITCH_LIMIT_OFFSET`):
+    /// `F_inst`'s checks also leave, and clear the flag, once the head has passed it.
+    pub ring_head: Option<u32>,
 }
 
 /// Most parameters a copy may take (wasmparser's limit on a function's parameters).
@@ -360,8 +363,35 @@ impl SwitchedFunction<'_, '_> {
         let body = &self.facts.bodies[self.k];
         let live = live_at_headers(self.a, body, types.len(), &loop_ops)
             .map_err(|e| crate::plan::InstrumentError::Encode(e.to_string()))?;
+        // Burst limit L (0: none): over = L != 0 && (head - L) as i32 >= 0, and then the
+        // flag is cleared, so that the burst ends in the guest whether or not the
+        // sampler thread runs at that moment.
+        let over = self.ring_head.map(|head| {
+            let limit =
+                crate::emit::memarg(self.mem, self.flag + pepper_layout::SWITCH_LIMIT_OFFSET, 2);
+            let head = crate::emit::memarg(self.mem, head, 2);
+            vec![
+                I::I32Const(0),
+                I::I32AtomicLoad(limit),
+                I::I32Eqz,
+                I::If(BlockType::Result(wasm_encoder::ValType::I32)),
+                I::I32Const(0),
+                I::Else,
+                I::I32Const(0),
+                I::I32Load(head),
+                I::I32Const(0),
+                I::I32AtomicLoad(limit),
+                I::I32Sub,
+                I::I32Const(0),
+                I::I32GeS,
+                I::End,
+            ]
+        });
+        let clear = vec![I::I32Const(0), I::I32Const(0), I::I32AtomicStore(at)];
         Ok(Checks {
             flag,
+            over,
+            clear,
             spend,
             live,
             types,
@@ -407,6 +437,11 @@ pub(crate) struct Bodies {
 struct Checks {
     /// Leaves non-zero on the stack when the instrumented copy should run.
     flag: Vec<I<'static>>,
+    /// Leaves non-zero on the stack once the burst's limit is passed (see
+    /// `SwitchedFunction::ring_head`).
+    over: Option<Vec<I<'static>>>,
+    /// Clears the flag.
+    clear: Vec<I<'static>>,
     /// Ephemeral: spends one unit of the budget.
     spend: Vec<I<'static>>,
     /// Per checked loop (by id - 1): which locals it reads before writing.
@@ -426,9 +461,22 @@ impl Checks {
         if let Some(h) = self.headers {
             c.extend(increment(self.mem, h + 8 * (id - 1)));
         }
-        c.extend(self.flag.iter().cloned());
-        if !when_set {
-            c.push(I::I32Eqz);
+        match (&self.over, when_set) {
+            // Leave when the limit is passed (clearing the flag) or the flag is clear.
+            (Some(over), false) => {
+                c.extend(over.iter().cloned());
+                c.push(I::If(BlockType::Result(wasm_encoder::ValType::I32)));
+                c.extend(self.clear.iter().cloned());
+                c.extend([I::I32Const(1), I::Else]);
+                c.extend(self.flag.iter().cloned());
+                c.extend([I::I32Eqz, I::End]);
+            }
+            _ => {
+                c.extend(self.flag.iter().cloned());
+                if !when_set {
+                    c.push(I::I32Eqz);
+                }
+            }
         }
         c.push(I::If(BlockType::Empty));
         if when_set {

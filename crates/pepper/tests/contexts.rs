@@ -109,10 +109,26 @@ fn call_windows_place_calls_in_their_contexts_on_a_real_workload() {
 /// the burst's path ends as calls: windows place calls, as without the switch.
 #[test]
 fn path_windows_replay_bursts_on_the_switch() {
-    let p = sampled_contexts_on_lua("pep", &["--switch", "outer"]);
     if !pepper_runtime::NATIVE_STACKS {
         return;
     }
+    // A run whose sampler thread was starved by the rest of the machine (few ticks, or
+    // most of them finding the guest not running) says nothing about windows: the
+    // instrumented copies end a burst on their own when the sampler falls behind, and a
+    // stack sampled after that has no window. Retried, then not judged.
+    let starved = |s: &pepper_profile::Sampling| s.ticks < 20 || s.idle_ticks * 4 >= s.ticks;
+    let mut fed = None;
+    for _ in 0..3 {
+        let p = sampled_contexts_on_lua("pep", &["--switch", "outer"]);
+        if !starved(p.sampling.as_ref().expect("sampling info")) {
+            fed = Some(p);
+            break;
+        }
+    }
+    let Some(p) = fed else {
+        eprintln!("the sampler was starved in every run; not judged");
+        return;
+    };
     let s = p.contexts.as_ref().unwrap().sampling.as_ref().unwrap();
     assert!(s.samples > 0, "{s:?}");
     assert!(s.window_calls > 0, "no window placed a call: {s:?}");

@@ -214,7 +214,7 @@ fn run(
     wasm: &[u8],
     funcs: &[String],
     observed_exports: &[(String, wasmparser::ExternalKind, u32)],
-    switch_on: Option<u32>,
+    switch_on: Option<(u32, u32)>,
 ) -> Result<(Vec<Observed>, Option<Vec<u8>>), String> {
     let module = Module::new(engine, wasm).map_err(|e| format!("{e:?}"))?;
     // A random module may grow a table by millions of entries at a time; limits make such
@@ -229,8 +229,11 @@ fn run(
     let instance = Instance::new(&mut store, &module, &[]).map_err(|e| format!("{e:?}"))?;
     // (A module without functions is not rewritten and has no counters memory.)
     let counters = instance.get_memory(&mut store, pepper_wasm::COUNTERS_EXPORT);
-    if let (Some(at), Some(m)) = (switch_on, counters) {
-        m.write(&mut store, at as usize, &1u32.to_le_bytes())
+    // The flag, and the burst's limit after it (0: none).
+    if let (Some((at, limit)), Some(m)) = (switch_on, counters) {
+        let mut words = 1u32.to_le_bytes().to_vec();
+        words.extend(limit.to_le_bytes());
+        m.write(&mut store, at as usize, &words)
             .map_err(|e| format!("{e:?}"))?;
     }
     let mut out = Vec::new();
@@ -274,6 +277,9 @@ fn run(
         .map(|m| m.data(&store).to_vec());
     Ok((out, counters))
 }
+
+/// The burst limit of the "limited" variant: a ring head most runs pass.
+const LIMIT: u32 = 40;
 
 fn fnv(data: &[u8]) -> u64 {
     data.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
@@ -355,6 +361,16 @@ fn random_modules_behave_identically_and_profile_consistently() {
             },
         ),
         (
+            // A burst that ends in the guest: on from the start, off once the ring head
+            // has passed its limit.
+            "pep ring, switch outer, limited",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                switch: Some(SwitchPlacement::Outer),
+                ..Default::default()
+            },
+        ),
+        (
             // Clean code checks outermost headers only; the instrumented copy leaves at
             // inner ones, into clean code entered there.
             "pep every 1, switch outer at random",
@@ -403,6 +419,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     let (mut checked, mut compared, mut calls) = (0, 0, 0);
     let (mut executions, mut paths, mut given) = (0, 0, 0);
     let mut switched = 0;
+    let mut limited_ended = 0;
     for seed in seeds() {
         let Some(wasm) = random_module(seed) else {
             continue;
@@ -451,13 +468,24 @@ fn random_modules_behave_identically_and_profile_consistently() {
                 );
             }
             // "always on": the flag is set before any call, so the instrumented copies
-            // run everything.
-            let switch_on = label
-                .ends_with("always on")
-                .then_some(inst.plan.layout.switch_flag);
+            // run everything; "limited": until the ring head passes 40, then the
+            // instrumented copies clear the flag at their next outermost check.
+            let flag = inst.plan.layout.switch_flag;
+            let switch_on = if label.ends_with("always on") {
+                Some((flag, 0))
+            } else if label.ends_with("limited") {
+                Some((flag, LIMIT))
+            } else {
+                None
+            };
             let (got, counters) = run(&engine, &inst.wasm, &funcs, &observed, switch_on)
                 .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
             assert_eq!(got, original, "seed {seed}, {label}: behaviour changed");
+            if let (Some((at, LIMIT)), Some(c)) = (switch_on, &counters) {
+                // The guest itself ended the burst (the flag is clear).
+                let word = |a: u32| u32::from_le_bytes(c[a as usize..][..4].try_into().unwrap());
+                limited_ended += (word(at) == 0) as usize;
+            }
             if *label == "exact-paths" {
                 in_a_component(seed, &wasm, &inst.wasm);
             }
@@ -551,7 +579,8 @@ fn random_modules_behave_identically_and_profile_consistently() {
     eprintln!(
         "{checked} modules, {calls} calls, {executions} branch executions, {paths} distinct \
          paths; {compared} modules without traps, {given} functions in them with entries \
-         from callers; {switched} modules ran both switchable copies; {hinted_modules} \
+         from callers; {switched} modules ran both switchable copies; {limited_ended} ended a \
+         burst at its limit; {hinted_modules} \
          modules hinted"
     );
     assert!(hinted_modules > 0, "no random module got a hint");
@@ -565,6 +594,10 @@ fn random_modules_behave_identically_and_profile_consistently() {
     assert!(
         switched >= seeds().len() / 8,
         "random switching ran both copies in only {switched} modules"
+    );
+    assert!(
+        limited_ended > 0,
+        "no instrumented copy ended a burst at its limit"
     );
 }
 

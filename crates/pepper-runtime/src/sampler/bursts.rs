@@ -71,9 +71,11 @@ impl Bursts {
         // path ends after that come from wherever the checks are, so the burst is drawn
         // only after a warm-up.
         let switched = cfg.switch.filter(|_| !last).map(|flag| {
+            self.renew(mem, cfg, flag);
             mem.set_u32(flag, 1);
             let from = (mem.u32_at(cfg.head), Instant::now());
             watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT);
+            self.renew(mem, cfg, flag);
             (flag, from.0)
         });
         let switch_from = Instant::now();
@@ -88,11 +90,25 @@ impl Bursts {
             let (h1, per_sec) = watch_rate(mem, cfg.head, (h, t0), span);
             (h, rate) = (h1, Some(per_sec));
         }
+        if let Some((flag, _)) = switched {
+            self.renew(mem, cfg, flag);
+        }
         let delta = h.wrapping_sub(self.head32) as u64;
         self.head += delta;
         self.head32 = h;
         self.unrepresented += delta;
         res.ticks += 1;
+        if let Some((flag, set_at)) = switched.filter(|&(flag, _)| mem.u32_at(flag) == 0) {
+            // The guest reached the burst's limit and ended it before the rate was
+            // measured (this thread was descheduled meanwhile): the rate describes clean
+            // code, which writes nothing. No burst this tick; the next one stands for
+            // this tick's time too (weights are rate × time since the last burst).
+            self.seen = self.head;
+            at_end(set_at);
+            mem.set_u32(flag, 0);
+            res.switched_on += switch_from.elapsed();
+            return;
+        }
         let mut begin = self.seen;
         if self.ag.on_tick() {
             let mut start = self.head.saturating_sub(self.ag.pending());
@@ -154,6 +170,7 @@ impl Bursts {
         if let Some((flag, set_at)) = switched {
             // The burst's words are read: a stack sample now (which takes longer than a
             // fast loop takes to lap the ring) cannot cost them.
+            self.renew(mem, cfg, flag);
             at_end(set_at);
             mem.set_u32(flag, 0);
             res.switched_on += switch_from.elapsed();
@@ -190,6 +207,19 @@ impl Bursts {
                 }
             }
         }
+    }
+
+    /// Switch: moves the burst's limit (`pepper_layout::SWITCH_LIMIT_OFFSET`) to
+    /// [`BURST_LIMIT_RINGS`] rings past the guest's head. The limit is a lease this thread
+    /// renews at every step of a burst: the instrumented copies leave on their own once
+    /// the guest has written that many path ends since the last renewal, so a sampler
+    /// descheduled in the middle of a burst (two runs on two cores) no longer leaves the
+    /// guest instrumented until it runs again.
+    fn renew(&self, mem: MemView, cfg: &SamplerConfig, flag: u32) {
+        let limit = mem
+            .u32_at(cfg.head)
+            .wrapping_add((BURST_LIMIT_RINGS * self.n) as u32);
+        mem.set_u32(flag + pepper_layout::SWITCH_LIMIT_OFFSET, limit.max(1));
     }
 
     /// Path ends counted so far (the ring's head, unwrapped).
@@ -266,10 +296,20 @@ fn watch_rate(mem: MemView, head_at: u32, from: (u32, Instant), span: u64) -> (u
     watch(mem, head_at, from, span, RATE_MAX)
 }
 
+/// A burst ends in the guest after this many rings' worth of path ends since the sampler
+/// last renewed it (see `Bursts::renew`): the sampler's steps take microseconds, in which
+/// a fast loop writes a ring or two, and the stack sample at the end of the burst needs
+/// the guest still in its instrumented copies for its path window.
+const BURST_LIMIT_RINGS: u64 = 4;
+
 /// Path ends the guest completes in its instrumented copies before a burst is drawn.
 const SWITCH_WARM_UP: u64 = 256;
 /// The longest the sampler waits for the switched guest, per wait.
 const SWITCH_WAIT: Duration = Duration::from_micros(200);
+
+/// How long `watch` spins on a head that does not move before it starts yielding its
+/// core between reads.
+const YIELD_AFTER: Duration = Duration::from_micros(5);
 
 /// Reads the head every `RATE_GAP` from `(h0, t0)` until `span` more path ends are
 /// written or `max` has passed; returns the head and the rate over the watch.
@@ -281,6 +321,7 @@ fn watch(
     max: Duration,
 ) -> (u32, f64) {
     let mut previous = t0;
+    let (mut last_h, mut still_since) = (h0, t0);
     loop {
         let mut t = Instant::now();
         while t - previous < RATE_GAP {
@@ -289,6 +330,14 @@ fn watch(
         }
         previous = t;
         let h = mem.u32_at(head_at);
+        if h != last_h {
+            (last_h, still_since) = (h, t);
+        } else if t - still_since >= YIELD_AFTER {
+            // The guest has written nothing for a while: it may be waiting for this
+            // core (on a busy machine the scheduler can put the guest and its sampler on
+            // one core, and then a spinning sampler stops the very burst it waits for).
+            std::thread::yield_now();
+        }
         let ends = h.wrapping_sub(h0) as u64;
         if ends >= span || t - t0 >= max {
             return (h, ends as f64 / (t - t0).as_secs_f64());

@@ -180,6 +180,10 @@ impl Build<'_, '_> {
                         facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
                     ),
                 copies: (*first, first + 1),
+                // A limit only where the flag is one word the sampler sets per burst
+                // and PEP's ring counts the path ends.
+                ring_head: (!self.ephemeral && !self.opts.switch_chaos && layout.ring_entries > 0)
+                    .then_some(layout.ring_head),
             };
             let no_counters = vec![None; a.cfg.num_edges()];
             let clean = || EmitKind::Edges {
