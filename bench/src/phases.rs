@@ -1,7 +1,7 @@
 //! `pepper-bench --phases`: Nagpurkar's phase behavior on real programs. Writes
 //! `bench/results/phases.md` with four parts:
 //!
-//! 1. time lines: one PEP run per workload reading its ring continuously (`--timeline`),
+//! 1. time lines: one PEP run per workload reading its ring continuously (`--timeline --timeline-source ring`),
 //!    and the baseline phases of each at several minimum phase lengths (MPL);
 //! 2. the online detector: every configuration of window, model, analyzer, window size
 //!    and anchoring, scored against the baseline (trace-driven, as in the dissertation);
@@ -21,7 +21,7 @@ use pepper_phases::{
 };
 use pepper_profile::compare::compare;
 use pepper_profile::{Mode, Timeline};
-use pepper_runtime::{IntervalConfig, Strategy};
+use pepper_runtime::{IntervalConfig, Strategy, TimelineSource};
 use pepper_wasm::switch::SwitchPlacement;
 use pepper_wasm::ContextMode;
 use std::fmt::Write as _;
@@ -54,6 +54,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             s.intervals = Some(IntervalConfig::Timeline {
                 length: TIMELINE_INTERVAL,
                 detector: None,
+                source: TimelineSource::Ring,
             });
         }
         let r = prepared.run(&cfg)?;
@@ -77,7 +78,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let doc = format!(
         "# pepper benchmark: phases\n\n\
          Machine: {}. wasmtime 48.0.8. Time lines: one PEP run per workload with \
-         `--timeline` (every path end's position exact, one in {} read for the per-function \
+         `--timeline --timeline-source ring` (every path end's position exact, one in {} read for the per-function \
          vectors), intervals of {} path ends. Phase workloads: {}; the others are mostly one \
          loop each.\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
@@ -539,13 +540,25 @@ fn live(
             "pep --phases",
             Mode::Pep,
             None,
+            false,
+            Some(IntervalConfig::Timeline {
+                length: TIMELINE_INTERVAL,
+                detector: Some(DetectorConfig::recommended(8)),
+                source: TimelineSource::Bursts,
+            }),
+        ),
+        (
+            "pep --phases --timeline-source ring",
+            Mode::Pep,
+            None,
             true,
             Some(IntervalConfig::Timeline {
                 length: TIMELINE_INTERVAL,
                 detector: Some(DetectorConfig::recommended(8)),
+                source: TimelineSource::Ring,
             }),
         ),
-        // What `--phases` costs without reading the ring: PEP with the ring the time line
+        // What the ring time line costs without reading the ring: PEP with the ring it
         // needs (every path end kept for a tick), and no time line.
         ("pep, 2 MiB ring", Mode::Pep, None, true, None),
         (

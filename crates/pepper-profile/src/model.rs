@@ -316,8 +316,9 @@ pub struct Timeline {
     pub clock: String,
     pub length: u64,
     /// What the vectors count per function: `path-ends` (every path end the function
-    /// completed: its entries and loop iterations) or `stack-samples` (the stack samples
-    /// whose innermost frame was in it).
+    /// completed: its entries and loop iterations), `burst-samples` (the same, estimated
+    /// from PEP's sampled path ends) or `stack-samples` (the stack samples whose
+    /// innermost frame was in it).
     pub counts: String,
     /// Path ends the sampler could not read before the guest overwrote them (their
     /// intervals' vectors miss them; the positions stay exact).

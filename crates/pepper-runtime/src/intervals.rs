@@ -36,13 +36,16 @@ pub const TIMELINE_STRIDE: u64 = 32;
 /// What the sampler does with intervals.
 #[derive(Clone, Debug)]
 pub enum IntervalConfig {
-    /// Read every path end; cut an interval every `length` of them; run `detector` on
-    /// each interval as it closes.
+    /// Cut an interval every `length` path ends (bounds exact, from the ring head); count
+    /// each interval's path ends by function from `source`; run `detector` on each
+    /// interval as it closes.
     Timeline {
         /// Path ends per interval.
         length: u64,
         /// The online phase detector to run on each closed interval.
         detector: Option<DetectorConfig>,
+        /// Where the per-function counts come from.
+        source: TimelineSource,
     },
     /// Instrument whole intervals of `length` (wall time, cut at the first sampler tick
     /// after it), chosen by `strategy`.
@@ -52,6 +55,21 @@ pub enum IntervalConfig {
         /// Which intervals are instrumented.
         strategy: Strategy,
     },
+}
+
+/// Where a time line's per-function counts come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimelineSource {
+    /// PEP's bursts: each burst's sampled path ends, with the weights PEP gives them,
+    /// counted in the interval they fall in. Costs the guest nothing beyond PEP; each
+    /// interval's vector is a sample (a 1M path-end interval gets several hundred
+    /// sampled path ends from the ticks within it), so intervals should span a few
+    /// ticks.
+    Bursts,
+    /// Every path end (one in [`TIMELINE_STRIDE`] read): the sampler drains a 2 MiB ring
+    /// between its ticks. Exact counts for offline analysis and oracles; the large ring
+    /// costs the guest a few percent (its stores leave the caches).
+    Ring,
 }
 
 /// Which intervals interval sampling instruments.
@@ -225,9 +243,9 @@ pub(crate) struct Intervals {
 impl Intervals {
     pub(crate) fn new(cfg: IntervalConfig, ring: (u32, u32, u32), flag: Option<u32>) -> Intervals {
         let (length, detector, tracker) = match &cfg {
-            IntervalConfig::Timeline { length, detector } => {
-                (*length, detector.map(Detector::new), Tracker::new(0.0))
-            }
+            IntervalConfig::Timeline {
+                length, detector, ..
+            } => (*length, detector.map(Detector::new), Tracker::new(0.0)),
             IntervalConfig::Sampled { strategy, length } => (
                 length.as_micros() as u64,
                 None,
@@ -273,6 +291,39 @@ impl Intervals {
         matches!(self.cfg, IntervalConfig::Sampled { .. })
     }
 
+    /// Whether the sampler reads every path end (between its ticks too).
+    pub(crate) fn drains(&self) -> bool {
+        !matches!(
+            self.cfg,
+            IntervalConfig::Timeline {
+                source: TimelineSource::Bursts,
+                ..
+            }
+        )
+    }
+
+    /// A time line from bursts: one tick's sampled path ends `(seq, word)`, each standing
+    /// for `weight` path ends, and the ring head (`head`, path ends so far); closes the
+    /// intervals the head has passed (`last`: the pass after the guest finished).
+    pub(crate) fn burst(&mut self, words: &[(u64, u64)], weight: f64, head: u64, last: bool) {
+        let length = self.length;
+        let mut next_cut = self.cuts.last().map_or(self.interval_start.0, |c| c.0) + length;
+        for &(seq, w) in words {
+            while seq >= next_cut {
+                self.cuts.push((next_cut, self.current.take()));
+                next_cut += length;
+            }
+            self.current
+                .add_tag((w >> 44) as usize, weight.round().max(1.0) as u64);
+        }
+        while head >= next_cut {
+            self.cuts.push((next_cut, self.current.take()));
+            next_cut += length;
+        }
+        self.drain.seq = head;
+        self.close_cuts(last);
+    }
+
     /// A stack sample's functions, outermost first (interval sampling's footprint: every
     /// function on the stack, once per sample; see `IntervalConfig::Sampled`).
     pub(crate) fn stack_sample(&mut self, funcs: impl Iterator<Item = u32>) {
@@ -292,6 +343,10 @@ impl Intervals {
     /// Reads the path ends written since the last read (between ticks).
     pub(crate) fn drain(&mut self, mem: MemView) {
         match &self.cfg {
+            IntervalConfig::Timeline {
+                source: TimelineSource::Bursts,
+                ..
+            } => {}
             IntervalConfig::Timeline { .. } => self.read_timeline(mem),
             IntervalConfig::Sampled { .. } => self.read_pending(mem),
         }
@@ -300,6 +355,11 @@ impl Intervals {
     /// One sampler tick; `last` is the pass after the guest finished.
     pub(crate) fn tick(&mut self, mem: MemView, last: bool) {
         match self.cfg {
+            // (Fed by `burst` after the tick's burst instead.)
+            IntervalConfig::Timeline {
+                source: TimelineSource::Bursts,
+                ..
+            } => {}
             IntervalConfig::Timeline { .. } => self.tick_timeline(mem, last),
             IntervalConfig::Sampled { length, strategy } => {
                 self.tick_sampled(mem, last, length, strategy)
@@ -329,6 +389,11 @@ impl Intervals {
 
     fn tick_timeline(&mut self, mem: MemView, last: bool) {
         self.read_timeline(mem);
+        self.close_cuts(last);
+    }
+
+    /// Closes the intervals filled since the last tick, sharing its time among them.
+    fn close_cuts(&mut self, last: bool) {
         let cuts = std::mem::take(&mut self.cuts);
         let now = Instant::now();
         let n = cuts.len() as u32 + last as u32;
@@ -486,6 +551,10 @@ impl Intervals {
             self.spans.push(span(s, n, &self.intervals, end));
         }
         let (clock, counts) = match self.cfg {
+            IntervalConfig::Timeline {
+                source: TimelineSource::Bursts,
+                ..
+            } => ("path-ends", "burst-samples"),
             IntervalConfig::Timeline { .. } => ("path-ends", "path-ends"),
             IntervalConfig::Sampled { .. } => ("time", "stack-samples"),
         };
@@ -541,11 +610,44 @@ pub struct IntervalResult {
 mod tests {
     use super::*;
 
+    /// A time line from bursts: each sampled path end counts its weight in the interval
+    /// its position falls in, and intervals close at exact bounds as the head passes
+    /// them, with or without samples.
+    #[test]
+    fn burst_samples_land_in_the_interval_of_their_position() {
+        let cfg = IntervalConfig::Timeline {
+            length: 100,
+            detector: None,
+            source: TimelineSource::Bursts,
+        };
+        let mut iv = Intervals::new(cfg, (0, 0, 0), None);
+        assert!(!iv.drains());
+        let word = |func: u64| (func + 1) << 44 | 7;
+        // Tick 1: two samples of function 3 in [0, 100), one of function 4 in [100, 200).
+        iv.burst(
+            &[(40, word(3)), (99, word(3)), (100, word(4))],
+            10.0,
+            150,
+            false,
+        );
+        // Tick 2: nothing sampled; the head passes 200 and 300.
+        iv.burst(&[], 0.0, 320, false);
+        // Tick 3 (at exit): function 5 in [300, 320 + ...).
+        iv.burst(&[(310, word(5))], 2.4, 330, true);
+        let t = iv.finish().timeline;
+        assert_eq!(t.counts, "burst-samples");
+        let bounds: Vec<(u64, u64)> = t.intervals.iter().map(|i| (i.start, i.path_ends)).collect();
+        assert_eq!(bounds, [(0, 100), (100, 100), (200, 100), (300, 30)]);
+        let counts: Vec<&[(u32, u64)]> = t.intervals.iter().map(|i| &i.counts[..]).collect();
+        assert_eq!(counts, [&[(3, 20)][..], &[(4, 10)], &[], &[(5, 2)]]);
+    }
+
     #[test]
     fn a_long_time_line_merges_neighbours_and_keeps_detected_spans() {
         let cfg = IntervalConfig::Timeline {
             length: 10,
             detector: Some(DetectorConfig::recommended(4)),
+            source: TimelineSource::Ring,
         };
         let mut iv = Intervals::new(cfg, (0, 0, 0), None);
         // Two long phases: function 1, then function 2.

@@ -42,8 +42,8 @@ pub use command::{
 pub use epochs::EphemeralConfig;
 pub use interrupt::stop_on_signals;
 pub use intervals::{
-    IntervalConfig, IntervalResult, Strategy, EVERY_PATH_END_RING_LOG2, MAX_INTERVALS,
-    TIMELINE_STRIDE,
+    IntervalConfig, IntervalResult, Strategy, TimelineSource, EVERY_PATH_END_RING_LOG2,
+    MAX_INTERVALS, TIMELINE_STRIDE,
 };
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use profiler::{Profiler, ProfilerOptions};

@@ -370,7 +370,7 @@ fn sample_loop(
         }
         // One more pass after the guest finished: the tick "at exit" gives short runs a
         // burst too.
-        let last = match intervals.as_mut() {
+        let last = match intervals.as_mut().filter(|iv| iv.drains()) {
             // Reading every path end: between ticks too, so that a fast guest does not
             // lap the ring.
             Some(iv) => {
@@ -433,6 +433,10 @@ fn sample_loop(
             }
         };
         bursts.tick(mem, cfg, last, &mut res, &mut at_burst_end);
+        if let Some(iv) = intervals.as_mut().filter(|iv| !iv.drains()) {
+            let (words, weight) = bursts.last_taken();
+            iv.burst(words, weight, bursts.path_ends(), last);
+        }
         if let (Some(st), Some(c)) = (stacks.as_mut(), captured) {
             st.fold(c, native.as_ref(), None);
         }

@@ -29,6 +29,9 @@ pub(super) struct Bursts {
     last_burst: Instant,
     total_weight: f64,
     pick: Pick,
+    /// The last tick's sampled path ends `(seq, word)` and the weight of each (a time
+    /// line from bursts counts them).
+    taken: (Vec<(u64, u64)>, f64),
 }
 
 impl Bursts {
@@ -53,6 +56,7 @@ impl Bursts {
             last_burst: Instant::now(),
             total_weight: 0.0,
             pick: Pick(0x9E37_79B9_7F4A_7C15),
+            taken: (Vec::new(), 0.0),
         }
     }
 
@@ -98,6 +102,7 @@ impl Bursts {
         self.head32 = h;
         self.unrepresented += delta;
         res.ticks += 1;
+        self.taken.0.clear();
         if let Some((flag, set_at)) = switched.filter(|&(flag, _)| mem.u32_at(flag) == 0) {
             // The guest reached the burst's limit and ended it before the rate was
             // measured (this thread was descheduled meanwhile): the rate describes clean
@@ -197,8 +202,10 @@ impl Bursts {
             self.last_burst = t0;
             self.total_weight += represented;
             self.unrepresented = 0;
+            self.taken.1 = weight;
             for &(s, word) in &self.buf {
                 if s + self.n > head_now && word != 0 {
+                    self.taken.0.push((s, word));
                     if self.table.add(word, weight) {
                         res.taken += 1;
                     } else {
@@ -222,6 +229,11 @@ impl Bursts {
         mem.set_u32(flag + pepper_layout::SWITCH_LIMIT_OFFSET, limit.max(1));
     }
 
+    /// The last tick's sampled path ends `(seq, word)`, and what each stands for.
+    pub(super) fn last_taken(&self) -> (&[(u64, u64)], f64) {
+        (&self.taken.0, self.taken.1)
+    }
+
     /// Path ends counted so far (the ring's head, unwrapped).
     pub(super) fn path_ends(&self) -> u64 {
         self.head
@@ -235,6 +247,7 @@ impl Bursts {
             ag: self.ag.clone(),
             buf: Vec::new(),
             pick: self.pick.clone(),
+            taken: (Vec::new(), 0.0),
             ..*self
         };
         copy.finish_into(mem, cfg, res);
@@ -307,12 +320,13 @@ const SWITCH_WARM_UP: u64 = 256;
 /// The longest the sampler waits for the switched guest, per wait.
 const SWITCH_WAIT: Duration = Duration::from_micros(200);
 
-/// How long `watch` spins on a head that does not move before it starts yielding its
-/// core between reads.
-const YIELD_AFTER: Duration = Duration::from_micros(5);
-
 /// Reads the head every `RATE_GAP` from `(h0, t0)` until `span` more path ends are
 /// written or `max` has passed; returns the head and the rate over the watch.
+///
+/// It spins: yielding the core while the head does not move (so that a guest put on the
+/// sampler's core by a busy machine could run) moved bursts later into the instrumented
+/// stretch even on an idle machine, and the switch's absolute edge overlap on bzip2 fell
+/// from 72-78% to 50-63%.
 fn watch(
     mem: MemView,
     head_at: u32,
@@ -321,7 +335,6 @@ fn watch(
     max: Duration,
 ) -> (u32, f64) {
     let mut previous = t0;
-    let (mut last_h, mut still_since) = (h0, t0);
     loop {
         let mut t = Instant::now();
         while t - previous < RATE_GAP {
@@ -330,14 +343,6 @@ fn watch(
         }
         previous = t;
         let h = mem.u32_at(head_at);
-        if h != last_h {
-            (last_h, still_since) = (h, t);
-        } else if t - still_since >= YIELD_AFTER {
-            // The guest has written nothing for a while: it may be waiting for this
-            // core (on a busy machine the scheduler can put the guest and its sampler on
-            // one core, and then a spinning sampler stops the very burst it waits for).
-            std::thread::yield_now();
-        }
         let ends = h.wrapping_sub(h0) as u64;
         if ends >= span || t - t0 >= max {
             return (h, ends as f64 / (t - t0).as_secs_f64());

@@ -2,19 +2,26 @@
 //! sampling (phase-aware or periodic) on the switch.
 
 use anyhow::{bail, Result};
-use pepper_runtime::{IntervalConfig, Strategy};
+use pepper_runtime::{IntervalConfig, Strategy, TimelineSource};
 use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct IntervalArgs {
-    /// Record a time line (PEP without --switch): the sampler keeps reading PEP's ring, not
-    /// just its bursts, and cuts the run into intervals of --timeline-interval path ends
-    /// (bounds exact; one path end in 32 read for the counts), each with the path ends of
-    /// every function (its entries and loop iterations). `pepper phases` analyzes it. The
-    /// sampler's core does the reading; the guest measured +4.6% over PEP alone (geomean,
-    /// +15 points on one workload; bench/results/phases.md).
+    /// Record a time line (PEP without --switch): the run cut into intervals of
+    /// --timeline-interval path ends (bounds exact), each with the path ends of every
+    /// function (its entries and loop iterations), counted as --timeline-source says.
+    /// `pepper phases` analyzes it.
     #[arg(long)]
     timeline: bool,
+    /// Where the time line's counts come from. `bursts`: PEP's sampled path ends, counted
+    /// in the interval they fall in (no cost beyond PEP's; each interval's vector is a
+    /// sample of a few hundred path ends, so intervals should span several ticks).
+    /// `ring`: every path end (one in 32 read), drained from a 2 MiB ring between ticks:
+    /// exact vectors for offline analysis and for the time line `pepper compare` scores
+    /// a detector against, at a few percent more for the guest
+    /// (bench/results/phases.md).
+    #[arg(long, value_enum, default_value_t = Source::Bursts)]
+    timeline_source: Source,
     /// Path ends per time-line interval.
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..))]
     timeline_interval: u64,
@@ -61,27 +68,34 @@ pub struct IntervalArgs {
     phase_resample: u64,
 }
 
+/// `--timeline-source`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Bursts,
+    Ring,
+}
+
 impl IntervalArgs {
     /// Interval sampling needs the switch (clean code outside profiled intervals).
     pub fn samples_intervals(&self) -> bool {
         self.phase_aware || self.periodic_intervals.is_some()
     }
 
-    /// Whether the sampler reads every path end from the ring (so it must be large).
-    pub fn reads_every_path_end(&self) -> bool {
-        self.timeline || self.phases || self.samples_intervals()
+    /// Whether the run records a time line or runs the detector over one.
+    fn records_timeline(&self) -> bool {
+        self.timeline || self.phases
     }
 
     /// Refuses combinations that cannot work.
     pub fn check(&self, pep: bool, switch: bool, every: bool, native_stacks: bool) -> Result<()> {
-        if !self.reads_every_path_end() {
+        if !self.records_timeline() && !self.samples_intervals() {
             return Ok(());
         }
         if !pep || every {
             bail!("--timeline, --phases, --phase-aware and --periodic-intervals need PEP's ring (--mode pep, without --every)");
         }
         if (self.timeline || self.phases) && switch {
-            bail!("--timeline and --phases read every path end, which clean code does not write; drop --switch");
+            bail!("--timeline and --phases need PEP's ring written all along, which clean code does not do; drop --switch");
         }
         if self.samples_intervals() && (self.timeline || self.phases) {
             bail!("--phase-aware and --periodic-intervals record their own time line; drop --timeline and --phases");
@@ -119,6 +133,10 @@ impl IntervalArgs {
                 detector: self
                     .phases
                     .then(|| pepper_phases::DetectorConfig::recommended(self.phase_mpl as usize)),
+                source: match self.timeline_source {
+                    Source::Bursts => TimelineSource::Bursts,
+                    Source::Ring => TimelineSource::Ring,
+                },
             })
         } else {
             None
