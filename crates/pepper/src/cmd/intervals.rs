@@ -29,7 +29,8 @@ pub struct IntervalArgs {
     /// threshold 0.9, anchored starts: the best of bench/results/phases.md's sweep) over
     /// the time line as the program runs; the profile records the phases it found, and
     /// `pepper compare TIMELINE THIS` scores them against the phases of another run's
-    /// time line (same program and input). Implies --timeline.
+    /// time line (same program and input; record that one with `--timeline
+    /// --timeline-source ring` for exact vectors). Implies --timeline.
     #[arg(long)]
     phases: bool,
     /// The shortest phase, in time-line intervals, the detector should report (its current
