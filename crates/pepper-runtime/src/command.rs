@@ -182,15 +182,11 @@ impl CommandOptions {
     /// the sampler reads them all.
     pub fn instrument_options(&self, guide: Option<Arc<Guide>>) -> InstrumentOptions {
         let p = &self.sampling.params;
-        let every_path_end = self.sampling.intervals.as_ref().is_some_and(|i| {
-            !matches!(
-                i,
-                crate::IntervalConfig::Timeline {
-                    source: crate::TimelineSource::Bursts,
-                    ..
-                }
-            )
-        });
+        let every_path_end = self
+            .sampling
+            .intervals
+            .as_ref()
+            .is_some_and(crate::IntervalConfig::reads_every_path_end);
         InstrumentOptions {
             guide: guide.or_else(|| self.instrument.guide.clone()),
             ring_log2: (4 * (p.samples as u64 + p.stride as u64))

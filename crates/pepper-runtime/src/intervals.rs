@@ -57,6 +57,20 @@ pub enum IntervalConfig {
     },
 }
 
+impl IntervalConfig {
+    /// Whether the sampler reads every path end from PEP's ring (between its ticks too),
+    /// which needs the ring of [`EVERY_PATH_END_RING_LOG2`].
+    pub fn reads_every_path_end(&self) -> bool {
+        !matches!(
+            self,
+            IntervalConfig::Timeline {
+                source: TimelineSource::Bursts,
+                ..
+            }
+        )
+    }
+}
+
 /// Where a time line's per-function counts come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimelineSource {
@@ -211,6 +225,48 @@ impl Dense {
     }
 }
 
+/// A time line's intervals being filled between two ticks: the current one's counts, and
+/// the ones a path end's position has closed since the last tick (`cuts`, each with its
+/// end), every `length` path ends.
+struct Filling<'a> {
+    current: &'a mut Dense,
+    cuts: &'a mut Vec<(u64, Vec<(u32, u64)>)>,
+    next_cut: u64,
+    length: u64,
+}
+
+impl<'a> Filling<'a> {
+    fn new(
+        current: &'a mut Dense,
+        cuts: &'a mut Vec<(u64, Vec<(u32, u64)>)>,
+        interval_start: u64,
+        length: u64,
+    ) -> Filling<'a> {
+        let next_cut = cuts.last().map_or(interval_start, |c| c.0) + length;
+        Filling {
+            current,
+            cuts,
+            next_cut,
+            length,
+        }
+    }
+
+    /// Closes every interval that ends at or before path end `seq`.
+    fn cut_before(&mut self, seq: u64) {
+        while seq >= self.next_cut {
+            self.cuts.push((self.next_cut, self.current.take()));
+            self.next_cut += self.length;
+        }
+    }
+
+    /// Path end `seq`, PEP word `word`, standing for `n` path ends of its function.
+    fn add(&mut self, seq: u64, word: u64, n: u64) {
+        self.cut_before(seq);
+        self.current
+            .add_tag((word >> pepper_layout::PEP_TAG_SHIFT) as usize, n);
+    }
+}
+
 /// The sampler's interval state.
 pub(crate) struct Intervals {
     cfg: IntervalConfig,
@@ -293,33 +349,24 @@ impl Intervals {
 
     /// Whether the sampler reads every path end (between its ticks too).
     pub(crate) fn drains(&self) -> bool {
-        !matches!(
-            self.cfg,
-            IntervalConfig::Timeline {
-                source: TimelineSource::Bursts,
-                ..
-            }
-        )
+        self.cfg.reads_every_path_end()
     }
 
     /// A time line from bursts: one tick's sampled path ends `(seq, word)`, each standing
     /// for `weight` path ends, and the ring head (`head`, path ends so far); closes the
     /// intervals the head has passed (`last`: the pass after the guest finished).
     pub(crate) fn burst(&mut self, words: &[(u64, u64)], weight: f64, head: u64, last: bool) {
-        let length = self.length;
-        let mut next_cut = self.cuts.last().map_or(self.interval_start.0, |c| c.0) + length;
+        let mut fill = Filling::new(
+            &mut self.current,
+            &mut self.cuts,
+            self.interval_start.0,
+            self.length,
+        );
+        let n = weight.round().max(1.0) as u64;
         for &(seq, w) in words {
-            while seq >= next_cut {
-                self.cuts.push((next_cut, self.current.take()));
-                next_cut += length;
-            }
-            self.current
-                .add_tag((w >> 44) as usize, weight.round().max(1.0) as u64);
+            fill.add(seq, w, n);
         }
-        while head >= next_cut {
-            self.cuts.push((next_cut, self.current.take()));
-            next_cut += length;
-        }
+        fill.cut_before(head);
         self.drain.seq = head;
         self.close_cuts(last);
     }
@@ -342,11 +389,10 @@ impl Intervals {
 
     /// Reads the path ends written since the last read (between ticks).
     pub(crate) fn drain(&mut self, mem: MemView) {
+        if !self.drains() {
+            return;
+        }
         match &self.cfg {
-            IntervalConfig::Timeline {
-                source: TimelineSource::Bursts,
-                ..
-            } => {}
             IntervalConfig::Timeline { .. } => self.read_timeline(mem),
             IntervalConfig::Sampled { .. } => self.read_pending(mem),
         }
@@ -354,12 +400,11 @@ impl Intervals {
 
     /// One sampler tick; `last` is the pass after the guest finished.
     pub(crate) fn tick(&mut self, mem: MemView, last: bool) {
+        if !self.drains() {
+            // (A time line from bursts is fed by `burst` after the tick's burst.)
+            return;
+        }
         match self.cfg {
-            // (Fed by `burst` after the tick's burst instead.)
-            IntervalConfig::Timeline {
-                source: TimelineSource::Bursts,
-                ..
-            } => {}
             IntervalConfig::Timeline { .. } => self.tick_timeline(mem, last),
             IntervalConfig::Sampled { length, strategy } => {
                 self.tick_sampled(mem, last, length, strategy)
@@ -370,21 +415,18 @@ impl Intervals {
     /// Reads path ends into the interval being filled, keeping the ones that filled
     /// intervals in `self.cuts`.
     fn read_timeline(&mut self, mem: MemView) {
-        let ring = self.ring;
-        let length = self.length;
-        let mut next_cut = self.cuts.last().map_or(self.interval_start.0, |c| c.0) + length;
-        let current = &mut self.current;
-        let cuts = &mut self.cuts;
-        self.drain.read(mem, ring, TIMELINE_STRIDE, |first, words| {
-            for (k, &w) in words.iter().enumerate() {
-                let seq = first + k as u64 * TIMELINE_STRIDE;
-                while seq >= next_cut {
-                    cuts.push((next_cut, current.take()));
-                    next_cut += length;
+        let mut fill = Filling::new(
+            &mut self.current,
+            &mut self.cuts,
+            self.interval_start.0,
+            self.length,
+        );
+        self.drain
+            .read(mem, self.ring, TIMELINE_STRIDE, |first, words| {
+                for (k, &w) in words.iter().enumerate() {
+                    fill.add(first + k as u64 * TIMELINE_STRIDE, w, TIMELINE_STRIDE);
                 }
-                current.add_tag((w >> 44) as usize, TIMELINE_STRIDE);
-            }
-        });
+            });
     }
 
     fn tick_timeline(&mut self, mem: MemView, last: bool) {

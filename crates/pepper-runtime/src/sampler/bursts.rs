@@ -109,9 +109,7 @@ impl Bursts {
             // code, which writes nothing. No burst this tick; the next one stands for
             // this tick's time too (weights are rate × time since the last burst).
             self.seen = self.head;
-            at_end(set_at);
-            mem.set_u32(flag, 0);
-            res.switched_on += switch_from.elapsed();
+            self.end_switched(mem, cfg, (flag, set_at), switch_from, at_end, res);
             return;
         }
         let mut begin = self.seen;
@@ -175,10 +173,7 @@ impl Bursts {
         if let Some((flag, set_at)) = switched {
             // The burst's words are read: a stack sample now (which takes longer than a
             // fast loop takes to lap the ring) cannot cost them.
-            self.renew(mem, cfg, flag);
-            at_end(set_at);
-            mem.set_u32(flag, 0);
-            res.switched_on += switch_from.elapsed();
+            self.end_switched(mem, cfg, (flag, set_at), switch_from, at_end, res);
         }
         if rate.is_some_and(|per_sec| per_sec <= 0.0) {
             // The guest completed no path while watched (in a host call, or not running):
@@ -227,6 +222,25 @@ impl Bursts {
             .u32_at(cfg.head)
             .wrapping_add((BURST_LIMIT_RINGS * self.n) as u32);
         mem.set_u32(flag + pepper_layout::SWITCH_LIMIT_OFFSET, limit.max(1));
+    }
+
+    /// Switch: the end of a tick's burst. The stack sample (`at_end`, given the head when
+    /// the flag was set) is taken with the lease renewed and the flag still set, so that
+    /// the guest is still in its instrumented copies for the sample's path window; then
+    /// the flag is cleared and the time it was set is counted.
+    fn end_switched(
+        &self,
+        mem: MemView,
+        cfg: &SamplerConfig,
+        (flag, set_at): (u32, u32),
+        since: Instant,
+        at_end: &mut dyn FnMut(u32),
+        res: &mut SamplerResult,
+    ) {
+        self.renew(mem, cfg, flag);
+        at_end(set_at);
+        mem.set_u32(flag, 0);
+        res.switched_on += since.elapsed();
     }
 
     /// The last tick's sampled path ends `(seq, word)`, and what each stands for.
