@@ -11,6 +11,9 @@
 //! offsets inside the code section, and so DWARF (code-section-relative) and the name
 //! section (index-based), stay valid.
 
+mod layout;
+
+pub use layout::{lay_out, LayoutSummary};
 use pepper_profile::{Branch, BranchKind};
 use std::borrow::Cow;
 use std::collections::BTreeMap;

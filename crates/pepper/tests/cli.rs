@@ -738,3 +738,43 @@ fn view_serves_the_report_on_localhost() {
         "view stops after --requests"
     );
 }
+
+/// `pepper hints --layout` swaps the arms of an `if` whose `then` arm the profile calls
+/// unlikely, and the laid-out module still computes the same result.
+#[test]
+fn hints_layout_swaps_an_unlikely_if_and_keeps_behaviour() {
+    let f = fixture("unlikely_then.wat");
+    let (code, _, err, _, prof) = run_to("exact-edges", &f, &[], &[]);
+    assert_eq!(code, 0, "{err}");
+    let out = unique_path("unlikely_then.laid.wasm");
+    let o = pepper(&[
+        "hints",
+        "--layout",
+        prof.to_str().unwrap(),
+        f.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("swapped the arms of 1 unlikely ifs"), "{err}");
+    let laid = std::fs::read(&out).unwrap();
+    let hints = pepper_wasm::hints::read(&laid).unwrap();
+    assert!(
+        hints.iter().any(|h| h.likely),
+        "the swapped if is now likely: {hints:?}"
+    );
+    let o = pepper(&[
+        "run",
+        "--mode",
+        "none",
+        "--branch-hints",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

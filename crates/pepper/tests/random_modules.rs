@@ -303,6 +303,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     })
     .unwrap();
     let mut hinted_modules = 0;
+    let mut swapped_ifs = 0;
     let variants: Vec<(&str, InstrumentOptions)> = vec![
         ("exact-paths", InstrumentOptions::default()),
         (
@@ -527,6 +528,19 @@ fn random_modules_behave_identically_and_profile_consistently() {
         let (got, _) = run(&hinting, &hinted, &funcs, &observed, None)
             .unwrap_or_else(|e| panic!("seed {seed}, hinted: {e}"));
         assert_eq!(got, original, "seed {seed}: hints changed behaviour");
+        // Swapping the arms of unlikely ifs changes no behaviour either, and the hints
+        // that move with their instructions still point at ifs and br_ifs.
+        let (laid, moved, layout) = pepper_wasm::hints::lay_out(&wasm, &hints)
+            .unwrap_or_else(|e| panic!("seed {seed}: layout: {e}"));
+        let laid = pepper_wasm::hints::write(&laid, &moved).unwrap();
+        assert_eq!(pepper_wasm::hints::read(&laid).unwrap().len(), hints.len());
+        let (got, _) = run(&hinting, &laid, &funcs, &observed, None)
+            .unwrap_or_else(|e| panic!("seed {seed}, laid out: {e}"));
+        assert_eq!(
+            got, original,
+            "seed {seed}: swapped if arms changed behaviour"
+        );
+        swapped_ifs += layout.swapped;
         let inst = pepper_wasm::instrument(&hinted, &InstrumentOptions::default()).unwrap();
         pepper_wasm::hints::read(&inst.wasm)
             .unwrap_or_else(|e| panic!("seed {seed}: stale hint in an instrumented module: {e}"));
@@ -581,9 +595,13 @@ fn random_modules_behave_identically_and_profile_consistently() {
          paths; {compared} modules without traps, {given} functions in them with entries \
          from callers; {switched} modules ran both switchable copies; {limited_ended} ended a \
          burst at its limit; {hinted_modules} \
-         modules hinted"
+         modules hinted, {swapped_ifs} if arms swapped"
     );
     assert!(hinted_modules > 0, "no random module got a hint");
+    assert!(
+        swapped_ifs > 0,
+        "no random module had an unlikely if with an else"
+    );
     // The generator must actually exercise the rewriter: most seeds give a module that
     // runs, and a fair share of them run without trapping.
     assert!(checked >= seeds().len() / 2, "only {checked} modules ran");

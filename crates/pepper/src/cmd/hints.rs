@@ -20,6 +20,11 @@ use std::path::PathBuf;
 /// copied byte for byte, so they stay valid. Engines that know the section (wasmtime with
 /// branch hinting on, V8) lay out the unlikely side out of the hot code's way; others
 /// ignore it.
+///
+/// `--layout` also changes the code, for engines that ignore hints: every `if` whose
+/// `then` arm is unlikely and that has an `else` gets its arms swapped (`i32.eqz; if
+/// <else> else <then> end`), so the likely arm comes right after the branch. The hints
+/// move with their instructions; DWARF, whose code offsets would be stale, is dropped.
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -42,6 +47,10 @@ pub struct Args {
     /// exit); off by default for that reason.
     #[arg(long)]
     unlikely_br_if: bool,
+    /// Also swap the arms of unlikely `if`s that have an `else`, so that the likely arm
+    /// falls through (see above; DWARF is dropped).
+    #[arg(long)]
+    layout: bool,
 }
 
 pub fn run(a: Args) -> Result<i32> {
@@ -73,8 +82,26 @@ pub fn run(a: Args) -> Result<i32> {
     };
     let (chosen, summary) = hints::choose(wasm, &profile.branches, &opts)
         .with_context(|| format!("matching {} to {}", a.profile.display(), a.input.display()))?;
-    let out =
-        hints::write(wasm, &chosen).with_context(|| format!("hinting {}", a.input.display()))?;
+    let (laid, chosen) = match a.layout {
+        true => {
+            let (laid, moved, s) = hints::lay_out(wasm, &chosen)
+                .with_context(|| format!("laying out {}", a.input.display()))?;
+            eprintln!(
+                "pepper: swapped the arms of {} unlikely ifs ({} without an else left as they \
+                 were){}",
+                s.swapped,
+                s.no_else,
+                match s.dropped_debug {
+                    0 => String::new(),
+                    n => format!("; dropped {n} DWARF sections (the code moved)"),
+                }
+            );
+            (Some(laid), moved)
+        }
+        false => (None, chosen),
+    };
+    let out = hints::write(laid.as_deref().unwrap_or(wasm), &chosen)
+        .with_context(|| format!("hinting {}", a.input.display()))?;
     // A component gets its program's module back hinted, the rest as it was.
     let out = unit.wrap(&out);
     std::fs::write(&a.output, &out).with_context(|| format!("writing {}", a.output.display()))?;
