@@ -169,6 +169,22 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
+            label: "pep+switch-outer",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(250)),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
+            what: "PEP on the switch (`--switch outer --contexts off`): paths only, no stack samples, no call-site counters",
+            ..base.clone()
+        },
+        Spec {
+            label: "pep+native-1ms+switch-outer",
+            mode: Mode::Pep,
+            interval: Some(ms(1)),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
+            what: "the default on the switch with a stack sample every fourth burst (`--switch outer --stack-interval 1ms`)",
+            ..native.clone()
+        },
+        Spec {
             label: "pep+native+switch-outer-nopw",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(250)),

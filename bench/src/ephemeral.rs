@@ -20,6 +20,7 @@ struct Variant {
     label: String,
     mode: Mode,
     persistence: Option<u32>,
+    epoch: Duration,
     inst: pepper_wasm::Instrumented,
     prepared: pepper_runtime::Prepared,
     times: Vec<f64>,
@@ -30,13 +31,23 @@ struct Variant {
 pub fn main(args: &Args, root: &Path) -> Result<()> {
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
-    let mut configs: Vec<(String, Mode, Option<u32>)> = vec![
-        ("none".into(), Mode::None, None),
-        ("none A/A".into(), Mode::None, None),
-        ("exact-edges".into(), Mode::ExactEdges, None),
+    let mut configs: Vec<(String, Mode, Option<u32>, Duration)> = vec![
+        ("none".into(), Mode::None, None, EPOCH),
+        ("none A/A".into(), Mode::None, None, EPOCH),
+        ("exact-edges".into(), Mode::ExactEdges, None, EPOCH),
     ];
-    for p in [10, 100, 1000] {
-        configs.push((format!("ephemeral P={p}"), Mode::Ephemeral, Some(p)));
+    // P=0: never armed, the clean code's cost alone (the floor of this design).
+    for p in [0, 10, 1000] {
+        configs.push((format!("ephemeral P={p}"), Mode::Ephemeral, Some(p), EPOCH));
+    }
+    let longer = Duration::from_millis(100);
+    for p in [1000, 100] {
+        configs.push((
+            format!("ephemeral P={p}@100ms"),
+            Mode::Ephemeral,
+            Some(p),
+            longer,
+        ));
     }
     let mut table = String::new();
     writeln!(table, "| workload | variant | median run ms | overhead | edge rel | edge abs | hot biases within 5 points | epochs |")?;
@@ -45,7 +56,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let mut accs: Vec<Vec<[f64; 3]>> = vec![Vec::new(); configs.len()];
     for (w, wasm, cache) in selected(args, &build)? {
         let mut variants = Vec::new();
-        for (label, mode, persistence) in &configs {
+        for (label, mode, persistence, epoch) in &configs {
             let inst = pepper_wasm::instrument(
                 &wasm,
                 &pepper_wasm::InstrumentOptions {
@@ -64,6 +75,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 label: label.clone(),
                 mode: *mode,
                 persistence: *persistence,
+                epoch: *epoch,
                 inst,
                 prepared,
                 times: Vec::new(),
@@ -81,7 +93,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                         },
                         pepper_runtime::SamplingOptions {
                             persistence: v.persistence.unwrap_or_default(),
-                            epoch: EPOCH,
+                            epoch: v.epoch,
                             ..Default::default()
                         },
                     )
@@ -160,8 +172,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     }
     let doc = format!(
         "# pepper benchmark: ephemeral instrumentation\n\n\
-         Machine: {}. wasmtime 48.0.8. Epoch {} ms; P is the persistence (`--persistence`: \
-         function entries and outermost loop iterations each function records per epoch). \
+         Machine: {}. wasmtime 48.0.8. Epoch {} ms unless the variant says otherwise; P is \
+         the persistence (`--persistence`: function entries and outermost loop iterations \
+         each function records per epoch); P=0 is never armed, the clean code's cost alone. \
          Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up). Overhead: median over rounds of the per-round ratio to the uninstrumented \
          run (guest run time, compilation excluded). Accuracy (median over rounds) against \

@@ -310,6 +310,9 @@ pub(crate) fn reproduce(args: &Args, first: &str) -> String {
     if args.yosys {
         cmd.push_str(" --yosys");
     }
+    if args.wasm_opt {
+        cmd.push_str(" --wasm-opt");
+    }
     if let Some(out) = &args.output {
         write!(cmd, " --output {}", out.display()).expect("writing to a String");
     }

@@ -23,10 +23,22 @@ enum Source {
     ExactEdges,
 }
 
+/// What a variant does with the chosen hints.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Use {
+    /// A hint section.
+    Section,
+    /// Unlikely `if`s' arms swapped (`pepper hints --layout`), and the hint section.
+    Layout,
+    /// Arms swapped, no hint section: what pepper does without the engine's help.
+    LayoutOnly,
+}
+
 struct Spec {
     label: &'static str,
     source: Source,
     opts: HintOptions,
+    used: Use,
     what: &'static str,
 }
 
@@ -41,33 +53,75 @@ fn specs() -> Vec<Spec> {
             label: "unhinted",
             source: Source::None,
             opts: likely.clone(),
+            used: Use::Section,
             what: "the original module (the baseline)",
         },
         Spec {
             label: "unhinted A/A",
             source: Source::None,
             opts: likely.clone(),
+            used: Use::Section,
             what: "the original module again: the noise",
         },
         Spec {
             label: "pep",
             source: Source::Pep,
             opts: likely.clone(),
+            used: Use::Section,
             what: "`pepper hints` defaults on a PEP profile of the other input",
         },
         Spec {
             label: "pep +unlikely-br_if",
             source: Source::Pep,
             opts: all.clone(),
+            used: Use::Section,
             what: "also br_ifs that rarely jump (their targets marked cold)",
+        },
+        Spec {
+            label: "pep, arms swapped",
+            source: Source::Pep,
+            opts: likely.clone(),
+            used: Use::LayoutOnly,
+            what: "the arms of unlikely `if`s with an `else` swapped so the likely arm falls through (`pepper hints --layout`), no hint section: pepper's own layout",
+        },
+        Spec {
+            label: "pep, arms swapped + hints",
+            source: Source::Pep,
+            opts: likely.clone(),
+            used: Use::Layout,
+            what: "`pepper hints --layout`: arms swapped and the hint section",
         },
         Spec {
             label: "exact-edges",
             source: Source::ExactEdges,
             opts: likely,
+            used: Use::Section,
             what: "defaults on an exact-edges profile of the other input",
         },
     ]
+}
+
+/// `wasm` through Binaryen's `wasm-opt -O2` (every feature allowed, as the workloads use
+/// several).
+fn wasm_opt(wasm: &[u8]) -> Result<Vec<u8>> {
+    let dir = std::env::temp_dir();
+    let stem = format!("pepper-bench-wasm-opt-{}", std::process::id());
+    let (input, output) = (
+        dir.join(format!("{stem}.in.wasm")),
+        dir.join(format!("{stem}.out.wasm")),
+    );
+    std::fs::write(&input, wasm)?;
+    let status = std::process::Command::new("wasm-opt")
+        .args(["-O2", "--all-features"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .status()
+        .context("running wasm-opt (install Binaryen: apt-get install binaryen)")?;
+    anyhow::ensure!(status.success(), "wasm-opt failed: {status}");
+    let out = std::fs::read(&output)?;
+    let _ = (std::fs::remove_file(&input), std::fs::remove_file(&output));
+    Ok(out)
 }
 
 /// A profile of `wasm` on `args`, recorded in-process as `pepper run` would.
@@ -95,7 +149,8 @@ fn train(wasm: &[u8], w: &crate::Workload, mode: Mode) -> Result<Profile> {
 
 struct Variant {
     prepared: pepper_runtime::Prepared,
-    hints: usize,
+    /// The hints written (and ifs swapped).
+    hints: String,
     times: Vec<f64>,
 }
 
@@ -111,12 +166,16 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     writeln!(table, "|---|---|---|---|---|")?;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     for (w, wasm, cache) in selected(args, &build)? {
+        let wasm = match args.wasm_opt {
+            true => wasm_opt(&wasm).with_context(|| format!("wasm-opt -O2 on {}", w.name))?,
+            false => wasm,
+        };
         let pep = train(&wasm, &w, Mode::Pep).context("PEP training run")?;
         let edges = train(&wasm, &w, Mode::ExactEdges).context("exact-edges training run")?;
         let mut variants = Vec::new();
         for spec in &specs {
             let (module, n) = match spec.source {
-                Source::None => (wasm.clone(), 0),
+                Source::None => (wasm.clone(), "0".to_string()),
                 Source::Pep | Source::ExactEdges => {
                     let p = if spec.source == Source::Pep {
                         &pep
@@ -124,7 +183,19 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                         &edges
                     };
                     let (h, _) = hints::choose(&wasm, &p.branches, &spec.opts)?;
-                    (hints::write(&wasm, &h)?, h.len())
+                    match spec.used {
+                        Use::Section => (hints::write(&wasm, &h)?, h.len().to_string()),
+                        Use::Layout | Use::LayoutOnly => {
+                            let (laid, moved, s) = hints::lay_out(&wasm, &h)?;
+                            let section = if spec.used == Use::Layout {
+                                &moved[..]
+                            } else {
+                                &[]
+                            };
+                            let n = format!("{} ({} ifs swapped)", section.len(), s.swapped);
+                            (hints::write(&laid, section)?, n)
+                        }
+                    }
                 }
             };
             let prepared = pepper_runtime::Prepared::new(
@@ -193,7 +264,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let doc = format!(
         "# pepper benchmark: branch hints\n\n\
          Machine: {}. wasmtime 48.0.8 with `Config::wasm_branch_hinting(true)` for every \
-         variant. Hints come from a profile of the workload's other input (the `other_args` \
+         variant{}. Hints come from a profile of the workload's other input (the `other_args` \
          of `bench/src/main.rs`) and are chosen by `pepper hints`' rule: a branch run at \
          least {} times whose more frequent outcome has at least {:.0}% of its executions. \
          Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
@@ -202,9 +273,20 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
+        match args.wasm_opt {
+            true =>
+                "; every workload optimized by Binaryen's `wasm-opt -O2 --all-features` \
+                     (version 108, Debian's `binaryen`) first, as production builds are, \
+                     which turns many `br_if`s into `if`s (clang's output has none)",
+            false => "",
+        },
         HintOptions::default().min_count,
         HintOptions::default().min_bias * 100.0,
         crate::reproduce(args, " --hints"),
     );
-    crate::write_results(args, root, "hints", &doc)
+    let name = match args.wasm_opt {
+        true => "hints-wasm-opt",
+        false => "hints",
+    };
+    crate::write_results(args, root, name, &doc)
 }

@@ -66,6 +66,12 @@ struct Args {
     /// Measure what branch hints from a profile do instead (writes bench/results/hints.md).
     #[arg(long)]
     hints: bool,
+    /// With --hints: first optimize every workload with Binaryen's `wasm-opt -O2`, as
+    /// production builds do (Emscripten, wasm-pack), which turns many `br_if`s into
+    /// `if`s (writes bench/results/hints-wasm-opt.md; needs `wasm-opt` on PATH, Debian's
+    /// package `binaryen`).
+    #[arg(long)]
+    wasm_opt: bool,
     /// Measure ephemeral instrumentation instead (writes bench/results/ephemeral.md).
     #[arg(long)]
     ephemeral: bool,

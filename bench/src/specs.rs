@@ -181,6 +181,14 @@ pub(crate) fn specs() -> Vec<Spec> {
             ..switched("pep(256,17)+switch-outer@1ms", Some(PepParams { samples: 256, stride: 17 }), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with four times longer bursts a quarter as often: as many samples, a quarter of the switches")
         },
         Spec {
+            interval: Duration::from_millis(1),
+            ..switched("pep(256,17)+switch-loops@1ms", Some(PepParams { samples: 256, stride: 17 }), SwitchPlacement::Loops, "as pep(64,17)+switch-loops with four times longer bursts a quarter as often")
+        },
+        Spec {
+            interval: Duration::from_millis(4),
+            ..switched("pep(1024,17)+switch-outer@4ms", Some(PepParams { samples: 1024, stride: 17 }), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with sixteen times longer bursts a sixteenth as often")
+        },
+        Spec {
             interval: Duration::from_millis(4),
             ..switched("pep(64,17)+switch-outer@4ms", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with bursts every 4 ms: a sixteenth of the bursts")
         },
