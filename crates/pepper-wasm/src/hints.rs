@@ -80,10 +80,10 @@ pub enum HintError {
     Mismatch(String),
 }
 
-/// Where each defined function's body starts in the file, by function index.
-fn body_starts(wasm: &[u8]) -> Result<BTreeMap<u32, std::ops::Range<usize>>, HintError> {
+/// Every defined function's body, with its function index; a component is refused.
+fn defined_bodies(wasm: &[u8]) -> Result<Vec<(u32, wasmparser::FunctionBody<'_>)>, HintError> {
     let mut imported = 0u32;
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     for payload in Parser::new(0).parse_all(wasm) {
         match payload? {
             Payload::ImportSection(r) => {
@@ -93,11 +93,7 @@ fn body_starts(wasm: &[u8]) -> Result<BTreeMap<u32, std::ops::Range<usize>>, Hin
                     }
                 }
             }
-            Payload::CodeSectionEntry(body) => {
-                let func = imported + out.len() as u32;
-                let r = body.range();
-                out.insert(func, r.start as usize..r.end as usize);
-            }
+            Payload::CodeSectionEntry(body) => out.push((imported + out.len() as u32, body)),
             Payload::Version {
                 encoding: wasmparser::Encoding::Component,
                 ..
@@ -110,6 +106,17 @@ fn body_starts(wasm: &[u8]) -> Result<BTreeMap<u32, std::ops::Range<usize>>, Hin
         }
     }
     Ok(out)
+}
+
+/// Where each defined function's body starts in the file, by function index.
+fn body_starts(wasm: &[u8]) -> Result<BTreeMap<u32, std::ops::Range<usize>>, HintError> {
+    Ok(defined_bodies(wasm)?
+        .into_iter()
+        .map(|(func, body)| {
+            let r = body.range();
+            (func, r.start as usize..r.end as usize)
+        })
+        .collect())
 }
 
 /// The hints a profile's branches give for `wasm` (the module the profile describes).
@@ -195,13 +202,36 @@ pub fn section(hints: &[Hint]) -> wasm_encoder::BranchHints {
 /// section (where the proposal asks for it, so a streaming compiler sees it first). Every
 /// other section is copied unchanged.
 pub fn write(wasm: &[u8], hints: &[Hint]) -> Result<Vec<u8>, HintError> {
-    let mut module = wasm_encoder::Module::new();
     let new = section(hints);
     let mut placed = hints.is_empty();
+    let module = rebuilt(wasm, &mut |_| true, &mut |module, code| {
+        if !placed {
+            module.section(&new);
+            placed = true;
+        }
+        module.section(&code);
+    })?;
+    if !placed {
+        return Err(HintError::Mismatch(
+            "the module has no code section to hint".into(),
+        ));
+    }
+    Ok(module)
+}
+
+/// `wasm` section by section: custom sections that `keep` (never an old branch hint
+/// section), `code` in place of the code section (it gets the original), everything else
+/// as it was.
+fn rebuilt(
+    wasm: &[u8],
+    keep: &mut dyn FnMut(&str) -> bool,
+    code: &mut dyn FnMut(&mut wasm_encoder::Module, wasm_encoder::RawSection<'_>),
+) -> Result<Vec<u8>, HintError> {
+    let mut module = wasm_encoder::Module::new();
     for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload?;
         if let Payload::CustomSection(c) = &payload {
-            if c.name() != SECTION {
+            if c.name() != SECTION && keep(c.name()) {
                 module.section(&wasm_encoder::CustomSection {
                     name: Cow::Borrowed(c.name()),
                     data: Cow::Borrowed(c.data()),
@@ -219,20 +249,17 @@ pub fn write(wasm: &[u8], hints: &[Hint]) -> Result<Vec<u8>, HintError> {
             ));
         }
         if let Some((id, range)) = payload.as_section() {
-            if id == wasm_encoder::SectionId::Code as u8 && !placed {
-                module.section(&new);
-                placed = true;
-            }
-            module.section(&wasm_encoder::RawSection {
+            let raw = wasm_encoder::RawSection {
                 id,
                 data: &wasm[range.start as usize..range.end as usize],
-            });
+            };
+            match id == wasm_encoder::SectionId::Code as u8 {
+                true => code(&mut module, raw),
+                false => {
+                    module.section(&raw);
+                }
+            }
         }
-    }
-    if !placed {
-        return Err(HintError::Mismatch(
-            "the module has no code section to hint".into(),
-        ));
     }
     Ok(module.finish())
 }

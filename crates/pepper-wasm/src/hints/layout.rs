@@ -10,10 +10,9 @@
 //! offsets this rewrite does not track, is dropped rather than left pointing at the wrong
 //! instructions. Names are index-based and stay.
 
-use super::{Hint, HintError, SECTION};
-use std::borrow::Cow;
+use super::{Hint, HintError};
 use std::collections::{BTreeMap, BTreeSet};
-use wasmparser::{Operator as O, Parser, Payload};
+use wasmparser::Operator as O;
 
 /// What [`lay_out`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -58,77 +57,38 @@ pub fn lay_out(
     for h in hints {
         by_func.entry(h.func).or_default().push(*h);
     }
-    let mut imported = 0u32;
-    let mut next_func = 0u32;
     let mut code = wasm_encoder::CodeSection::new();
     let mut moved = Vec::new();
     let mut changed = false;
-    for payload in Parser::new(0).parse_all(wasm) {
-        match payload? {
-            Payload::ImportSection(r) => {
-                for imp in r.into_imports() {
-                    if matches!(imp?.ty, wasmparser::TypeRef::Func(_)) {
-                        imported += 1;
-                    }
-                }
-            }
-            Payload::CodeSectionEntry(body) => {
-                let func = imported + next_func;
-                next_func += 1;
-                let range = body.range();
-                let bytes = &wasm[range.start as usize..range.end as usize];
-                let own = by_func.get(&func).map_or(&[][..], |v| &v[..]);
-                if own.iter().all(|h| h.likely) {
-                    code.raw(bytes);
-                    moved.extend_from_slice(own);
-                    continue;
-                }
-                let (out, hints) = swap_arms(&body, bytes, func, own, &mut summary)?;
-                changed |= out != bytes;
-                code.raw(&out);
-                moved.extend(hints);
-            }
-            Payload::Version {
-                encoding: wasmparser::Encoding::Component,
-                ..
-            } => {
-                return Err(HintError::Mismatch(
-                    "components are not supported yet; give a core module".into(),
-                ))
-            }
-            _ => {}
-        }
-    }
-    let mut module = wasm_encoder::Module::new();
-    for payload in Parser::new(0).parse_all(wasm) {
-        let payload = payload?;
-        if let Payload::CustomSection(c) = &payload {
-            if c.name() == SECTION {
-                continue;
-            }
-            if changed && c.name().starts_with(".debug_") {
-                summary.dropped_debug += 1;
-                continue;
-            }
-            module.section(&wasm_encoder::CustomSection {
-                name: Cow::Borrowed(c.name()),
-                data: Cow::Borrowed(c.data()),
-            });
+    for (func, body) in super::defined_bodies(wasm)? {
+        let range = body.range();
+        let bytes = &wasm[range.start as usize..range.end as usize];
+        let own = by_func.get(&func).map_or(&[][..], |v| &v[..]);
+        if own.iter().all(|h| h.likely) {
+            code.raw(bytes);
+            moved.extend_from_slice(own);
             continue;
         }
-        if let Some((id, range)) = payload.as_section() {
-            if id == wasm_encoder::SectionId::Code as u8 {
-                module.section(&code);
-            } else {
-                module.section(&wasm_encoder::RawSection {
-                    id,
-                    data: &wasm[range.start as usize..range.end as usize],
-                });
-            }
-        }
+        let (out, hints) = swap_arms(&body, bytes, func, own, &mut summary)?;
+        changed |= out != bytes;
+        code.raw(&out);
+        moved.extend(hints);
     }
+    let mut dropped_debug = 0;
+    let module = super::rebuilt(
+        wasm,
+        &mut |name| {
+            let stale = changed && name.starts_with(".debug_");
+            dropped_debug += usize::from(stale);
+            !stale
+        },
+        &mut |module, _| {
+            module.section(&code);
+        },
+    )?;
+    summary.dropped_debug = dropped_debug;
     moved.sort();
-    Ok((module.finish(), moved, summary))
+    Ok((module, moved, summary))
 }
 
 /// One body (`bytes`, from its locals on) with the unlikely `if`s among `hints` swapped;
@@ -235,6 +195,7 @@ fn swap_arms(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use wasmparser::{Parser, Payload};
 
     const WAT: &str = r#"(module
       (func $f (param i32) (result i32)
