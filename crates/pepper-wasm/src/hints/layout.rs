@@ -110,7 +110,8 @@ fn swap_arms(
             O::If { .. } => Kind::If,
             O::Block { .. } | O::Loop { .. } | O::Try { .. } | O::TryTable { .. } => Kind::Open,
             O::Else => Kind::Else,
-            O::End => Kind::End,
+            // A legacy `try` closed by `delegate` has no `end`.
+            O::End | O::Delegate { .. } => Kind::End,
             _ => Kind::Other,
         };
         let end = reader.original_position() as usize - base;
@@ -302,6 +303,45 @@ mod tests {
             offset: g[0].0,
             likely: false
         }));
+    }
+
+    /// A legacy `try` closed by `delegate` has no `end`: the `if` around it still pairs
+    /// with its own `else` and `end`.
+    #[test]
+    fn a_delegate_does_not_unbalance_the_if_around_it() {
+        let wasm = wat::parse_str(
+            r#"(module
+              (func (param i32) (result i32)
+                local.get 0
+                if (result i32)
+                  try
+                    nop
+                  delegate 0
+                  i32.const 1
+                else
+                  i32.const 2
+                end))"#,
+        )
+        .unwrap();
+        let all = || wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
+        all().validate_all(&wasm).unwrap();
+        let f = branches(&wasm, 0);
+        let unlikely = [Hint {
+            func: 0,
+            offset: f[0].0,
+            likely: false,
+        }];
+        let (out, moved, summary) = lay_out(&wasm, &unlikely).unwrap();
+        all().validate_all(&out).unwrap();
+        assert_eq!(summary.swapped, 1);
+        assert_eq!(
+            moved,
+            [Hint {
+                func: 0,
+                offset: branches(&out, 0)[0].0,
+                likely: true
+            }]
+        );
     }
 
     #[test]
