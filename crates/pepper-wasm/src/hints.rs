@@ -339,7 +339,7 @@ mod tests {
     }
 
     /// The module's branches, in offset order, found by opcode byte in the code.
-    fn branches(wasm: &[u8]) -> Vec<(u32, u64, BranchKind)> {
+    pub(super) fn branches(wasm: &[u8]) -> Vec<(u32, u64, BranchKind)> {
         let mut out = Vec::new();
         for (func, range) in body_starts(wasm).unwrap() {
             let body = wasmparser::FunctionBody::new(wasmparser::BinaryReader::new(

@@ -59,7 +59,6 @@ pub fn lay_out(
     }
     let mut code = wasm_encoder::CodeSection::new();
     let mut moved = Vec::new();
-    let mut changed = false;
     for (func, body) in super::defined_bodies(wasm)? {
         let range = body.range();
         let bytes = &wasm[range.start as usize..range.end as usize];
@@ -70,10 +69,10 @@ pub fn lay_out(
             continue;
         }
         let (out, hints) = swap_arms(&body, bytes, func, own, &mut summary)?;
-        changed |= out != bytes;
         code.raw(&out);
         moved.extend(hints);
     }
+    let changed = summary.swapped > 0;
     let mut dropped_debug = 0;
     let module = super::rebuilt(
         wasm,
@@ -196,7 +195,7 @@ fn swap_arms(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wasmparser::{Parser, Payload};
+    use pepper_profile::BranchKind;
 
     const WAT: &str = r#"(module
       (func $f (param i32) (result i32)
@@ -223,29 +222,22 @@ mod tests {
           nop
         end))"#;
 
-    /// The offsets of `func`'s `if`s and `br_if`s, relative to its body.
-    fn branches(wasm: &[u8], func: usize) -> Vec<(u32, &'static str)> {
-        let mut n = 0;
-        for p in Parser::new(0).parse_all(wasm) {
-            if let Payload::CodeSectionEntry(b) = p.unwrap() {
-                if n == func {
-                    let base = b.range().start;
-                    let mut r = b.get_operators_reader().unwrap();
-                    let mut out = Vec::new();
-                    while !r.eof() {
-                        let at = (r.original_position() - base) as u32;
-                        match r.read().unwrap() {
-                            O::If { .. } => out.push((at, "if")),
-                            O::BrIf { .. } => out.push((at, "br_if")),
-                            _ => {}
-                        }
-                    }
-                    return out;
-                }
-                n += 1;
-            }
+    /// `func`'s `if`s and `br_if`s: offset relative to its body, and kind.
+    fn branches(wasm: &[u8], func: u32) -> Vec<(u32, BranchKind)> {
+        let start = super::super::body_starts(wasm).unwrap()[&func].start as u64;
+        super::super::tests::branches(wasm)
+            .into_iter()
+            .filter(|b| b.0 == func)
+            .map(|(_, at, kind)| ((at - start) as u32, kind))
+            .collect()
+    }
+
+    fn hint(func: u32, offset: u32, likely: bool) -> Hint {
+        Hint {
+            func,
+            offset,
+            likely,
         }
-        unreachable!()
     }
 
     #[test]
@@ -257,26 +249,10 @@ mod tests {
         let hints = vec![
             // Outer if: unlikely, swapped. Inner if (in the then arm): unlikely, swapped
             // too. br_if (in the else arm): likely, moved. g's if: no else.
-            Hint {
-                func: 0,
-                offset: f[0].0,
-                likely: false,
-            },
-            Hint {
-                func: 0,
-                offset: f[1].0,
-                likely: false,
-            },
-            Hint {
-                func: 0,
-                offset: f[2].0,
-                likely: true,
-            },
-            Hint {
-                func: 1,
-                offset: g[0].0,
-                likely: false,
-            },
+            hint(0, f[0].0, false),
+            hint(0, f[1].0, false),
+            hint(0, f[2].0, true),
+            hint(1, g[0].0, false),
         ];
         let (out, moved, summary) = lay_out(&wasm, &hints).unwrap();
         wasmparser::Validator::new().validate_all(&out).unwrap();
@@ -286,7 +262,7 @@ mod tests {
         let nf = branches(&out, 0);
         assert_eq!(
             nf.iter().map(|b| b.1).collect::<Vec<_>>(),
-            ["if", "br_if", "if"]
+            [BranchKind::If, BranchKind::BrIf, BranchKind::If]
         );
         let hinted = super::super::write(&out, &moved).unwrap();
         let read = super::super::read(&hinted).unwrap();
@@ -298,11 +274,7 @@ mod tests {
             .map(|h| (h.offset, h.likely))
             .collect();
         assert_eq!(got, want);
-        assert!(read.contains(&Hint {
-            func: 1,
-            offset: g[0].0,
-            likely: false
-        }));
+        assert!(read.contains(&hint(1, g[0].0, false)));
     }
 
     /// A legacy `try` closed by `delegate` has no `end`: the `if` around it still pairs
@@ -326,11 +298,7 @@ mod tests {
         let all = || wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
         all().validate_all(&wasm).unwrap();
         let f = branches(&wasm, 0);
-        let unlikely = [Hint {
-            func: 0,
-            offset: f[0].0,
-            likely: false,
-        }];
+        let unlikely = [hint(0, f[0].0, false)];
         let (out, moved, summary) = lay_out(&wasm, &unlikely).unwrap();
         all().validate_all(&out).unwrap();
         assert_eq!(summary.swapped, 1);
@@ -355,11 +323,7 @@ mod tests {
         assert_eq!(summary, LayoutSummary::default());
         assert_eq!(out, wasm);
         let f = branches(&wasm, 0);
-        let unlikely = [Hint {
-            func: 0,
-            offset: f[0].0,
-            likely: false,
-        }];
+        let unlikely = [hint(0, f[0].0, false)];
         let (out, _, summary) = lay_out(&wasm, &unlikely).unwrap();
         assert_eq!(summary.dropped_debug, 1, "code moved: stale DWARF dropped");
         assert!(!out.windows(11).any(|w| w == b".debug_line"));
