@@ -313,7 +313,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 &pepper_runtime::EngineOptions {
                     cache_dir: cache.clone(),
                     epoch_interruption: spec.guest_profiler.is_some(),
-                    branch_hints: false,
+                    branch_hints: inst.wants_branch_hinting(),
                 },
             )?;
             variants.push(Variant {

@@ -68,6 +68,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 &inst.wasm,
                 &pepper_runtime::EngineOptions {
                     cache_dir: cache.clone(),
+                    branch_hints: inst.wants_branch_hinting(),
                     ..Default::default()
                 },
             )?;

@@ -53,7 +53,8 @@ struct Args {
     /// Only these workloads.
     #[arg(long)]
     only: Vec<String>,
-    /// Only variants whose label contains one of these (the baseline always runs).
+    /// Only variants whose label contains one of these (the baseline always runs); `=LABEL`
+    /// selects that label alone.
     #[arg(long)]
     variants: Vec<String>,
     /// Also run yosys (prebuilt, 65 MB; fetch it with bench/workloads/yosys.sh). Its
@@ -111,6 +112,7 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         obvious: spec.obvious,
         loop_counts: spec.loop_counts,
         switch: spec.switch,
+        switch_hints: spec.switch_hints,
         ..Default::default()
     };
     if !spec.register_loops {
@@ -194,7 +196,10 @@ fn main() -> Result<()> {
             *k == 0
                 || s.label == "exact-paths"
                 || args.variants.is_empty()
-                || args.variants.iter().any(|v| s.label.contains(v.as_str()))
+                || args.variants.iter().any(|v| match v.strip_prefix('=') {
+                    Some(exact) => s.label == exact,
+                    None => s.label.contains(v.as_str()),
+                })
         })
         .map(|(_, s)| s)
         .collect();
@@ -282,7 +287,7 @@ fn main() -> Result<()> {
                 &pepper_runtime::EngineOptions {
                     cache_dir: cache.clone(),
                     epoch_interruption: spec.epoch.is_some(),
-                    branch_hints: false,
+                    branch_hints: inst.wants_branch_hinting(),
                 },
             )?;
             eprintln!(

@@ -62,6 +62,8 @@ pub(crate) struct Spec {
     pub(crate) interval: Duration,
     /// PEP: switchable instrumentation, the flag checked where this says.
     pub(crate) switch: Option<SwitchPlacement>,
+    /// Switch: hint the checks unlikely (`InstrumentOptions::switch_hints`).
+    pub(crate) switch_hints: bool,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
@@ -83,6 +85,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         classic: false,
         interval: INTERVAL,
         switch: None,
+        switch_hints: true,
         component: false,
         what: "uninstrumented (the baseline)",
     };
@@ -167,6 +170,14 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("switch-outer-never", None, SwitchPlacement::Outer, "PEP with switchable instrumentation, the flag checked at entries and outermost loop headers, never set"),
         switched("switch-loops-never", None, SwitchPlacement::Loops, "PEP with switchable instrumentation, the flag checked at entries and the headers of loops that call or hold loops, never set"),
         switched("switch-all-never", None, SwitchPlacement::All, "PEP with switchable instrumentation, the flag checked at entries and every loop header, never set"),
+        Spec {
+            switch_hints: false,
+            ..switched("switch-outer-never-unhinted", None, SwitchPlacement::Outer, "as switch-outer-never without branch hints on the checks (the engine lays out their switching code in line)")
+        },
+        Spec {
+            switch_hints: false,
+            ..switched("pep(64,17)+switch-outer-unhinted", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer without branch hints on the checks")
+        },
         switched("pep(64,17)+switch-entries", Some(PEP_DEFAULT), SwitchPlacement::Entries, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at function entries"),
         switched("pep(64,17)+switch-outer", Some(PEP_DEFAULT), SwitchPlacement::Outer, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and outermost loop headers"),
         switched("pep(64,17)+switch-loops", Some(PEP_DEFAULT), SwitchPlacement::Loops, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and the headers of loops that call or hold loops"),

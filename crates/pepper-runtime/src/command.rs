@@ -97,7 +97,8 @@ pub struct CommandOptions {
     pub wasi: WasiOptions,
     /// wasmtime's compilation cache directory; `None` disables caching.
     pub cache_dir: Option<PathBuf>,
-    /// Compile with wasmtime's branch hinting on.
+    /// Compile with wasmtime's branch hinting on (always on for a module whose switch
+    /// checks are hinted: `Instrumented::wants_branch_hinting`).
     pub branch_hints: bool,
     /// How the run samples.
     pub sampling: SamplingOptions,
@@ -242,7 +243,7 @@ impl CommandOptions {
             counters_bytes: (guest.layout.pages() * 65536) as usize,
             inherit_stdio: self.wasi.inherit_stdio,
             epoch: None,
-            branch_hints: self.branch_hints,
+            branch_hints: self.branch_hints || module.wants_branch_hinting(),
             ephemeral: (guest.mode == Mode::Ephemeral && switched).then(|| EphemeralConfig {
                 budgets: guest.layout.switch_flag,
                 functions: (guest.num_funcs - guest.num_imports) as u32,

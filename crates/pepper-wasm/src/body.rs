@@ -9,10 +9,9 @@ use crate::plan::InstrumentError;
 use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
 
 /// Where an instrumented copy's direct calls go: a callee with copies is called at its
-/// instrumented copy (index, and the arguments after the call's own: the callee's locals'
-/// zeros and loop id 0), so a burst spreads down the calls it makes without a check in
-/// the callee.
-pub(crate) type Redirect<'r> = &'r dyn Fn(u32) -> Option<(u32, Vec<I<'static>>)>;
+/// instrumented copy (of the callee's own type), so a burst spreads down the calls it
+/// makes without a check in the callee.
+pub(crate) type Redirect<'r> = &'r dyn Fn(u32) -> Option<u32>;
 
 pub(crate) fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentError> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
@@ -56,7 +55,7 @@ pub(crate) enum BodyCopy {
     /// The function's only body, or its clean body `F` under the switch.
     Only,
     /// A copy that the switch enters (`F_inst`, `F_clean`): the original locals are
-    /// parameters, followed by the loop `id` (see `crate::switch`), and the entry
+    /// followed by the loop `id` it was entered at (see `crate::switch`), and the entry
     /// bookkeeping of contexts is `F`'s.
     Entered,
 }
@@ -239,13 +238,12 @@ fn declare_locals<'e>(
         num_locals += n;
         let t = val_type(t).map_err(LocalsError::Type)?;
         original_locals.extend(std::iter::repeat_n(t, n as usize));
-        if copy == BodyCopy::Only {
-            locals.push((n, t));
-        }
+        locals.push((n, t));
     }
     if copy == BodyCopy::Entered {
-        // The loop id parameter.
+        // The loop id the copy was entered at.
         num_locals += 1;
+        locals.push((1, ValType::I32));
     }
     let locals_at = Locals {
         r: num_locals,
@@ -338,10 +336,7 @@ fn emit_op<'f>(
     };
     match redirected {
         // The callee's instrumented copy, entered at its start.
-        Some(((to, args), tail)) => {
-            out.extend(args);
-            out.push(if tail { I::ReturnCall(to) } else { I::Call(to) });
-        }
+        Some((to, tail)) => out.push(if tail { I::ReturnCall(to) } else { I::Call(to) }),
         None => out.push(RoundtripReencoder.instruction(op)?),
     }
     if is_call {

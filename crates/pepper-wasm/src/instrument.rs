@@ -132,6 +132,7 @@ fn build(
         switch: b.switch,
         warnings: planned.warnings,
         dropped_sections: Vec::new(),
+        switch_hints: 0,
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (b.mode == Mode::None && !context_code) || facts.bodies.is_empty() {

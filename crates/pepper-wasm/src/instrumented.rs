@@ -34,6 +34,13 @@ impl Instrumented {
             .then(|| pepper_layout::COUNTERS_EXPORT.to_string())
     }
 
+    /// Whether the engine should read the module's branch hints: the switch's checks are
+    /// hinted unlikely, and only engines with hinting on (wasmtime's
+    /// `Config::wasm_branch_hinting`) lay their switching code out of line.
+    pub fn wants_branch_hinting(&self) -> bool {
+        self.plan.switch_hints > 0
+    }
+
     /// Path windows: what turns the PEP path words a stack sample copies into the calls
     /// they stand for; `None` unless the plan asked for them.
     pub fn path_decoder(&self) -> Option<Arc<dyn pepper_cct::PathDecoder>> {

@@ -31,12 +31,15 @@ pub struct ModuleFacts<'a> {
     pub defined_types: Vec<u32>,
     pub bodies: Vec<FunctionBody<'a>>,
     pub num_memories: u32,
+    /// Globals, imported and defined (pepper's come after them).
+    pub num_globals: u32,
     pub names: HashMap<u32, String>,
     pub has_type_section: bool,
     pub has_memory_section: bool,
     pub has_export_section: bool,
     pub has_data_section: bool,
     pub has_function_section: bool,
+    pub has_global_section: bool,
     /// DWARF sections by name (`.debug_info`, ...).
     pub dwarf: HashMap<String, &'a [u8]>,
     /// File offset where the code section's contents start: DWARF addresses in wasm are
@@ -57,12 +60,14 @@ impl<'a> ModuleFacts<'a> {
             defined_types: Vec::new(),
             bodies: Vec::new(),
             num_memories: 0,
+            num_globals: 0,
             names: HashMap::new(),
             has_type_section: false,
             has_memory_section: false,
             has_export_section: false,
             has_data_section: false,
             has_function_section: false,
+            has_global_section: false,
             dwarf: HashMap::new(),
             code_section_start: 0,
         };
@@ -95,6 +100,7 @@ impl<'a> ModuleFacts<'a> {
                                 f.num_imported_funcs += 1
                             }
                             TypeRef::Memory(_) => f.num_memories += 1,
+                            TypeRef::Global(_) => f.num_globals += 1,
                             _ => {}
                         }
                     }
@@ -124,6 +130,8 @@ impl<'a> ModuleFacts<'a> {
                     f.entry_points.insert(func);
                 }
                 Payload::GlobalSection(r) => {
+                    f.has_global_section = true;
+                    f.num_globals += r.count();
                     for g in r {
                         for op in g?.init_expr.get_operators_reader() {
                             if let wasmparser::Operator::RefFunc { function_index } = op? {

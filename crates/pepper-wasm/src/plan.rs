@@ -222,6 +222,10 @@ pub struct InstrumentOptions {
     /// word and switches on one of its bits, so copies change at random checks in both
     /// directions, with no host involved.
     pub switch_chaos: bool,
+    /// Switch: hint every check's `if` unlikely in a `metadata.code.branch_hint` section,
+    /// so engines that read hints (wasmtime's `Config::wasm_branch_hinting`) lay the
+    /// switching code out of line and the clean code falls through its checks.
+    pub switch_hints: bool,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -254,6 +258,7 @@ impl Default for InstrumentOptions {
             loop_counts: true,
             switch: None,
             switch_chaos: false,
+            switch_hints: true,
         }
     }
 }
@@ -374,6 +379,9 @@ pub struct Plan {
     pub path_windows: bool,
     /// Where clean code checks the switch flag, when functions have switchable copies.
     pub switch: Option<SwitchPlacement>,
+    /// How many of the switch's checks the module hints unlikely
+    /// ([`InstrumentOptions::switch_hints`]).
+    pub switch_hints: usize,
     pub warnings: Vec<String>,
     /// Custom sections (or parts of them) the instrumented module leaves out because they
     /// locate code by offset and rewriting moved it: DWARF, branch hints of rewritten

@@ -8,7 +8,7 @@ use crate::plan::{InstrumentError, COUNTERS_EXPORT};
 use wasm_encoder::reencode::{utils, Reencode};
 use wasm_encoder::{
     CodeSection, ConstExpr, DataSection, ExportKind, ExportSection, Function, FunctionSection,
-    MemorySection, MemoryType, Module, SectionId, TypeSection, ValType,
+    GlobalSection, GlobalType, MemorySection, MemoryType, Module, SectionId, TypeSection, ValType,
 };
 
 /// What pepper appends to the module.
@@ -20,6 +20,11 @@ pub struct Additions {
     pub memory_index: u32,
     /// One active data segment: (address, bytes). Empty bytes add no segment.
     pub data: (u32, Vec<u8>),
+    /// Mutable globals pepper appends, each starting at its type's zero (the switch's
+    /// hand-over of locals, `crate::switch::Scratch`).
+    pub globals: Vec<ValType>,
+    /// Branch hints for rewritten functions and pepper's own (the switch's checks).
+    pub hints: Vec<crate::hints::Hint>,
 }
 
 struct Writer<'a, 'f> {
@@ -31,8 +36,13 @@ struct Writer<'a, 'f> {
     dropped: Vec<String>,
     add: &'a Additions,
     memory_done: bool,
+    globals_done: bool,
     export_done: bool,
     data_done: bool,
+    /// Branch hints still to write: the input's for functions copied byte for byte, then
+    /// `Additions::hints`. Written in one section in front of the code section, as the
+    /// proposal places it; `None` once written.
+    hints: Option<Vec<crate::hints::Hint>>,
 }
 
 fn rank(id: SectionId) -> u8 {
@@ -64,6 +74,20 @@ impl Writer<'_, '_> {
             page_size_log2: None,
         });
         self.memory_done = true;
+    }
+    fn add_globals(&mut self, s: &mut GlobalSection) {
+        for &t in &self.add.globals {
+            let zero = crate::switch::zero(t).expect("scratch globals have defaultable types");
+            s.global(
+                GlobalType {
+                    val_type: t,
+                    mutable: true,
+                    shared: false,
+                },
+                &ConstExpr::extended([zero]),
+            );
+        }
+        self.globals_done = true;
     }
     fn add_export(&mut self, s: &mut ExportSection) {
         s.export(COUNTERS_EXPORT, ExportKind::Memory, self.add.memory_index);
@@ -119,8 +143,13 @@ impl Reencode for Writer<'_, '_> {
                 self.dropped
                     .push(format!("{dropped} branch hints in rewritten functions"));
             }
-            if !kept.is_empty() {
-                module.section(&crate::hints::section(&kept));
+            match &mut self.hints {
+                Some(pending) => pending.extend(kept),
+                // A section after the code (against the proposal's order) stays there.
+                None if !kept.is_empty() => {
+                    module.section(&crate::hints::section(&kept));
+                }
+                None => {}
             }
             return Ok(());
         }
@@ -168,6 +197,16 @@ impl Reencode for Writer<'_, '_> {
     ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
         utils::parse_memory_section(self, memories, section)?;
         self.add_memory(memories);
+        Ok(())
+    }
+
+    fn parse_global_section(
+        &mut self,
+        globals: &mut GlobalSection,
+        section: wasmparser::GlobalSectionReader<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        utils::parse_global_section(self, globals, section)?;
+        self.add_globals(globals);
         Ok(())
     }
 
@@ -228,10 +267,22 @@ impl Reencode for Writer<'_, '_> {
             self.add_memory(&mut s);
             module.section(&s);
         }
+        let globals_missing = !self.facts.has_global_section && !self.add.globals.is_empty();
+        if !self.globals_done && globals_missing && next > rank(SectionId::Global) {
+            let mut s = GlobalSection::new();
+            self.add_globals(&mut s);
+            module.section(&s);
+        }
         if !self.export_done && !self.facts.has_export_section && next > rank(SectionId::Export) {
             let mut s = ExportSection::new();
             self.add_export(&mut s);
             module.section(&s);
+        }
+        if next >= rank(SectionId::Code) {
+            if let Some(mut hints) = self.hints.take().filter(|h| !h.is_empty()) {
+                hints.sort_by_key(|h| (h.func, h.offset));
+                module.section(&crate::hints::section(&hints));
+            }
         }
         if !self.data_done && !self.facts.has_data_section && next > rank(SectionId::Data) {
             let mut s = DataSection::new();
@@ -259,8 +310,10 @@ pub fn write_module(
         bodies,
         add,
         memory_done: false,
+        globals_done: false,
         export_done: false,
         data_done: false,
+        hints: Some(add.hints.clone()),
     };
     let mut module = Module::new();
     w.parse_core_module(&mut module, wasmparser::Parser::new(0), wasm)

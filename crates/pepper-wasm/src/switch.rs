@@ -4,11 +4,12 @@
 //! Arnold and Ryder ("A framework for reducing the cost of instrumented code", PLDI 2001)
 //! keep a clean and an instrumented copy of every method and check a trigger at method
 //! entries and loop back edges. Wasm code cannot jump between functions, so pepper does
-//! the move with a tail call that hands over every local: function `F` keeps its index and
-//! runs clean code that checks the flag at entry and at chosen loop headers; when the flag
-//! is set, it `return_call`s `F_inst(params.., locals.., id)`, which starts at the loop
-//! numbered `id` (0: at entry). `F_inst` checks the flag at the same headers and, once it
-//! is clear, `return_call`s `F_clean` (the clean code again, enterable the same way).
+//! the move with a tail call: function `F` keeps its index and runs clean code that checks
+//! the flag at entry and at chosen loop headers; when the flag is set, it stores the
+//! loop's live locals and the loop's number `id` in globals ([`Scratch`]) and
+//! `return_call`s `F_inst(params..)`, which takes them back and starts at loop `id` (0:
+//! at entry). `F_inst` checks the flag at the same headers and, once it is clear,
+//! `return_call`s `F_clean` (the clean code again, enterable the same way).
 //!
 //! Entering a structured body at a loop header ([`splice`]): every construct around the
 //! loop skips the code in front of the loop with a `block` ending just before it, left
@@ -48,7 +49,6 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     /// Address of the flag word in pepper's memory.
     pub flag: u32,
     pub params: &'a [wasm_encoder::ValType],
-    pub results: &'a [wasm_encoder::ValType],
     pub shape: &'a Shape,
     pub placement: SwitchPlacement,
     /// See `InstrumentOptions::switch_chaos`.
@@ -68,11 +68,62 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub ring_head: Option<u32>,
 }
 
-/// Most parameters a copy may take (wasmparser's limit on a function's parameters).
-const MAX_COPY_PARAMS: usize = 1000;
+/// Where a check hands a loop's live locals over to the copy it moves to: mutable globals
+/// pepper appends, shared by every function (a hand-over is a check's stores and, right
+/// after its `return_call`, the copy's loads at entry), plus one global with the loop id
+/// (0 but in a hand-over). The copies then take exactly `F`'s parameters: a `return_call`
+/// with more arguments than its caller's own needs stack space for them that the caller
+/// reserves in its frame on *every* call (under Cranelift's tail-call convention, a
+/// prologue and epilogue copying the return address and frame pointer), which the clean
+/// code paid while never switching.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// The first global index pepper appends.
+    pub first: u32,
+    /// The appended globals' types, in index order.
+    pub globals: Vec<wasm_encoder::ValType>,
+    id: Option<u32>,
+    /// Per type, its slots' global indices, by rank.
+    slots: std::collections::HashMap<wasm_encoder::ValType, Vec<u32>>,
+}
+
+impl Scratch {
+    pub fn new(first: u32) -> Scratch {
+        Scratch {
+            first,
+            ..Default::default()
+        }
+    }
+
+    fn add(&mut self, t: wasm_encoder::ValType) -> u32 {
+        self.globals.push(t);
+        self.first + self.globals.len() as u32 - 1
+    }
+
+    /// The loop id's global.
+    fn id(&mut self) -> u32 {
+        match self.id {
+            Some(g) => g,
+            None => {
+                let g = self.add(wasm_encoder::ValType::I32);
+                self.id = Some(g);
+                g
+            }
+        }
+    }
+
+    /// The `rank`th global of type `t`.
+    fn slot(&mut self, t: wasm_encoder::ValType, rank: usize) -> u32 {
+        while self.slots.get(&t).map_or(0, Vec::len) <= rank {
+            let g = self.add(t);
+            self.slots.entry(t).or_default().push(g);
+        }
+        self.slots[&t][rank]
+    }
+}
 
 /// The zero of a defaultable local type, `None` for a non-nullable reference.
-fn zero(t: wasm_encoder::ValType) -> Option<I<'static>> {
+pub(crate) fn zero(t: wasm_encoder::ValType) -> Option<I<'static>> {
     use wasm_encoder::ValType as V;
     Some(match t {
         V::I32 => I::I32Const(0),
@@ -85,25 +136,37 @@ fn zero(t: wasm_encoder::ValType) -> Option<I<'static>> {
     })
 }
 
-/// One emitted copy with the switch's code spliced in, encoded, with each original
-/// operator's code offset in it (as `Emitted::finish` gives them).
-fn spliced(
-    e: crate::body::Emitted<'_>,
-    shape: &Shape,
-    how: &Splice<'_>,
-) -> (wasm_encoder::Function, Vec<u32>) {
+/// One of a switched function's bodies, with the switch's code spliced in, encoded.
+pub(crate) struct SwitchedBody {
+    pub f: wasm_encoder::Function,
+    /// Each original operator's code offset (as `Emitted::finish` gives them): path
+    /// windows place a sampled leaf there.
+    pub op_offsets: Vec<u32>,
+    /// The body-relative offsets of the checks' `if`s (see `splice::Code::unlikely`).
+    pub unlikely: Vec<u32>,
+}
+
+fn spliced(e: crate::body::Emitted<'_>, shape: &Shape, how: &Splice<'_>) -> SwitchedBody {
     let pos = Positions {
         pre_at: &e.pre_at,
         op_at: &e.op_at,
         start: e.start,
     };
-    let (out, moved) = splice(e.out, &pos, shape, how);
-    let op_at: Vec<usize> = e.op_at.iter().map(|&j| moved[j]).collect();
-    crate::body::encode(e.locals, &out, &op_at)
+    let s = splice(e.out, &pos, shape, how);
+    let mut at: Vec<usize> = e.op_at.iter().map(|&j| s.moved[j]).collect();
+    let ops = at.len();
+    at.extend(&s.unlikely);
+    let (f, mut offsets) = crate::body::encode(e.locals, &s.out, &at);
+    let unlikely = offsets.split_off(ops);
+    SwitchedBody {
+        f,
+        op_offsets: offsets,
+        unlikely,
+    }
 }
 
 /// Which locals (parameters included) each of `loop_ops`' headers may read before writing
-/// them: the only ones a switch there must hand over (the others are passed as zeros).
+/// them: the only ones a switch there must hand over.
 /// Handing over every local would keep them all alive through the loop, which in a
 /// function with hundreds of locals (an interpreter's dispatch loop) spills registers on
 /// every iteration. Classic backward liveness over the analysis' CFG.
@@ -170,14 +233,10 @@ pub fn live_at_headers(
         .collect())
 }
 
-/// The zeros of a function's locals (not its parameters), which its copies take as
-/// parameters after its own; `None` when it cannot have copies: a local without a default
-/// value, or more locals than a function may take parameters.
-pub fn copy_zeros(num_params: usize, locals: &[wasm_encoder::ValType]) -> Option<Vec<I<'static>>> {
-    if num_params + locals.len() >= MAX_COPY_PARAMS {
-        return None;
-    }
-    locals.iter().map(|&t| zero(t)).collect()
+/// Whether a function with these locals (not its parameters) can have copies: a copy
+/// entered at a loop skips the code in front of it, so every local needs a default value.
+pub fn copyable(locals: &[wasm_encoder::ValType]) -> bool {
+    locals.iter().all(|&t| zero(t).is_some())
 }
 
 /// A context, for the copies' emission: `None` without contexts.
@@ -210,28 +269,26 @@ impl SwitchedFunction<'_, '_> {
         )
     }
 
-    /// Emits `F` (clean, with checks), `F_inst` and `F_clean`, with the copies' type (an
-    /// index into `extra_types`, added when new); `None` when the function cannot have
-    /// copies (a local without a default value, too many locals).
+    /// Emits `F` (clean, with checks), `F_inst` and `F_clean`, all three of `F`'s type;
+    /// `None` when the function cannot have copies (a local without a default value).
     pub fn emit<'p, 'q, 'c>(
         &self,
         instrumented: crate::emit::EmitKind<'p>,
         clean: impl Fn() -> crate::emit::EmitKind<'q>,
         ctx: impl Fn() -> Ctx<'c>,
         redirect: Redirect<'_>,
-        extra_types: &mut Vec<(Vec<wasm_encoder::ValType>, Vec<wasm_encoder::ValType>)>,
+        scratch: &mut Scratch,
     ) -> Result<Option<Bodies>, crate::plan::InstrumentError> {
         use crate::body::BodyCopy;
         let np = self.params.len() as u32;
         let only = self.body(clean(), ctx(), BodyCopy::Only, None)?;
-        let Some(zeros) = copy_zeros(np as usize, &only.original_locals) else {
+        if !copyable(&only.original_locals) {
             return Ok(None);
-        };
-        let ty = self.copy_type(&only.original_locals, extra_types);
+        }
         let (inst_fn, clean_fn) = self.copies;
         let entry = np + only.original_locals.len() as u32;
         let targets = self.shape.targets(self.placement);
-        let checks = self.checks(&only.original_locals, &targets)?;
+        let checks = self.checks(&only.original_locals, &targets, scratch)?;
         let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
         // Clean code is entered only at outermost loops: the tests that skip to a loop
         // run each time their construct starts, which for a construct in a loop is every
@@ -249,10 +306,10 @@ impl SwitchedFunction<'_, '_> {
             entry: None,
             checks: ids.clone(),
             entries: Vec::new(),
-            at_start: self.entry_code(&checks, np, zeros),
+            at_start: self.entry_code(&checks),
             check: &to_inst,
         };
-        let (f, _) = spliced(only, self.shape, &f_how);
+        let checked = spliced(only, self.shape, &f_how);
 
         // F_inst: entered at a loop, the path so far is nobody's (0, which the sampler
         // drops) until the loop's header starts one.
@@ -263,16 +320,12 @@ impl SwitchedFunction<'_, '_> {
             entry: Some(entry),
             checks: outer.clone(),
             entries: ids.clone(),
-            at_start: vec![
-                I::LocalGet(entry),
-                I::If(BlockType::Empty),
-                I::I64Const(0),
-                I::LocalSet(r),
-                I::End,
-            ],
+            at_start: checks
+                .arrival(entry, &[I::I64Const(0), I::LocalSet(r)])
+                .into(),
             check: &to_clean,
         };
-        let (inst_f, op_offsets) = spliced(inst, self.shape, &inst_how);
+        let instrumented = spliced(inst, self.shape, &inst_how);
 
         // F_clean: the clean code again, enterable at a loop.
         let again = self.body(clean(), ctx(), BodyCopy::Entered, None)?;
@@ -280,42 +333,15 @@ impl SwitchedFunction<'_, '_> {
             entry: Some(entry),
             checks: ids,
             entries: outer,
-            at_start: Vec::new(),
+            at_start: checks.arrival(entry, &[]).into(),
             check: &to_inst,
         };
-        let (clean_f, _) = spliced(again, self.shape, &clean_how);
+        let clean = spliced(again, self.shape, &clean_how);
         Ok(Some(Bodies {
-            checked: f,
-            instrumented: inst_f,
-            op_offsets,
-            clean: clean_f,
-            ty,
+            checked,
+            instrumented,
+            clean,
         }))
-    }
-
-    /// The copies' type: the function's parameters, its locals and the loop id.
-    fn copy_type(
-        &self,
-        original_locals: &[wasm_encoder::ValType],
-        extra_types: &mut Vec<(Vec<wasm_encoder::ValType>, Vec<wasm_encoder::ValType>)>,
-    ) -> u32 {
-        let ty_params: Vec<_> = self
-            .params
-            .iter()
-            .chain(original_locals)
-            .copied()
-            .chain([wasm_encoder::ValType::I32])
-            .collect();
-        (match extra_types
-            .iter()
-            .position(|t| t.0 == ty_params && t.1 == self.results)
-        {
-            Some(p) => p,
-            None => {
-                extra_types.push((ty_params, self.results.to_vec()));
-                extra_types.len() - 1
-            }
-        }) as u32
     }
 
     /// The code every check shares: the flag's test, the budget's spending, and which
@@ -324,6 +350,7 @@ impl SwitchedFunction<'_, '_> {
         &self,
         original_locals: &[wasm_encoder::ValType],
         targets: &[usize],
+        scratch: &mut Scratch,
     ) -> Result<Checks, crate::plan::InstrumentError> {
         let at = crate::emit::memarg(self.mem, self.flag, 2);
         // An atomic load: the sampler thread writes the flag, and Cranelift would take a
@@ -363,6 +390,20 @@ impl SwitchedFunction<'_, '_> {
         let body = &self.facts.bodies[self.k];
         let live = live_at_headers(self.a, body, types.len(), &loop_ops)
             .map_err(|e| crate::plan::InstrumentError::Encode(e.to_string()))?;
+        // A slot for each local that some checked loop reads before writing; parameters
+        // go over as arguments.
+        let np = self.params.len();
+        let mut ranks = std::collections::HashMap::new();
+        let slots = (0..types.len())
+            .map(|x| {
+                let handed = x >= np && live.iter().any(|l| l[x]);
+                handed.then(|| {
+                    let rank = ranks.entry(types[x]).or_insert(0usize);
+                    *rank += 1;
+                    scratch.slot(types[x], *rank - 1)
+                })
+            })
+            .collect();
         // Burst limit L (0: none): over = L != 0 && (head - L) as i32 >= 0, and then the
         // flag is cleared, so that the burst ends in the guest whether or not the
         // sampler thread runs at that moment.
@@ -394,43 +435,44 @@ impl SwitchedFunction<'_, '_> {
             clear,
             spend,
             live,
-            types,
+            slots,
+            id: scratch.id(),
+            np: np as u32,
             headers: self.budget.map(|b| b.headers),
             mem: self.mem,
         })
     }
 
     /// `F`'s start: ephemeral's entry count, and the entry check when there is one.
-    fn entry_code(&self, checks: &Checks, np: u32, zeros: Vec<I<'static>>) -> Vec<I<'static>> {
+    fn entry_code(&self, checks: &Checks) -> Code {
         let mut at_start: Vec<I<'static>> = Vec::new();
+        let mut unlikely = None;
         if let Some(b) = self.budget {
             at_start.extend(increment(self.mem, b.entries));
         }
         if self.entry_check {
             at_start.extend(checks.flag.iter().cloned());
+            unlikely = Some(at_start.len());
             at_start.push(I::If(BlockType::Empty));
             at_start.extend(checks.spend.iter().cloned());
-            at_start.extend((0..np).map(I::LocalGet));
-            at_start.extend(zeros);
-            at_start.extend([I::I32Const(0), I::ReturnCall(self.copies.0), I::End]);
+            at_start.extend((0..checks.np).map(I::LocalGet));
+            at_start.extend([I::ReturnCall(self.copies.0), I::End]);
         }
-        at_start
+        Code {
+            code: at_start,
+            unlikely,
+        }
     }
 }
 
 /// One switched function's bodies.
 pub(crate) struct Bodies {
     /// `F`: the original code with checks.
-    pub checked: wasm_encoder::Function,
+    pub checked: SwitchedBody,
     /// `F_inst`.
-    pub instrumented: wasm_encoder::Function,
-    /// Each original operator's code offset in `F_inst` (path windows place a sampled
-    /// leaf there).
-    pub op_offsets: Vec<u32>,
+    pub instrumented: SwitchedBody,
     /// `F_clean`.
-    pub clean: wasm_encoder::Function,
-    /// The copies' type, an index into the extra types.
-    pub ty: u32,
+    pub clean: SwitchedBody,
 }
 
 /// The code a function's checks share.
@@ -446,17 +488,39 @@ struct Checks {
     spend: Vec<I<'static>>,
     /// Per checked loop (by id - 1): which locals it reads before writing.
     live: Vec<Vec<bool>>,
-    /// The parameters' and locals' types.
-    types: Vec<wasm_encoder::ValType>,
+    /// Per local, the global it is handed over in (see [`Scratch`]).
+    slots: Vec<Option<u32>>,
+    /// The loop id's global.
+    id: u32,
+    np: u32,
     /// Ephemeral: the first header counter.
     headers: Option<u32>,
     mem: u32,
 }
 
 impl Checks {
-    /// `if flag { return_call to(live locals.., id) }` (or `if !flag`): a local the loop
-    /// does not read before writing goes over as its zero.
-    fn switch_to(&self, to: u32, when_set: bool, id: u32) -> Vec<I<'static>> {
+    /// A copy's start: `entry = id; if entry { id = 0; locals = their slots; then }`.
+    fn arrival(&self, entry: u32, then: &[I<'static>]) -> Vec<I<'static>> {
+        let mut c = vec![
+            I::GlobalGet(self.id),
+            I::LocalTee(entry),
+            I::If(BlockType::Empty),
+            I::I32Const(0),
+            I::GlobalSet(self.id),
+        ];
+        for (x, slot) in self.slots.iter().enumerate() {
+            if let Some(g) = slot {
+                c.extend([I::GlobalGet(*g), I::LocalSet(x as u32)]);
+            }
+        }
+        c.extend(then.iter().cloned());
+        c.push(I::End);
+        c
+    }
+
+    /// `if flag { slots = live locals; id = id; return_call to(params..) }` (or `if
+    /// !flag`): only the locals the loop reads before writing go over.
+    fn switch_to(&self, to: u32, when_set: bool, id: u32) -> Code {
         let mut c: Vec<I<'static>> = Vec::new();
         if let Some(h) = self.headers {
             c.extend(increment(self.mem, h + 8 * (id - 1)));
@@ -478,22 +542,24 @@ impl Checks {
                 }
             }
         }
+        let unlikely = Some(c.len());
         c.push(I::If(BlockType::Empty));
         if when_set {
             c.extend(self.spend.iter().cloned());
         }
         let live = &self.live[id as usize - 1];
-        for (x, &t) in self.types.iter().enumerate() {
-            c.push(match live[x] {
-                true => I::LocalGet(x as u32),
-                false => zero(t).expect("copies have defaultable locals"),
-            });
+        for (x, slot) in self.slots.iter().enumerate() {
+            if let (true, Some(g)) = (live[x], slot) {
+                c.extend([I::LocalGet(x as u32), I::GlobalSet(*g)]);
+            }
         }
-        c.extend([I::I32Const(id as i32), I::ReturnCall(to), I::End]);
+        c.extend([I::I32Const(id as i32), I::GlobalSet(self.id)]);
+        c.extend((0..self.np).map(I::LocalGet));
+        c.extend([I::ReturnCall(to), I::End]);
         if !when_set {
             c.extend(self.spend.iter().cloned());
         }
-        c
+        Code { code: c, unlikely }
     }
 }
 
@@ -628,6 +694,47 @@ mod tests {
         }
         assert!(checked > 30, "{checked}");
         assert!(inst.path_decoder().is_some());
+    }
+
+    /// The copies have their function's type (a switch hands locals over in globals, not
+    /// as extra arguments that every call of the clean code would reserve stack for), and
+    /// every check's `if` is hinted unlikely.
+    #[test]
+    fn copies_take_their_functions_type_and_checks_are_hinted() {
+        let wasm = wat::parse_str(
+            r#"(module
+                 (global $g (mut i32) (i32.const 5))
+                 (func (export "f") (param i32 f64) (result i32) (local i32 i64 f32 i32)
+                   (local.set 3 (i64.const 9))
+                   (block
+                     (loop
+                       (local.set 2 (i32.add (local.get 2) (i32.wrap_i64 (local.get 3))))
+                       (local.set 5 (i32.const 1))
+                       (br_if 1 (i32.gt_u (local.get 2) (local.get 0)))
+                       (br 0)))
+                   (i32.add (local.get 5) (global.get $g))))"#,
+        )
+        .unwrap();
+        let opts = crate::InstrumentOptions {
+            mode: pepper_profile::Mode::Pep,
+            switch: Some(SwitchPlacement::All),
+            ..Default::default()
+        };
+        let inst = crate::instrument(&wasm, &opts).unwrap();
+        let facts = crate::module::ModuleFacts::parse(&inst.wasm).unwrap();
+        let (first, second) = inst.plan.functions[0].copies.unwrap();
+        let ty = |f: u32| facts.func_type(f).unwrap();
+        assert_eq!(ty(first), ty(0));
+        assert_eq!(ty(second), ty(0));
+        // The module's global, the loop id, and one slot each for the i32 and the i64
+        // the loop reads before writing (local 5 is written first, local 4 never read).
+        assert_eq!(facts.num_globals, 1 + 1 + 2);
+        let hints = crate::hints::read(&inst.wasm).unwrap();
+        assert_eq!(hints.len(), inst.plan.switch_hints);
+        // F: entry and loop checks; F_inst: its loop's; F_clean: its loop's.
+        assert_eq!(hints.len(), 4);
+        assert!(hints.iter().all(|h| !h.likely));
+        assert!(inst.wants_branch_hinting());
     }
 
     #[test]

@@ -420,6 +420,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     let (mut checked, mut compared, mut calls) = (0, 0, 0);
     let (mut executions, mut paths, mut given) = (0, 0, 0);
     let mut switched = 0;
+    let mut switch_hints = 0;
     let mut limited_ended = 0;
     for seed in seeds() {
         let Some(wasm) = random_module(seed) else {
@@ -479,7 +480,17 @@ fn random_modules_behave_identically_and_profile_consistently() {
             } else {
                 None
             };
-            let (got, counters) = run(&engine, &inst.wasm, &funcs, &observed, switch_on)
+            // The switch's checks are hinted unlikely, every hint on an `if`.
+            let hints = pepper_wasm::hints::read(&inst.wasm)
+                .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
+            assert_eq!(hints.len(), inst.plan.switch_hints, "seed {seed}, {label}");
+            assert!(hints.iter().all(|h| !h.likely), "seed {seed}, {label}");
+            switch_hints += hints.len();
+            let engine = match inst.wants_branch_hinting() {
+                true => &hinting,
+                false => &engine,
+            };
+            let (got, counters) = run(engine, &inst.wasm, &funcs, &observed, switch_on)
                 .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
             assert_eq!(got, original, "seed {seed}, {label}: behaviour changed");
             if let (Some((at, LIMIT)), Some(c)) = (switch_on, &counters) {
@@ -541,15 +552,25 @@ fn random_modules_behave_identically_and_profile_consistently() {
             "seed {seed}: swapped if arms changed behaviour"
         );
         swapped_ifs += layout.swapped;
-        let inst = pepper_wasm::instrument(&hinted, &InstrumentOptions::default()).unwrap();
-        pepper_wasm::hints::read(&inst.wasm)
-            .unwrap_or_else(|e| panic!("seed {seed}: stale hint in an instrumented module: {e}"));
-        let (got, _) = run(&hinting, &inst.wasm, &funcs, &observed, None)
-            .unwrap_or_else(|e| panic!("seed {seed}, hinted and instrumented: {e}"));
-        assert_eq!(
-            got, original,
-            "seed {seed}: hinted, instrumented: behaviour changed"
-        );
+        // The input's hints and the switch's checks' go into one section.
+        let switched_opts = InstrumentOptions {
+            mode: Mode::Pep,
+            switch: Some(SwitchPlacement::Outer),
+            ..Default::default()
+        };
+        for opts in [&InstrumentOptions::default(), &switched_opts] {
+            let inst = pepper_wasm::instrument(&hinted, opts).unwrap();
+            let kept = pepper_wasm::hints::read(&inst.wasm).unwrap_or_else(|e| {
+                panic!("seed {seed}: stale hint in an instrumented module: {e}")
+            });
+            assert!(kept.len() >= inst.plan.switch_hints, "seed {seed}");
+            let (got, _) = run(&hinting, &inst.wasm, &funcs, &observed, None)
+                .unwrap_or_else(|e| panic!("seed {seed}, hinted and instrumented: {e}"));
+            assert_eq!(
+                got, original,
+                "seed {seed}: hinted, instrumented: behaviour changed"
+            );
+        }
         hinted_modules += usize::from(!hints.is_empty());
         executions += exact.branches.iter().flat_map(|b| &b.counts).sum::<u64>();
         paths += exact.paths.len();
@@ -594,9 +615,10 @@ fn random_modules_behave_identically_and_profile_consistently() {
         "{checked} modules, {calls} calls, {executions} branch executions, {paths} distinct \
          paths; {compared} modules without traps, {given} functions in them with entries \
          from callers; {switched} modules ran both switchable copies; {limited_ended} ended a \
-         burst at its limit; {hinted_modules} \
+         burst at its limit; {switch_hints} switch checks hinted; {hinted_modules} \
          modules hinted, {swapped_ifs} if arms swapped"
     );
+    assert!(switch_hints > 0, "no switch check was hinted");
     assert!(hinted_modules > 0, "no random module got a hint");
     assert!(
         swapped_ifs > 0,

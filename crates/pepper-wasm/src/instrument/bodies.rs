@@ -14,14 +14,14 @@ use pepper_layout::{pep_tag, ContextMode, HashTable};
 use pepper_profile::Mode;
 use std::collections::HashMap;
 use std::sync::Arc;
-use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
+use wasm_encoder::{BlockType, Function, ValType};
 
 /// Types pepper appends: the hash function's, the context table's, the cache miss's, and
 /// `[] -> results` for wrapper blocks of multi-result functions (and copies' types).
 type ExtraTypes = Vec<(Vec<ValType>, Vec<ValType>)>;
 
-/// Switch: per function, the index of its first copy and the zeros a call into it passes.
-type Switchable = Vec<Option<(u32, Vec<I<'static>>)>>;
+/// Switch: per function, the index of its first copy.
+type Switchable = Vec<Option<u32>>;
 
 /// Function indices of what pepper appends after the module's own functions.
 #[derive(Copy, Clone)]
@@ -41,6 +41,10 @@ struct Emitted {
     copies: Vec<(usize, (u32, u32))>,
     /// Path windows: (defined index, each original operator's code offset).
     op_offsets: Vec<(usize, Vec<u32>)>,
+    /// Switch: the checks' `if`s, hinted unlikely.
+    hints: Vec<crate::hints::Hint>,
+    /// Switch: the globals that hand locals over.
+    scratch: crate::switch::Scratch,
 }
 
 impl Build<'_, '_> {
@@ -68,7 +72,10 @@ impl Build<'_, '_> {
         let switchable = self.switchable(&plan, hash_fn + 3)?;
         let entry_counter: HashMap<u32, u32> =
             plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
-        let mut out = Emitted::default();
+        let mut out = Emitted {
+            scratch: crate::switch::Scratch::new(facts.num_globals),
+            ..Default::default()
+        };
         for k in 0..plan.functions.len() {
             let ctx = FunctionContext {
                 plan: &plan,
@@ -92,13 +99,18 @@ impl Build<'_, '_> {
             }
         }
         let additions = self.additions(&plan, tables, appended, extra_types, out.copy_fns);
+        plan.switch_hints = out.hints.len();
+        let additions = Additions {
+            hints: out.hints,
+            globals: out.scratch.globals,
+            ..additions
+        };
         let (bytes, dropped) = write_module(self.wasm, facts, out.bodies, &additions)?;
         plan.dropped_sections = dropped;
         Ok((bytes, plan))
     }
 
-    /// Switch: which functions get copies, at which index (first of the two), with the
-    /// zeros a call into the instrumented copy passes for its locals and loop id; decided
+    /// Switch: which functions get copies, at which index (first of the two); decided
     /// before any body so that instrumented copies can call each other.
     fn switchable(&self, plan: &Plan, first: u32) -> Result<Switchable, InstrumentError> {
         let mut switchable = vec![None; plan.functions.len()];
@@ -115,10 +127,8 @@ impl Build<'_, '_> {
                 let (n, t) = l?;
                 locals.extend(std::iter::repeat_n(val_type(t)?, n as usize));
             }
-            let np = self.facts.defined_sig(k).map_or(0, |s| s.params.len());
-            if let Some(mut zeros) = crate::switch::copy_zeros(np, &locals) {
-                zeros.push(I::I32Const(0));
-                switchable[k] = Some((next, zeros));
+            if crate::switch::copyable(&locals) {
+                switchable[k] = Some(next);
                 next += 2;
             }
         }
@@ -148,7 +158,7 @@ impl Build<'_, '_> {
             .collect::<Result<_, _>>()?;
         let wrapper = wrapper_block(&results, facts.num_types, extra_types);
         let mem = facts.num_memories;
-        if let (Some(placement), Some((first, _))) = (self.switch, &c.switchable[k]) {
+        if let (Some(placement), Some(first)) = (self.switch, c.switchable[k]) {
             let params: Vec<ValType> = sig
                 .params
                 .iter()
@@ -171,7 +181,6 @@ impl Build<'_, '_> {
                     headers: c.laid.header_counters[k],
                 }),
                 params: &params,
-                results: &results,
                 shape: &c.laid.shapes[k],
                 placement,
                 chaos: self.opts.switch_chaos,
@@ -179,7 +188,7 @@ impl Build<'_, '_> {
                     || placement.entry_check(
                         facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
                     ),
-                copies: (*first, first + 1),
+                copies: (first, first + 1),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
                 ring_head: (!self.ephemeral && !self.opts.switch_chaos && layout.ring_entries > 0)
@@ -198,7 +207,7 @@ impl Build<'_, '_> {
                 if facts.address_taken.contains(&f) {
                     return None;
                 }
-                c.switchable.get(k)?.clone()
+                *c.switchable.get(k)?
             };
             // Ephemeral: calls go to the callee's `F`, which spends its own budget.
             let no_redirect = |_: u32| None;
@@ -207,17 +216,37 @@ impl Build<'_, '_> {
                 false => &redirect,
             };
             let b = switched
-                .emit(self.kind(c), clean, || self.ctx(c), redirect, extra_types)?
+                .emit(
+                    self.kind(c),
+                    clean,
+                    || self.ctx(c),
+                    redirect,
+                    &mut out.scratch,
+                )?
                 .ok_or_else(|| InstrumentError::Encode(format!("function {f}: no copies")))?;
-            let ty = facts.num_types + b.ty;
-            debug_assert_eq!(*first, c.appended.hash_fn + 3 + out.copy_fns.len() as u32);
-            out.copy_fns.push((ty, b.instrumented));
-            out.copy_fns.push((ty, b.clean));
-            out.copies.push((k, (*first, first + 1)));
-            out.bodies.push(Some(b.checked));
+            let ty = facts.defined_types[k];
+            debug_assert_eq!(first, c.appended.hash_fn + 3 + out.copy_fns.len() as u32);
+            if self.opts.switch_hints {
+                for (func, body) in [
+                    (f, &b.checked),
+                    (first, &b.instrumented),
+                    (first + 1, &b.clean),
+                ] {
+                    out.hints
+                        .extend(body.unlikely.iter().map(|&offset| crate::hints::Hint {
+                            func,
+                            offset,
+                            likely: false,
+                        }));
+                }
+            }
+            out.copy_fns.push((ty, b.instrumented.f));
+            out.copy_fns.push((ty, b.clean.f));
+            out.copies.push((k, (first, first + 1)));
+            out.bodies.push(Some(b.checked.f));
             if c.plan.path_windows {
                 // The ring's path ends come from `F_inst`: windows place leaves there.
-                out.op_offsets.push((k, b.op_offsets));
+                out.op_offsets.push((k, b.instrumented.op_offsets));
             }
             return Ok(());
         }
@@ -321,6 +350,8 @@ impl Build<'_, '_> {
             memory_pages: l.pages(),
             memory_index: mem,
             data: (tables.start, tables.bytes.clone()),
+            hints: Vec::new(),
+            globals: Vec::new(),
         }
     }
 }

@@ -13,6 +13,25 @@ pub struct Positions<'a> {
     pub start: usize,
 }
 
+/// Code the switch adds, with where its check's `if` is, if it has one: checks rarely
+/// switch, so their `if`s are hinted unlikely (`metadata.code.branch_hint`) and the engine
+/// lays the switching arm out of line.
+#[derive(Clone, Default)]
+pub struct Code {
+    pub code: Vec<I<'static>>,
+    /// Index in `code` of the check's `if`.
+    pub unlikely: Option<usize>,
+}
+
+impl From<Vec<I<'static>>> for Code {
+    fn from(code: Vec<I<'static>>) -> Self {
+        Code {
+            code,
+            unlikely: None,
+        }
+    }
+}
+
 /// How a copy is entered and left.
 pub struct Splice<'s> {
     /// The `id` parameter of a copy that can be entered at a loop; `None` for `F` itself,
@@ -23,15 +42,24 @@ pub struct Splice<'s> {
     /// Loops with their ids: where the copy can be entered (with `entry`).
     pub entries: Vec<(usize, u32)>,
     /// Code at `Positions::start`.
-    pub at_start: Vec<I<'static>>,
+    pub at_start: Code,
     /// The check at target `id`'s header (after the header's own code).
-    pub check: &'s dyn Fn(u32) -> Vec<I<'static>>,
+    pub check: &'s dyn Fn(u32) -> Code,
 }
 
 enum Piece {
     Open(BlockType),
     Close,
-    Code(Vec<I<'static>>),
+    Code(Code),
+}
+
+/// A body with the switch's code spliced in.
+pub struct Spliced<'f> {
+    pub out: Vec<I<'f>>,
+    /// Where each instruction of the body before splicing went.
+    pub moved: Vec<usize>,
+    /// Where the checks' `if`s are (see [`Code::unlikely`]).
+    pub unlikely: Vec<usize>,
 }
 
 /// A construct on the way in: (opener, is an `if`, lowest id, highest id) of the loops
@@ -53,13 +81,13 @@ fn in_range(entry: u32, lo: u32, hi: u32) -> [I<'static>; 5] {
 /// of `how.checks`, and, for a copy that can be entered at a loop, the skip blocks and
 /// forced conditions that lead to each of `how.entries`. Branches that cross a skip block
 /// are renumbered. Ids must grow with operator order, so that the ids inside one
-/// construct form a range. Also returns where each instruction of `out` went.
+/// construct form a range.
 pub fn splice<'f>(
     out: Vec<I<'f>>,
     pos: &Positions<'_>,
     shape: &Shape,
     how: &Splice<'_>,
-) -> (Vec<I<'f>>, Vec<usize>) {
+) -> Spliced<'f> {
     // (position, class, sequence, piece): at one position, skip blocks open (0) and
     // test `id` (1) before a header's check (2), which comes before blocks that close
     // there (3) and forced conditions (4).
@@ -76,7 +104,7 @@ pub fn splice<'f>(
             push(
                 header(k),
                 2,
-                Piece::Code(vec![I::I32Const(0), I::LocalSet(e)]),
+                Piece::Code(vec![I::I32Const(0), I::LocalSet(e)].into()),
             );
         }
     }
@@ -143,7 +171,7 @@ pub fn splice<'f>(
                     tests.push(I::Drop);
                 }
             }
-            push(start, 1, Piece::Code(tests));
+            push(start, 1, Piece::Code(tests.into()));
             for c in &children {
                 push(pos.pre_at[c.0], 3, Piece::Close);
             }
@@ -161,13 +189,14 @@ pub fn splice<'f>(
                 code.extend(in_range(e, lo, hi));
                 code.extend([I::I32Eqz, I::I32And]);
             }
-            push(pos.op_at[f], 4, Piece::Code(code));
+            push(pos.op_at[f], 4, Piece::Code(code.into()));
         }
     }
     pieces.sort_by_key(|p| (p.0, p.1, p.2));
 
     let mut res = Vec::with_capacity(out.len() + 16 * pieces.len());
     let mut moved = Vec::with_capacity(out.len() + 1);
+    let mut unlikely = Vec::new();
     // Open constructs, innermost last: true for a skip block.
     let mut frames: Vec<bool> = Vec::new();
     let mut next = pieces.into_iter().peekable();
@@ -183,7 +212,10 @@ pub fn splice<'f>(
                     debug_assert_eq!(skip, Some(true), "a skip block closes in its parent");
                     res.push(I::End);
                 }
-                Piece::Code(code) => res.extend(code),
+                Piece::Code(c) => {
+                    unlikely.extend(c.unlikely.map(|u| res.len() + u));
+                    res.extend(c.code);
+                }
             }
         }
         let ins = match ins {
@@ -208,7 +240,11 @@ pub fn splice<'f>(
     }
     debug_assert!(next.peek().is_none(), "every piece lands inside the body");
     moved.push(res.len());
-    (res, moved)
+    Spliced {
+        out: res,
+        moved,
+        unlikely,
+    }
 }
 
 /// The depth of label `d` of the body without skip blocks, in the body with them.

@@ -114,10 +114,11 @@ pub struct Args {
     /// loops that call or hold loops; `all`: every entry and every loop header) and moves
     /// into the instrumented copy while the sampler has it set, for each tick's burst (each burst then takes
     /// every path end of its SAMPLES × STRIDE span). `off`: the instrumented code always
-    /// runs. Measured (bench/results/switch.md): `outer` +9.0% against PEP's +21.5%, at
-    /// 97.4% path accuracy and 86.8% absolute edge overlap (PEP: 99.6%, 96.9%); `loops`
-    /// +18.5% at 99.3% and 91.2%. Stack samples are then taken at the end of bursts, and
-    /// their path windows read the burst's path ends.
+    /// runs. Measured (bench/results/switch.md): `outer` +8.9% against PEP's +22.8%, at
+    /// 97.3% path accuracy and 86.8% absolute edge overlap (PEP: 99.6%, 96.7%), +1.2% with
+    /// the flag never set; `loops` +18.1% at 99.3% and 93.0%. Stack samples are then taken
+    /// at the end of bursts, and their path windows read the burst's path ends. The checks
+    /// are hinted unlikely, and wasmtime's branch hinting is turned on for them.
     #[arg(long, value_enum, default_value = "off")]
     switch: SwitchArg,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
