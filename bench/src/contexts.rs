@@ -285,7 +285,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         .filter(|s| {
             args.variants.is_empty()
                 || ["none", "exact-calls", "native-0.1ms"].contains(&s.label)
-                || args.variants.iter().any(|v| s.label == v.as_str())
+                || args
+                    .variants
+                    .iter()
+                    .any(|v| crate::harness::picks(v, s.label, false))
         })
         .collect();
     let find = |l: &str| specs.iter().position(|s| s.label == l).unwrap();

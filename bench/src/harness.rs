@@ -272,6 +272,16 @@ pub(crate) fn profile_of(
     )
 }
 
+/// Whether `--variants v` selects `label`: `=LABEL` exactly, else by substring (or, for
+/// tables whose labels contain each other, exactly).
+pub(crate) fn picks(v: &str, label: &str, substring: bool) -> bool {
+    match v.strip_prefix('=') {
+        Some(exact) => label == exact,
+        None if substring => label.contains(v),
+        None => label == v,
+    }
+}
+
 /// Writes a results table to `--output`, or `bench/results/NAME.md` (a temporary file with
 /// `--quick`, whose numbers mean nothing), and prints it.
 pub(crate) fn write_results(args: &Args, root: &Path, name: &str, doc: &str) -> Result<()> {

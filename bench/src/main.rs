@@ -196,10 +196,10 @@ fn main() -> Result<()> {
             *k == 0
                 || s.label == "exact-paths"
                 || args.variants.is_empty()
-                || args.variants.iter().any(|v| match v.strip_prefix('=') {
-                    Some(exact) => s.label == exact,
-                    None => s.label.contains(v.as_str()),
-                })
+                || args
+                    .variants
+                    .iter()
+                    .any(|v| harness::picks(v, s.label, true))
         })
         .map(|(_, s)| s)
         .collect();

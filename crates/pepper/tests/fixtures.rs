@@ -435,6 +435,15 @@ fn ephemeral_estimates_known_biases_and_rearms_every_epoch() {
     // The start loop's iterations are counted at its header: totals within rounding.
     let total = start.iter().sum::<u64>() as f64;
     assert!((total - 2e7).abs() < 2e5, "_start total {total}");
+    // A loop without calls is counted at its header by every copy: exact but for the
+    // iteration a check that moves into the instrumented copy counts twice (one per epoch).
+    let spin = branch(&eph, "spin", If, 0);
+    let total = spin.iter().sum::<u64>();
+    assert!(
+        total.abs_diff(5_000_000) <= 2 * epochs + 2,
+        "spin total {total}"
+    );
+    assert!((share(&spin) - 0.125).abs() < 0.05, "spin {spin:?}");
     let recorded = |func: &str| {
         let idx = function_index(&eph, func);
         let b = eph.branches.iter().find(|b| b.func == idx).unwrap();

@@ -384,6 +384,23 @@ fn random_modules_behave_identically_and_profile_consistently() {
             },
         ),
         (
+            // Clean code never armed: header counts in locals for call-free loops.
+            "ephemeral",
+            InstrumentOptions {
+                mode: Mode::Ephemeral,
+                ..Default::default()
+            },
+        ),
+        (
+            // Copies change at random checks, flushing register header counts.
+            "ephemeral, random",
+            InstrumentOptions {
+                mode: Mode::Ephemeral,
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
             "pep ring, native contexts with call log",
             InstrumentOptions {
                 mode: Mode::Pep,
