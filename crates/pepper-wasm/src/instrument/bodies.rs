@@ -17,7 +17,7 @@ use std::sync::Arc;
 use wasm_encoder::{BlockType, Function, ValType};
 
 /// Types pepper appends: the hash function's, the context table's, the cache miss's, and
-/// `[] -> results` for wrapper blocks of multi-result functions (and copies' types).
+/// `[] -> results` for wrapper blocks of multi-result functions.
 type ExtraTypes = Vec<(Vec<ValType>, Vec<ValType>)>;
 
 /// Switch: per function, the index of its first copy.
