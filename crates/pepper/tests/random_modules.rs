@@ -23,9 +23,12 @@ use wasmtime::{Engine, Extern, Instance, Module, Store, Val, ValType};
 const MODULES: u64 = 240;
 
 /// Seeds that once failed (a fuzzing campaign found them), checked on every run.
-const REGRESSIONS: [u64; 2] = [
+const REGRESSIONS: [u64; 3] = [
     // `--switch loops`/`all`: a forced `if` condition of 2 and'ed with 1 took the else arm.
     7824, 9461,
+    // Recursion that overflows the original's stack: an instrumented module overflows at a
+    // shallower depth (see `assert_same`).
+    210790,
 ];
 
 /// The seeds one run covers: `PEPPER_RANDOM_SEEDS=START..END` runs a longer campaign (a
@@ -205,6 +208,22 @@ fn zero(t: &ValType) -> Option<Val> {
 struct Observed {
     outcome: Outcome,
     state: Vec<String>,
+}
+
+/// Asserts that a rewritten module behaved as the original: every call alike, except that
+/// from the first call that overflowed the original's stack on, only that overflow must
+/// repeat. Instrumented frames are larger, so the overflow comes at a shallower depth, and
+/// what the program wrote on the way down (its fuel global, memory) differs. A rewritten
+/// module that overflows where the original did not still fails.
+fn assert_same(got: &[Observed], original: &[Observed], what: &str) {
+    let overflow = Outcome::Trapped("StackOverflow".to_string());
+    match original.iter().position(|o| o.outcome == overflow) {
+        Some(k) if got.len() == original.len() => {
+            assert_eq!(got[..k], original[..k], "{what}: behaviour changed");
+            assert_eq!(got[k].outcome, overflow, "{what}: no stack overflow");
+        }
+        _ => assert_eq!(got, original, "{what}: behaviour changed"),
+    }
 }
 
 /// Instantiates `wasm` and calls each of `funcs` in turn (with fresh fuel), observing the original module's exports after each; returns the observations and
@@ -509,7 +528,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
             };
             let (got, counters) = run(engine, &inst.wasm, &funcs, &observed, switch_on)
                 .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
-            assert_eq!(got, original, "seed {seed}, {label}: behaviour changed");
+            assert_same(&got, &original, &format!("seed {seed}, {label}"));
             if let (Some((at, LIMIT)), Some(c)) = (switch_on, &counters) {
                 // The guest itself ended the burst (the flag is clear).
                 let word = |a: u32| u32::from_le_bytes(c[a as usize..][..4].try_into().unwrap());
@@ -555,7 +574,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
         );
         let (got, _) = run(&hinting, &hinted, &funcs, &observed, None)
             .unwrap_or_else(|e| panic!("seed {seed}, hinted: {e}"));
-        assert_eq!(got, original, "seed {seed}: hints changed behaviour");
+        assert_same(&got, &original, &format!("seed {seed}, hinted"));
         // Swapping the arms of unlikely ifs changes no behaviour either, and the hints
         // that move with their instructions still point at ifs and br_ifs.
         let (laid, moved, layout) = pepper_wasm::hints::lay_out(&wasm, &hints)
@@ -564,10 +583,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
         assert_eq!(pepper_wasm::hints::read(&laid).unwrap().len(), hints.len());
         let (got, _) = run(&hinting, &laid, &funcs, &observed, None)
             .unwrap_or_else(|e| panic!("seed {seed}, laid out: {e}"));
-        assert_eq!(
-            got, original,
-            "seed {seed}: swapped if arms changed behaviour"
-        );
+        assert_same(&got, &original, &format!("seed {seed}, if arms swapped"));
         swapped_ifs += layout.swapped;
         // The input's hints and the switch's checks' go into one section.
         let switched_opts = InstrumentOptions {
@@ -583,9 +599,10 @@ fn random_modules_behave_identically_and_profile_consistently() {
             assert!(kept.len() >= inst.plan.switch_hints, "seed {seed}");
             let (got, _) = run(&hinting, &inst.wasm, &funcs, &observed, None)
                 .unwrap_or_else(|e| panic!("seed {seed}, hinted and instrumented: {e}"));
-            assert_eq!(
-                got, original,
-                "seed {seed}: hinted, instrumented: behaviour changed"
+            assert_same(
+                &got,
+                &original,
+                &format!("seed {seed}, hinted, instrumented"),
             );
         }
         hinted_modules += usize::from(!hints.is_empty());
