@@ -222,6 +222,18 @@ enum LocalsError {
 
 /// The body's declared locals (its own, unless it is an entered copy, whose locals are
 /// parameters; then pepper's), the original locals one by one, and the emitter over them.
+/// The types of a body's declared locals (after its parameters), one entry per local.
+pub(crate) fn original_locals(
+    body: &wasmparser::FunctionBody<'_>,
+) -> Result<Vec<ValType>, InstrumentError> {
+    let mut locals = Vec::new();
+    for l in body.get_locals_reader()? {
+        let (n, t) = l?;
+        locals.extend(std::iter::repeat_n(val_type(t)?, n as usize));
+    }
+    Ok(locals)
+}
+
 fn declare_locals<'e>(
     body: &wasmparser::FunctionBody<'_>,
     num_params: u32,

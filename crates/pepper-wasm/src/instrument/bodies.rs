@@ -98,13 +98,9 @@ impl Build<'_, '_> {
                 plan.functions[k].header_counters = header_nodes(&plan.functions[k], laid, k);
             }
         }
-        let additions = self.additions(&plan, tables, appended, extra_types, out.copy_fns);
         plan.switch_hints = out.hints.len();
-        let additions = Additions {
-            hints: out.hints,
-            globals: out.scratch.globals,
-            ..additions
-        };
+        let switch = (out.hints, out.scratch.globals);
+        let additions = self.additions(&plan, tables, appended, extra_types, out.copy_fns, switch);
         let (bytes, dropped) = write_module(self.wasm, facts, out.bodies, &additions)?;
         plan.dropped_sections = dropped;
         Ok((bytes, plan))
@@ -122,11 +118,7 @@ impl Build<'_, '_> {
             if fp.analysis.is_none() || fp.skipped.is_some() {
                 continue;
             }
-            let mut locals = Vec::new();
-            for l in self.facts.bodies[k].get_locals_reader()? {
-                let (n, t) = l?;
-                locals.extend(std::iter::repeat_n(val_type(t)?, n as usize));
-            }
+            let locals = crate::body::original_locals(&self.facts.bodies[k])?;
             if crate::switch::copyable(&locals) {
                 switchable[k] = Some(next);
                 next += 2;
@@ -313,7 +305,7 @@ impl Build<'_, '_> {
         })
     }
 
-    /// pepper's own functions, types, memory and data.
+    /// pepper's own functions, types, memory and data, and the switch's hints and globals.
     fn additions(
         &self,
         plan: &Plan,
@@ -321,6 +313,7 @@ impl Build<'_, '_> {
         appended: Appended,
         extra_types: ExtraTypes,
         copy_fns: Vec<(u32, Function)>,
+        (hints, globals): (Vec<crate::hints::Hint>, Vec<ValType>),
     ) -> Additions {
         let mem = self.facts.num_memories;
         let hash_type = self.facts.num_types;
@@ -350,8 +343,8 @@ impl Build<'_, '_> {
             memory_pages: l.pages(),
             memory_index: mem,
             data: (tables.start, tables.bytes.clone()),
-            hints: Vec::new(),
-            globals: Vec::new(),
+            hints,
+            globals,
         }
     }
 }
