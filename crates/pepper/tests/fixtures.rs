@@ -366,9 +366,14 @@ fn obvious_counts_match_exact_across_proc_exit() {
 }
 
 /// Switchable instrumentation: with the instrumented copies running only in bursts, a
-/// long call-free loop and a call-heavy loop are sampled in proportion to their path ends
-/// (a burst can start inside the long loop at its header, not only where its function is
-/// entered).
+/// long call-free loop and a call-heavy loop are both sampled, near their share of the path
+/// ends (a burst can start inside the long loop at its header, not only where its function
+/// is entered).
+///
+/// Near, and low: a burst stands for the clean code's time at the rate the instrumented
+/// copies complete paths, and they slow the call-free loop (one store per path end where
+/// it had none) more than the call-heavy one. Its 67% of the path ends gets 55-61% of the
+/// estimate with `outer` and `loops`, 44-56% with `all`, on an idle machine.
 #[test]
 fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
     let f = fixture("switch_loops.wat");
@@ -384,9 +389,11 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
         let starved = |s: &pepper_profile::Sampling| {
             s.instrumented_path_ends == 0 || s.ticks < 50 || s.idle_ticks * 4 >= s.ticks
         };
-        // Loose: a run is ~200 ticks and shares the machine with the other tests, so a
-        // run out of tolerance is tried again (three judged runs at most); a loop that
-        // bursts cannot enter shows up as ~0 every time (as with checks at entries only).
+        // Loose, and wider below the truth (the bias above): a run is ~500 ticks and shares
+        // the machine with the other tests, so a run out of tolerance is tried again
+        // (three judged runs at most); a loop that bursts cannot enter shows up as ~0
+        // every time (as with checks at entries only).
+        let near = |got: f64| (truth - 0.3..truth + 0.1).contains(&got);
         let mut shares = Vec::new();
         for _ in 0..6 {
             let (c, _, err, p) = run("pep", &f, &["--switch", placement], &[]);
@@ -396,7 +403,7 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
             }
             assert!(p.sampling.as_ref().is_some_and(|s| s.switched_on_us > 0));
             shares.push(share(&p));
-            if (shares[shares.len() - 1] - truth).abs() < 0.2 || shares.len() == 3 {
+            if near(shares[shares.len() - 1]) || shares.len() == 3 {
                 break;
             }
         }
@@ -405,7 +412,7 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
             continue;
         }
         assert!(
-            shares.iter().any(|got| (got - truth).abs() < 0.2),
+            shares.iter().copied().any(near),
             "--switch {placement}: the long loop has {shares:.3?} of the sampled path ends in \
              each run, {truth:.3} of all"
         );
