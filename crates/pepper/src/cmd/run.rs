@@ -86,10 +86,12 @@ pub struct Args {
     /// (periodicity; the paper's epoch is 10 ms).
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     epoch: std::time::Duration,
-    /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. The guest's cost
-    /// does not depend on it (it writes every path end to the ring anyway); more ticks
-    /// make the estimate more accurate (see bench/results/analysis.md: 93% against 96%
-    /// absolute edge overlap at 1 ms and 250 µs) for a little work on the sampler's core.
+    /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. More ticks make
+    /// the estimate more accurate (bench/results/bench.md: 94.8% against 96.7% absolute
+    /// edge overlap at 1 ms and 250 µs). Without --switch the guest's cost does not depend
+    /// on it (it writes every path end to the ring anyway); with --switch each burst runs
+    /// instrumented code, so fewer bursts cost less (switch-bursts.md, `outer`: +4.6% at
+    /// 1 ms against +10.9% at 250 µs, for 81.8% against 86.7% absolute overlap).
     #[arg(long, default_value = "250us", value_parser = parse_duration)]
     interval: std::time::Duration,
     /// Period of calling-context stack samples (each one interrupts the guest for a few
