@@ -21,6 +21,8 @@ struct Variant {
     mode: Mode,
     persistence: Option<u32>,
     epoch: Duration,
+    /// In windows (`--window`): how long each epoch's window is open.
+    window: Option<Duration>,
     inst: pepper_wasm::Instrumented,
     prepared: pepper_runtime::Prepared,
     times: Vec<f64>,
@@ -31,14 +33,15 @@ struct Variant {
 pub fn main(args: &Args, root: &Path) -> Result<()> {
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
-    let mut configs: Vec<(String, Mode, Option<u32>, Duration)> = vec![
-        ("none".into(), Mode::None, None, EPOCH),
-        ("none A/A".into(), Mode::None, None, EPOCH),
-        ("exact-edges".into(), Mode::ExactEdges, None, EPOCH),
+    type Config = (String, Mode, Option<u32>, Duration, Option<Duration>);
+    let mut configs: Vec<Config> = vec![
+        ("none".into(), Mode::None, None, EPOCH, None),
+        ("none A/A".into(), Mode::None, None, EPOCH, None),
+        ("exact-edges".into(), Mode::ExactEdges, None, EPOCH, None),
     ];
     // P=0: never armed, the clean code's cost alone (the floor of this design).
     for p in [0, 10, 1000] {
-        configs.push((format!("ephemeral P={p}"), Mode::Ephemeral, Some(p), EPOCH));
+        configs.push((format!("ephemeral P={p}"), Mode::Ephemeral, Some(p), EPOCH, None));
     }
     let longer = Duration::from_millis(100);
     for p in [1000, 100] {
@@ -47,6 +50,17 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             Mode::Ephemeral,
             Some(p),
             longer,
+            None,
+        ));
+    }
+    // Windows: one module-wide flag; W=0 never opens one, the clean code's cost alone.
+    for us in [0, 250, 500, 1000] {
+        configs.push((
+            format!("ephemeral windows W={us}us"),
+            Mode::Ephemeral,
+            Some(0),
+            EPOCH,
+            Some(Duration::from_micros(us)),
         ));
     }
     let mut table = String::new();
@@ -56,11 +70,12 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let mut accs: Vec<Vec<[f64; 3]>> = vec![Vec::new(); configs.len()];
     for (w, wasm, cache) in selected(args, &build)? {
         let mut variants = Vec::new();
-        for (label, mode, persistence, epoch) in &configs {
+        for (label, mode, persistence, epoch, window) in &configs {
             let inst = pepper_wasm::instrument(
                 &wasm,
                 &pepper_wasm::InstrumentOptions {
                     mode: *mode,
+                    ephemeral_windows: window.is_some(),
                     ..Default::default()
                 },
             )?;
@@ -77,6 +92,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 mode: *mode,
                 persistence: *persistence,
                 epoch: *epoch,
+                window: *window,
                 inst,
                 prepared,
                 times: Vec::new(),
@@ -90,11 +106,13 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                     .options(
                         pepper_wasm::InstrumentOptions {
                             mode: v.mode,
+                            ephemeral_windows: v.window.is_some(),
                             ..Default::default()
                         },
                         pepper_runtime::SamplingOptions {
                             persistence: v.persistence.unwrap_or_default(),
                             epoch: v.epoch,
+                            window: v.window.unwrap_or_default(),
                             ..Default::default()
                         },
                     )
@@ -176,6 +194,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          Machine: {}. wasmtime 48.0.8. Epoch {} ms unless the variant says otherwise; P is \
          the persistence (`--persistence`: function entries and outermost loop iterations \
          each function records per epoch); P=0 is never armed, the clean code's cost alone. \
+         Windows (`--window W`): one module-wide flag open for W at the start of every \
+         epoch, nothing counted in clean code, counts scaled by the run's time over the \
+         windows' (measured: a window lasts longer than asked, by the host's sleep); W=0 \
+         never opens one after the start, the clean code's cost alone. \
          Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up). Overhead: median over rounds of the per-round ratio to the uninstrumented \
          run (guest run time, compilation excluded). Accuracy (median over rounds) against \

@@ -77,6 +77,9 @@ pub struct Guest {
     /// Switchable instrumentation: where clean code checks the flag (`outer`, `loops`,
     /// `all`, `entries`); `None` when functions have one body.
     pub switch: Option<&'static str>,
+    /// Ephemeral in windows: `layout.switch_flag` is one module-wide flag, not a budget
+    /// per function.
+    pub ephemeral_windows: bool,
     /// What the guest keeps for calling contexts.
     pub contexts: ContextMode,
     /// Functions in the original module, imports included (pepper's own come after).

@@ -153,6 +153,8 @@ pub struct Collected {
     pub samples: Option<SamplerResult>,
     /// Ephemeral instrumentation: the epochs armed.
     pub epochs: u64,
+    /// Ephemeral in windows: how long they were open.
+    pub windows_on: Duration,
 }
 
 impl Attached {
@@ -203,10 +205,15 @@ impl Attached {
         drop(self.watcher.take());
         let counters = self.counters();
         let sampler = take(&self.sampler);
+        let (epochs, windows_on) = self
+            .armer
+            .take()
+            .map_or((0, Duration::ZERO), epochs::Armer::finish);
         Collected {
             counters,
             samples: sampler.map(sampler::Sampler::finish),
-            epochs: self.armer.take().map_or(0, epochs::Armer::finish),
+            epochs,
+            windows_on,
         }
     }
 }
@@ -255,7 +262,7 @@ fn watch(
                     deliver(Collected {
                         counters: (memory.len > 0).then(|| memory.copy()),
                         samples,
-                        epochs: 0,
+                        ..Default::default()
                     });
                 }
             }
@@ -264,7 +271,7 @@ fn watch(
         let collected = Collected {
             counters: (memory.len > 0).then(|| memory.copy()),
             samples,
-            epochs: 0,
+            ..Default::default()
         };
         (stop.on_stop)(collected, reason);
     })

@@ -63,9 +63,16 @@ pub struct SamplingOptions {
     pub persistence: u32,
     /// Ephemeral instrumentation: how often budgets are re-armed.
     pub epoch: Duration,
+    /// Ephemeral in windows (`InstrumentOptions::ephemeral_windows`): how long every
+    /// epoch's window is open.
+    pub window: Duration,
     /// Counts the sampler keeps up to date while the guest runs (a progress display).
     pub live: Option<Arc<crate::LiveCounts>>,
 }
+
+/// Default for [`SamplingOptions::window`]: 500 µs every 10 ms epoch (see
+/// bench/results/analysis.md, ephemeral instrumentation).
+pub const EPHEMERAL_WINDOW: Duration = Duration::from_micros(500);
 
 impl Default for SamplingOptions {
     fn default() -> Self {
@@ -79,6 +86,7 @@ impl Default for SamplingOptions {
             switch: SwitchDrive::Sampler,
             persistence: d.persistence,
             epoch: d.epoch,
+            window: EPHEMERAL_WINDOW,
             live: None,
         }
     }
@@ -249,6 +257,7 @@ impl CommandOptions {
                 functions: (guest.num_funcs - guest.num_imports) as u32,
                 persistence: s.persistence,
                 epoch: s.epoch,
+                window: guest.ephemeral_windows.then_some(s.window),
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched)
                 .then_some(guest.layout.switch_flag),

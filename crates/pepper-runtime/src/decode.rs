@@ -56,6 +56,8 @@ pub struct Results<'a> {
     pub samples: Option<&'a SamplerResult>,
     /// Ephemeral instrumentation: the epochs armed.
     pub epochs: u64,
+    /// Ephemeral in windows: how long they were open.
+    pub windows_on: std::time::Duration,
 }
 
 impl Collected {
@@ -65,6 +67,7 @@ impl Collected {
             counters: self.counters.as_deref(),
             samples: self.samples.as_ref(),
             epochs: self.epochs,
+            windows_on: self.windows_on,
         }
     }
 }
@@ -76,6 +79,7 @@ impl RunResult {
             counters: self.counters.as_deref(),
             samples: self.samples.as_ref(),
             epochs: self.epochs,
+            windows_on: self.windows_on,
         }
     }
 }
@@ -123,11 +127,19 @@ pub fn profile(
     if guest.mode == Mode::Ephemeral {
         // Ephemeral epochs in the sampling record: `samples` is the persistence,
         // `interval_us` the epoch and `ticks` the epochs armed.
+        // In windows: `samples` 0, `switched_on_us` the time they were open.
+        let windows = instrumented.guest.ephemeral_windows;
         let info = Sampling {
-            design: "ephemeral".into(),
-            samples: settings.persistence,
+            design: if windows {
+                "ephemeral-windows"
+            } else {
+                "ephemeral"
+            }
+            .into(),
+            samples: if windows { 0 } else { settings.persistence },
             interval_us: settings.epoch.as_micros() as u64,
             ticks: collected.epochs,
+            switched_on_us: collected.windows_on.as_micros() as u64,
             ..Default::default()
         };
         sampling = Some((info, Vec::new()));

@@ -4,10 +4,14 @@
 //! moves into its instrumented copy while the budget is positive, and the copy spends one
 //! unit per entry and per outermost loop iteration, so after `persistence` of them the
 //! function is clean again. This thread re-arms every budget once per epoch.
+//!
+//! In windows (`EphemeralConfig::window`) there is one flag for the whole module, and
+//! this thread sets it for the window at the start of every epoch: every function runs
+//! its instrumented copy from its next check until the window closes.
 
 use crate::memview::MemView;
 use crate::worker::{Stop, Worker};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Where the budgets are and how they are refilled.
 #[derive(Clone, Debug)]
@@ -20,15 +24,26 @@ pub struct EphemeralConfig {
     pub persistence: u32,
     /// Time between re-armings (the paper's periodicity: 10 ms).
     pub epoch: Duration,
+    /// Windows: how long the module-wide flag at `budgets` stays set every epoch
+    /// (`functions` and `persistence` unused).
+    pub window: Option<Duration>,
 }
 
-/// The running armer thread; `finish` says how many epochs it armed.
-pub(crate) struct Armer(Worker<u64>);
+/// The running armer thread; `finish` says how many epochs it armed, and for how long
+/// windows were open.
+pub(crate) struct Armer(Worker<(u64, Duration)>);
 
 impl Armer {
     /// Arms every budget now (so the first epoch starts with the guest) and then every
     /// epoch. The caller keeps pepper's memory alive until `finish`.
     pub(crate) fn start(mem: MemView, cfg: EphemeralConfig) -> Armer {
+        if let Some(window) = cfg.window {
+            mem.set_u32(cfg.budgets, 1);
+            let opened = Instant::now();
+            return Armer(Worker::spawn("pepper-epochs", move |stop: &Stop| {
+                windows(mem, &cfg, window, stop, opened)
+            }));
+        }
         arm(mem, &cfg);
         Armer(Worker::spawn("pepper-epochs", move |stop: &Stop| {
             let mut epochs = 1;
@@ -36,15 +51,38 @@ impl Armer {
                 arm(mem, &cfg);
                 epochs += 1;
             }
-            epochs
+            (epochs, Duration::ZERO)
         }))
     }
 
-    pub(crate) fn finish(self) -> u64 {
+    pub(crate) fn finish(self) -> (u64, Duration) {
         self.0.finish().unwrap_or_else(|why| {
             eprintln!("pepper: warning: {why}; budgets were not re-armed after it");
-            0
+            (0, Duration::ZERO)
         })
+    }
+}
+
+/// Windows: the flag set for `window` every epoch (the first window is open already, since
+/// `opened`); returns the epochs and the time the windows were open.
+fn windows(
+    mem: MemView,
+    cfg: &EphemeralConfig,
+    window: Duration,
+    stop: &Stop,
+    mut opened: Instant,
+) -> (u64, Duration) {
+    let (mut epochs, mut on) = (1, Duration::ZERO);
+    loop {
+        let stopped = stop.sleep(window);
+        mem.set_u32(cfg.budgets, 0);
+        on += opened.elapsed();
+        if stopped || stop.sleep(cfg.epoch.saturating_sub(window)) {
+            return (epochs, on);
+        }
+        mem.set_u32(cfg.budgets, 1);
+        opened = Instant::now();
+        epochs += 1;
     }
 }
 

@@ -37,7 +37,7 @@ mod worker;
 pub use attach::{AttachConfig, Collected, EarlyStop, Profiled, StopReason};
 pub use command::{
     profile_command, CommandOptions, CommandRun, EarlyStopOptions, Note, SamplingOptions,
-    SwitchDrive, WasiOptions,
+    SwitchDrive, WasiOptions, EPHEMERAL_WINDOW,
 };
 pub use epochs::EphemeralConfig;
 pub use interrupt::stop_on_signals;
@@ -203,6 +203,8 @@ pub struct RunResult {
     pub samples: Option<SamplerResult>,
     /// Ephemeral instrumentation: how many epochs armed the budgets.
     pub epochs: u64,
+    /// Ephemeral in windows: how long they were open.
+    pub windows_on: Duration,
 }
 
 impl RunResult {
@@ -369,6 +371,7 @@ impl Prepared {
             counters: collected.counters,
             samples: collected.samples,
             epochs: collected.epochs,
+            windows_on: collected.windows_on,
         })
     }
 

@@ -72,6 +72,9 @@ struct Build<'a, 'f> {
     /// Ephemeral instrumentation is the switch with a budget per function: checks at entry
     /// and outermost loops (the cheapest placement that still reaches long loops).
     ephemeral: bool,
+    /// Ephemeral with a budget per function (not in windows): the budget words, entry
+    /// counts and loop counts exist.
+    budgets: bool,
     switch: Option<SwitchPlacement>,
     path_windows: bool,
 }
@@ -97,6 +100,7 @@ impl<'a, 'f> Build<'a, 'f> {
             mode,
             contexts,
             ephemeral,
+            budgets: ephemeral && !opts.ephemeral_windows,
             switch,
             path_windows,
         }
@@ -133,6 +137,7 @@ fn build(
         warnings: planned.warnings,
         dropped_sections: Vec::new(),
         switch_hints: 0,
+        ephemeral_windows: b.ephemeral && !b.budgets,
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (b.mode == Mode::None && !context_code) || facts.bodies.is_empty() {

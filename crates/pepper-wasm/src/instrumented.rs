@@ -77,6 +77,7 @@ impl Plan {
             mode: self.mode,
             layout: self.layout,
             switch: self.switch.map(SwitchPlacement::name),
+            ephemeral_windows: self.ephemeral_windows,
             contexts: self.contexts,
             num_funcs: self.imports.len() + self.functions.len(),
             num_imports: self.imports.len(),

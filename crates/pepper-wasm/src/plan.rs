@@ -226,6 +226,11 @@ pub struct InstrumentOptions {
     /// so engines that read hints (wasmtime's `Config::wasm_branch_hinting`) lay the
     /// switching code out of line and the clean code falls through its checks.
     pub switch_hints: bool,
+    /// Ephemeral in windows: one module-wide flag, set by the runtime for a window every
+    /// epoch, instead of a budget per function; no entry or loop counts in clean code.
+    /// The counts are the windows' executions, scaled to the run (see
+    /// `decode::ephemeral`).
+    pub ephemeral_windows: bool,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -259,6 +264,7 @@ impl Default for InstrumentOptions {
             switch: None,
             switch_chaos: false,
             switch_hints: true,
+            ephemeral_windows: false,
         }
     }
 }
@@ -382,6 +388,8 @@ pub struct Plan {
     /// How many of the switch's checks the module hints unlikely
     /// ([`InstrumentOptions::switch_hints`]).
     pub switch_hints: usize,
+    /// Ephemeral in windows ([`InstrumentOptions::ephemeral_windows`]).
+    pub ephemeral_windows: bool,
     pub warnings: Vec<String>,
     /// Custom sections (or parts of them) the instrumented module leaves out because they
     /// locate code by offset and rewriting moved it: DWARF, branch hints of rewritten

@@ -6,6 +6,11 @@
 //! through the function's loop nest with those probabilities (the flow equations with
 //! measured branch probabilities), holding the counted loops to their counts, and that
 //! times the entries is the edge profile.
+//!
+//! In windows ([`crate::InstrumentOptions::ephemeral_windows`]) nothing is counted in clean
+//! code: the windows' branch counts are a sample of the run in time, and scaled by the
+//! run's time over the windows' time they are the estimate (`pepper_runtime` records that
+//! time in the profile's `sampling.switched_on_us`).
 
 use crate::plan::Plan;
 use pepper_profile::Profile;
@@ -20,6 +25,13 @@ fn wilson_margin(p: f64, n: u64) -> f64 {
 /// counts, keeping what they rest on in `recorded` and `bias_margin`. Functions without
 /// copies ran instrumented all along: their counts are exact and stay.
 pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
+    let windows = plan.ephemeral_windows.then(|| {
+        let on = profile.sampling.as_ref().map_or(0, |s| s.switched_on_us) as f64;
+        match on > 0.0 {
+            true => (profile.run.run_ms * 1000.0 / on).max(1.0),
+            false => 1.0,
+        }
+    });
     for (k, fp) in plan.functions.iter().enumerate() {
         let Some(a) = &fp.analysis else { continue };
         let first = fp.first_branch as usize;
@@ -36,6 +48,16 @@ pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
             }
         }
         if fp.copies.is_none() {
+            continue;
+        }
+        if let Some(scale) = windows {
+            for b in branches.iter_mut() {
+                b.counts = b
+                    .counts
+                    .iter()
+                    .map(|&c| (c as f64 * scale).round() as u64)
+                    .collect();
+            }
             continue;
         }
         let entries = pepper_layout::read_u64(mem, plan.layout.entry_counts as u64 + 8 * k as u64);

@@ -94,7 +94,7 @@ impl Build<'_, '_> {
         }
         for &(k, c) in &out.copies {
             plan.functions[k].copies = Some(c);
-            if self.ephemeral {
+            if self.budgets {
                 plan.functions[k].header_counters = header_nodes(&plan.functions[k], laid, k);
             }
         }
@@ -164,11 +164,11 @@ impl Build<'_, '_> {
                 a,
                 wrapper,
                 mem,
-                flag: match self.ephemeral {
+                flag: match self.budgets {
                     true => layout.switch_flag + 4 * k as u32,
                     false => layout.switch_flag,
                 },
-                budget: self.ephemeral.then(|| Budget {
+                budget: self.budgets.then(|| Budget {
                     entries: layout.entry_counts + 8 * k as u32,
                     headers: c.laid.header_counters[k],
                 }),
@@ -176,7 +176,7 @@ impl Build<'_, '_> {
                 shape: &c.laid.shapes[k],
                 placement,
                 chaos: self.opts.switch_chaos,
-                entry_check: self.ephemeral
+                entry_check: self.budgets
                     || placement.entry_check(
                         facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
                     ),
@@ -201,9 +201,10 @@ impl Build<'_, '_> {
                 }
                 *c.switchable.get(k)?
             };
-            // Ephemeral: calls go to the callee's `F`, which spends its own budget.
+            // Ephemeral with budgets: calls go to the callee's `F`, which spends its own
+            // budget.
             let no_redirect = |_: u32| None;
-            let redirect: Redirect<'_> = match self.ephemeral {
+            let redirect: Redirect<'_> = match self.budgets {
                 true => &no_redirect,
                 false => &redirect,
             };

@@ -177,7 +177,7 @@ impl Build<'_, '_> {
         };
         let n = planned.functions.len();
         let mut header_counters = vec![0u32; n];
-        if self.ephemeral {
+        if self.budgets {
             mem.layout.switch_flag = mem.alloc(4 * n as u64);
             mem.layout.entry_counts = mem.alloc(8 * n as u64);
             for (k, s) in shapes.iter().enumerate().take(n) {

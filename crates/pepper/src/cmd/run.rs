@@ -86,6 +86,12 @@ pub struct Args {
     /// (periodicity; the paper's epoch is 10 ms).
     #[arg(long, default_value = "10ms", value_parser = parse_duration)]
     epoch: std::time::Duration,
+    /// Ephemeral in windows: instead of a budget per function (--persistence), every
+    /// function's instrumented copy runs for this long at the start of each --epoch, e.g.
+    /// `500us`. Clean code then counts nothing (no entry or loop counts), and the counts
+    /// are the windows' executions scaled to the run's time.
+    #[arg(long, value_parser = parse_duration)]
+    window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. More ticks make
     /// the estimate more accurate (bench/results/bench.md: 94.8% against 96.7% absolute
     /// edge overlap at 1 ms and 250 µs). Without --switch the guest's cost does not depend
@@ -502,6 +508,9 @@ impl Args {
         if self.mode == ModeArg::None && contexts != ContextMode::Off {
             bail!("--mode none runs the module unchanged; use --mode calls for contexts only");
         }
+        if self.window.is_some() && self.mode != ModeArg::Ephemeral {
+            bail!("--window is for --mode ephemeral");
+        }
         let ia = &self.intervals;
         ia.check(
             mode == pepper_profile::Mode::Pep,
@@ -531,6 +540,7 @@ impl Args {
             cold_threshold: self.guided.cold_threshold,
             loop_threshold: self.guided.loop_threshold,
             obvious: self.guided.obvious,
+            ephemeral_windows: self.window.is_some(),
             ..Default::default()
         };
         let sampling = SamplingOptions {
@@ -551,6 +561,7 @@ impl Args {
             },
             persistence: self.persistence,
             epoch: self.epoch,
+            window: self.window.unwrap_or(pepper_runtime::EPHEMERAL_WINDOW),
             live: None,
         };
         Ok(CommandOptions {
