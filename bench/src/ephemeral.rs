@@ -41,7 +41,13 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     ];
     // P=0: never armed, the clean code's cost alone (the floor of this design).
     for p in [0, 10, 1000] {
-        configs.push((format!("ephemeral P={p}"), Mode::Ephemeral, Some(p), EPOCH, None));
+        configs.push((
+            format!("ephemeral P={p}"),
+            Mode::Ephemeral,
+            Some(p),
+            EPOCH,
+            None,
+        ));
     }
     let longer = Duration::from_millis(100);
     for p in [1000, 100] {

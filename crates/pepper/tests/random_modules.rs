@@ -420,6 +420,25 @@ fn random_modules_behave_identically_and_profile_consistently() {
             },
         ),
         (
+            // Windows: one flag, set before any call and never cleared, so every function
+            // runs its instrumented copy all along.
+            "ephemeral windows, always on",
+            InstrumentOptions {
+                mode: Mode::Ephemeral,
+                ephemeral_windows: true,
+                ..Default::default()
+            },
+        ),
+        (
+            "ephemeral windows, random",
+            InstrumentOptions {
+                mode: Mode::Ephemeral,
+                ephemeral_windows: true,
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
             "pep ring, native contexts with call log",
             InstrumentOptions {
                 mode: Mode::Pep,
@@ -631,6 +650,12 @@ fn random_modules_behave_identically_and_profile_consistently() {
                 "seed {seed}: {label} edges differ from exact-paths"
             );
         }
+        // A window over the whole run records every branch outcome.
+        assert_eq!(
+            branch_counts(&profiles["ephemeral windows, always on"]),
+            branch_counts(exact),
+            "seed {seed}: ephemeral windows always on differ from exact-paths"
+        );
         // Random switching ran both copies: some path ends counted, not all of them.
         let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>();
         let random = total(&profiles["pep every 1, switch all, random"]);

@@ -176,7 +176,10 @@ impl Build<'_, '_> {
                 shape: &c.laid.shapes[k],
                 placement,
                 chaos: self.opts.switch_chaos,
-                entry_check: self.budgets
+                // Ephemeral checks every entry: in windows, a function that clean code (or
+                // its own tail call) enters without a check would run clean through a whole
+                // window (the random-module test's window over the whole run found one).
+                entry_check: self.ephemeral
                     || placement.entry_check(
                         facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
                     ),
