@@ -70,9 +70,10 @@ pub struct SamplingOptions {
     pub live: Option<Arc<crate::LiveCounts>>,
 }
 
-/// Default for [`SamplingOptions::window`]: 500 µs every 10 ms epoch (see
-/// bench/results/analysis.md, ephemeral instrumentation).
-pub const EPHEMERAL_WINDOW: Duration = Duration::from_micros(500);
+/// Default for [`SamplingOptions::window`]: 250 µs every 10 ms epoch, as cheap as any
+/// window measured and as accurate (bench/results/analysis.md, ephemeral
+/// instrumentation).
+pub const EPHEMERAL_WINDOW: Duration = Duration::from_micros(250);
 
 impl Default for SamplingOptions {
     fn default() -> Self {

@@ -64,10 +64,11 @@ pub enum ModeArg {
     /// discarded) and use that edge profile as the guide of a targeted run. The program
     /// runs twice: only for programs without side effects you mind repeating.
     Staged,
-    /// Ephemeral instrumentation: each function records its branches for --persistence
-    /// entries and outermost loop iterations per --epoch, then runs clean code until the
-    /// next epoch; branch counts are estimated from those biases and exact entry counts.
-    /// An edge profile for a few percent, without paths.
+    /// Ephemeral instrumentation: every function records its branches during a --window
+    /// at the start of each --epoch and runs clean code the rest of the time; branch
+    /// counts are the windows' scaled to the run (or, with --persistence, each function's
+    /// first executions per epoch, propagated from exact entry counts). An edge profile
+    /// for a few percent, without paths.
     Ephemeral,
     /// Calling contexts only: Whaley's sampled partial calling context tree (the guest's
     /// stack sampled every --interval, see --stacks) and exact per-call-site counts.
