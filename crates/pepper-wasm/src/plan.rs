@@ -226,10 +226,10 @@ pub struct InstrumentOptions {
     /// so engines that read hints (wasmtime's `Config::wasm_branch_hinting`) lay the
     /// switching code out of line and the clean code falls through its checks.
     pub switch_hints: bool,
-    /// Ephemeral in windows: one module-wide flag, set by the runtime for a window every
-    /// epoch, instead of a budget per function; no entry or loop counts in clean code.
-    /// The counts are the windows' executions, scaled to the run (see
-    /// `decode::ephemeral`).
+    /// Ephemeral in windows (the default): one module-wide flag, set by the runtime for a
+    /// window every epoch, instead of a budget per function; no entry or loop counts in
+    /// clean code. The counts are the windows' executions, scaled to the run (see
+    /// `decode::ephemeral`). `false`: budgets, as `pepper run --persistence`.
     pub ephemeral_windows: bool,
 }
 
@@ -264,7 +264,7 @@ impl Default for InstrumentOptions {
             switch: None,
             switch_chaos: false,
             switch_hints: true,
-            ephemeral_windows: false,
+            ephemeral_windows: true,
         }
     }
 }

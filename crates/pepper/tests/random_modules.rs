@@ -407,6 +407,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
             "ephemeral",
             InstrumentOptions {
                 mode: Mode::Ephemeral,
+                ephemeral_windows: false,
                 ..Default::default()
             },
         ),
@@ -415,6 +416,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
             "ephemeral, random",
             InstrumentOptions {
                 mode: Mode::Ephemeral,
+                ephemeral_windows: false,
                 switch_chaos: true,
                 ..Default::default()
             },
