@@ -34,8 +34,9 @@ pub struct EphemeralConfig {
 pub(crate) struct Armer(Worker<(u64, Duration)>);
 
 impl Armer {
-    /// Arms every budget now (so the first epoch starts with the guest) and then every
-    /// epoch. The caller keeps pepper's memory alive until `finish`.
+    /// Arms every budget (or, in windows, opens the first window) now, so the first epoch
+    /// starts with the guest, and again every epoch. The caller keeps pepper's memory
+    /// alive until `finish`.
     pub(crate) fn start(mem: MemView, cfg: EphemeralConfig) -> Armer {
         if let Some(window) = cfg.window {
             mem.set_u32(cfg.budgets, 1);
@@ -57,7 +58,7 @@ impl Armer {
 
     pub(crate) fn finish(self) -> (u64, Duration) {
         self.0.finish().unwrap_or_else(|why| {
-            eprintln!("pepper: warning: {why}; budgets were not re-armed after it");
+            eprintln!("pepper: warning: {why}; epochs were not armed after it");
             (0, Duration::ZERO)
         })
     }
