@@ -40,7 +40,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         ("exact-edges".into(), Mode::ExactEdges, None, EPOCH, None),
     ];
     // P=0: never armed, the clean code's cost alone (the floor of this design).
-    for p in [0, 10, 1000] {
+    for p in [0, 1000] {
         configs.push((
             format!("ephemeral P={p}"),
             Mode::Ephemeral,
@@ -49,23 +49,19 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             None,
         ));
     }
-    let longer = Duration::from_millis(100);
-    for p in [1000, 100] {
-        configs.push((
-            format!("ephemeral P={p}@100ms"),
-            Mode::Ephemeral,
-            Some(p),
-            longer,
-            None,
-        ));
-    }
     // Windows: one module-wide flag; W=0 never opens one, the clean code's cost alone.
-    for us in [0, 250, 500, 1000] {
+    for (us, epoch_ms) in [(0, 10), (125, 10), (250, 10), (250, 20), (500, 20)] {
+        let epoch = Duration::from_millis(epoch_ms);
+        let at = if epoch == EPOCH {
+            String::new()
+        } else {
+            format!("@{epoch_ms}ms")
+        };
         configs.push((
-            format!("ephemeral windows W={us}us"),
+            format!("ephemeral windows W={us}us{at}"),
             Mode::Ephemeral,
             Some(0),
-            EPOCH,
+            epoch,
             Some(Duration::from_micros(us)),
         ));
     }
@@ -202,7 +198,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          each function records per epoch); P=0 is never armed, the clean code's cost alone. \
          Windows (`--window W`): one module-wide flag open for W at the start of every \
          epoch, nothing counted in clean code, counts scaled by the run's time over the \
-         windows' (measured: a window lasts longer than asked, by the host's sleep); W=0 \
+         windows' (measured; the epoch thread ends a window by spinning, so it lasts what was \
+         asked); W=0 \
          never opens one after the start, the clean code's cost alone. \
          Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up). Overhead: median over rounds of the per-round ratio to the uninstrumented \

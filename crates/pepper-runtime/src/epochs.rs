@@ -73,9 +73,10 @@ fn windows(
     stop: &Stop,
     mut opened: Instant,
 ) -> (u64, Duration) {
+    crate::worker::least_timer_slack();
     let (mut epochs, mut on) = (1, Duration::ZERO);
     loop {
-        let stopped = stop.sleep(window);
+        let stopped = stop.sleep_precisely(window.saturating_sub(opened.elapsed()));
         mem.set_u32(cfg.budgets, 0);
         on += opened.elapsed();
         if stopped || stop.sleep(cfg.epoch.saturating_sub(window)) {

@@ -141,6 +141,9 @@ pub struct FunctionAnalysis {
     /// Each direct call (`call`, `return_call`) in reachable code: the node it is in and
     /// the function it calls. A node runs its calls once per execution.
     pub direct_calls: Vec<(NodeId, u32)>,
+    /// The functions this one `return_call`s (in reachable code): a switchable callee
+    /// entered that way checks the flag at entry (`SwitchPlacement::entry_check`).
+    pub tail_calls: Vec<u32>,
     /// Every call operator (`module::call_target`'s list, so the k-th is the
     /// function's k-th call site), in operator order: its operator index and its node
     /// (`None` in unreachable code).

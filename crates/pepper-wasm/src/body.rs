@@ -10,7 +10,7 @@ use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
 
 /// Where an instrumented copy's direct calls go: a callee with copies is called at its
 /// instrumented copy (of the callee's own type), so a burst spreads down the calls it
-/// makes without a check in the callee.
+/// makes without a check in the callee. Not its tail calls (see `emit_op`).
 pub(crate) type Redirect<'r> = &'r dyn Fn(u32) -> Option<u32>;
 
 pub(crate) fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentError> {
@@ -173,7 +173,6 @@ pub(crate) fn emit_instructions<'f>(
             out.push(I::Br(depth));
         } else {
             let site = ctx.as_ref().map(|_| &mut next_site);
-            let own = facts.func_index(k).0;
             emit_op(
                 &mut out,
                 op,
@@ -181,7 +180,6 @@ pub(crate) fn emit_instructions<'f>(
                 ctx.as_ref().map(|c| &c.0),
                 site,
                 redirect,
-                own,
             )
             .map_err(|e| enc(&e))?;
         }
@@ -307,7 +305,6 @@ fn emit_op<'f>(
     ctx: Option<&ContextEmit<'_>>,
     site: Option<&mut u32>,
     redirect: Option<Redirect<'_>>,
-    own: u32,
 ) -> Result<(), wasm_encoder::reencode::Error> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     use wasmparser::Operator as O;
@@ -339,16 +336,18 @@ fn emit_op<'f>(
             c.log_stop(out, &em.locals);
         }
     }
+    // Tail calls are not redirected: a loop made of tail calls has no header to check,
+    // so its only checks are the entry checks of the functions it tail-calls, which an
+    // instrumented copy calling the callee's own copy would skip (it would then stay
+    // instrumented for as long as the loop runs, and a clean `F_clean` tail-calling
+    // itself would stay clean through any burst or window).
     let redirected = match (&op, redirect) {
-        (O::Call { function_index: f }, Some(r)) => r(*f).map(|c| (c, false)),
-        // Not a self tail call: a `return_call` to a function's own copy is how
-        // it switches (`contexts::site_offsets` tells them apart by that).
-        (O::ReturnCall { function_index: f }, Some(r)) if *f != own => r(*f).map(|c| (c, true)),
+        (O::Call { function_index: f }, Some(r)) => r(*f),
         _ => None,
     };
     match redirected {
         // The callee's instrumented copy, entered at its start.
-        Some((to, tail)) => out.push(if tail { I::ReturnCall(to) } else { I::Call(to) }),
+        Some(to) => out.push(I::Call(to)),
         None => out.push(RoundtripReencoder.instruction(op)?),
     }
     if is_call {

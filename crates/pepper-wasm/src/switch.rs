@@ -737,6 +737,68 @@ mod tests {
         assert!(inst.wants_branch_hinting());
     }
 
+    /// A loop made of tail calls has no header to check: its functions check at entry,
+    /// and the instrumented copies tail-call them there, never at their copies (which
+    /// would keep the loop instrumented after the burst, or clean through a window).
+    #[test]
+    fn tail_calls_go_through_the_callees_entry_check() {
+        let wasm = wat::parse_str(
+            r#"(module
+                 (func $ping (export "run") (param i32) (result i32)
+                   (if (result i32) (local.get 0)
+                     (then (return_call $pong (i32.sub (local.get 0) (i32.const 1))))
+                     (else (call $leaf (local.get 0)))))
+                 (func $pong (param i32) (result i32)
+                   (return_call $ping (local.get 0)))
+                 (func $leaf (param i32) (result i32)
+                   (i32.add (local.get 0) (i32.const 1))))"#,
+        )
+        .unwrap();
+        let opts = crate::InstrumentOptions {
+            mode: pepper_profile::Mode::Pep,
+            switch: Some(SwitchPlacement::Outer),
+            ..Default::default()
+        };
+        let inst = crate::instrument(&wasm, &opts).unwrap();
+        let facts = crate::module::ModuleFacts::parse(&inst.wasm).unwrap();
+        let copies: Vec<(u32, u32)> = (0..3)
+            .map(|k| inst.plan.functions[k].copies.unwrap())
+            .collect();
+        let ops = |f: u32| -> Vec<String> {
+            let mut r = facts.bodies[f as usize].get_operators_reader().unwrap();
+            let mut out = Vec::new();
+            while !r.eof() {
+                out.push(format!("{:?}", r.read().unwrap()));
+            }
+            out
+        };
+        let calls = |f: u32, tail: bool| -> Vec<u32> {
+            let mut r = facts.bodies[f as usize].get_operators_reader().unwrap();
+            let mut out = Vec::new();
+            while !r.eof() {
+                match r.read().unwrap() {
+                    O::ReturnCall { function_index } if tail => out.push(function_index),
+                    O::Call { function_index } if !tail => out.push(function_index),
+                    _ => {}
+                }
+            }
+            out
+        };
+        // `ping`'s instrumented copy tail-calls `pong` itself, not `pong_inst`, but calls
+        // `leaf` at its instrumented copy.
+        assert!(
+            calls(copies[0].0, true).contains(&1),
+            "{:?}",
+            ops(copies[0].0)
+        );
+        assert!(!calls(copies[0].0, true).contains(&copies[1].0));
+        assert!(calls(copies[0].0, false).contains(&copies[2].0));
+        // `pong` (tail-called) checks at entry: its clean code can move to `pong_inst`;
+        // `leaf` (called only directly, no loop) has no check at all.
+        assert!(calls(1, true).contains(&copies[1].0), "{:?}", ops(1));
+        assert!(!calls(2, true).contains(&copies[2].0), "{:?}", ops(2));
+    }
+
     #[test]
     fn a_value_on_the_stack_keeps_a_loop_closed() {
         let s = shape_of(

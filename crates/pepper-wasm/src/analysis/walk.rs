@@ -17,6 +17,7 @@ pub(super) struct Walker {
     i: usize,
     returns: Vec<(usize, u32)>,
     direct_calls: Vec<(NodeId, u32)>,
+    tail_calls: Vec<u32>,
     func_refs: Vec<u32>,
     call_nodes: Vec<(usize, Option<NodeId>)>,
     op_nodes: Vec<Option<NodeId>>,
@@ -61,6 +62,7 @@ impl Walker {
             i: 0,
             returns: Vec::new(),
             direct_calls: Vec::new(),
+            tail_calls: Vec::new(),
             func_refs: Vec::new(),
             call_nodes: Vec::new(),
             op_nodes: Vec::new(),
@@ -121,6 +123,7 @@ impl Walker {
                 if let Some(c) = self.cur {
                     if let Operator::ReturnCall { function_index } = op {
                         self.direct_calls.push((c, function_index));
+                        self.tail_calls.push(function_index);
                     }
                     let e = self.b.edge(c, self.exit, EdgeInfo::tail_call(offset));
                     self.b.act(self.i, Slot::Before, Action::TailExit(e));
@@ -405,6 +408,7 @@ impl Walker {
             returns: self.returns,
             num_ops: self.i,
             direct_calls: self.direct_calls,
+            tail_calls: self.tail_calls,
             call_nodes: self.call_nodes,
             op_nodes: self.op_nodes,
             func_refs: self.func_refs,

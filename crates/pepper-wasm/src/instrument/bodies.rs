@@ -70,6 +70,12 @@ impl Build<'_, '_> {
             (vec![ValType::I32, ValType::I64, ValType::I32], vec![]),
         ];
         let switchable = self.switchable(&plan, hash_fn + 3)?;
+        let tail_called: std::collections::HashSet<u32> = plan
+            .functions
+            .iter()
+            .filter_map(|fp| fp.analysis.as_ref())
+            .flat_map(|a| a.tail_calls.iter().copied())
+            .collect();
         let entry_counter: HashMap<u32, u32> =
             plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
         let mut out = Emitted {
@@ -85,6 +91,7 @@ impl Build<'_, '_> {
                 appended,
                 context_code,
                 switchable: &switchable,
+                tail_called: &tail_called,
                 entry_counter: &entry_counter,
             };
             self.emit_function(&ctx, &mut extra_types, &mut out)?;
@@ -176,13 +183,11 @@ impl Build<'_, '_> {
                 shape: &c.laid.shapes[k],
                 placement,
                 chaos: self.opts.switch_chaos,
-                // Ephemeral checks every entry: in windows, a function that clean code (or
-                // its own tail call) enters without a check would run clean through a whole
-                // window (the random-module test's window over the whole run found one).
-                entry_check: self.ephemeral
-                    || placement.entry_check(
-                        facts.address_taken.contains(&f) || facts.entry_points.contains(&f),
-                    ),
+                entry_check: placement.entry_check(
+                    facts.address_taken.contains(&f)
+                        || facts.entry_points.contains(&f)
+                        || c.tail_called.contains(&f),
+                ),
                 copies: (first, first + 1),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
@@ -362,6 +367,9 @@ struct FunctionContext<'p> {
     appended: Appended,
     context_code: bool,
     switchable: &'p Switchable,
+    /// Functions some function `return_call`s: entered that way, even from an instrumented
+    /// copy, so they check the flag at entry.
+    tail_called: &'p std::collections::HashSet<u32>,
     /// Contexts: each entry-counted function's counter address.
     entry_counter: &'p HashMap<u32, u32>,
 }
