@@ -15,6 +15,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// log2 of PEP's ring with the switch: 2^14 words (128 KiB). The sampler reads a burst's
+/// path ends after sending the guest back to clean code, and instrumented frames further up
+/// the stack may still finish an iteration meanwhile (bzip2's sorting: thousands of path
+/// ends); the ring must hold those too. Clean code writes none, so a larger ring costs the
+/// guest no more of its cache than the bursts' path ends themselves.
+pub const SWITCH_RING_LOG2: u32 = 14;
+
 /// What the guest sees: WASI arguments, environment, preopens and stdio.
 #[derive(Clone, Debug, Default)]
 pub struct WasiOptions {
@@ -189,7 +196,7 @@ pub struct CommandRun {
 impl CommandOptions {
     /// The rewriter's options for `guide`: the ring holds a whole burst four times over,
     /// so the sampler can copy it while the guest keeps writing, and every path end when
-    /// the sampler reads them all.
+    /// the sampler reads them all (with the switch, see [`SWITCH_RING_LOG2`]).
     pub fn instrument_options(&self, guide: Option<Arc<Guide>>) -> InstrumentOptions {
         let p = &self.sampling.params;
         let every_path_end = self
@@ -206,6 +213,11 @@ impl CommandOptions {
                 .max(self.instrument.ring_log2)
                 .max(if every_path_end {
                     crate::EVERY_PATH_END_RING_LOG2
+                } else {
+                    0
+                })
+                .max(if self.instrument.switch.is_some() {
+                    SWITCH_RING_LOG2
                 } else {
                     0
                 }),

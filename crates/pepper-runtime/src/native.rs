@@ -541,11 +541,11 @@ impl NativeSampler {
         }
     }
 
-    /// Interrupts the guest thread and copies its frame chain into `out` as
-    /// (pc, frame pointer) pairs, leaf first, and the newest call-log events and PEP path
-    /// words into `copied`. False if the thread did not answer in time.
-    pub(crate) fn sample(&self, out: &mut Vec<(u64, u64)>, copied: &mut Copied) -> bool {
-        out.clear();
+    /// Interrupts the guest thread, whose signal handler copies its frame chain and the
+    /// newest call-log events and PEP path words; [`NativeSampler::collect`] waits for
+    /// them (the guest runs on until the signal arrives). False if the signal could not
+    /// be sent.
+    pub(crate) fn request(&self) -> bool {
         self.slot.state.store(REQUESTED, Ordering::Release);
         // SAFETY: the thread is alive: the runtime stops the sampler before `_start`
         // returns to it.
@@ -553,6 +553,14 @@ impl NativeSampler {
             self.slot.state.store(IDLE, Ordering::Release);
             return false;
         }
+        true
+    }
+
+    /// After a [`NativeSampler::request`]: waits for the handler and reads its copy, the
+    /// frame chain into `out` as (pc, frame pointer) pairs, leaf first, the words into
+    /// `copied`. False if the thread did not answer in time.
+    pub(crate) fn collect(&self, out: &mut Vec<(u64, u64)>, copied: &mut Copied) -> bool {
+        out.clear();
         let t0 = Instant::now();
         while self.slot.state.load(Ordering::Acquire) != DONE {
             if t0.elapsed() > Duration::from_millis(50) {
@@ -724,7 +732,8 @@ mod tests {
         // pepper's own samples still work and do not reach the other handler.
         let (mut out, mut copied) = (Vec::new(), Copied::default());
         drop(std::thread::scope(|s| {
-            s.spawn(|| sampler.sample(&mut out, &mut copied)).join()
+            s.spawn(|| sampler.request() && sampler.collect(&mut out, &mut copied))
+                .join()
         }));
         drop(sampler);
         assert_eq!(current_sigprof(), foreign_handler as *const () as usize);

@@ -340,6 +340,30 @@ impl Sampler {
     }
 }
 
+/// This tick's stack sample when the switch's burst takes it (see `Bursts::tick`).
+struct InBurst<'s, 'c> {
+    stacks: &'s mut StackSamples<'c>,
+    mem: MemView,
+    in_host: &'s AtomicBool,
+    native: Option<&'s Native>,
+    pending: Option<stacks::Captured>,
+    captured: Option<stacks::Captured>,
+}
+
+impl bursts::BurstStack for InBurst<'_, '_> {
+    fn request(&mut self, set_at: u32) -> bool {
+        self.stacks.window_from(set_at);
+        self.pending = self.stacks.request(self.mem, self.in_host, self.native);
+        self.pending.is_some()
+    }
+
+    fn collect(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.captured = self.stacks.collect(p, self.native);
+        }
+    }
+}
+
 fn sample_loop(
     mem: MemView,
     cfg: &SamplerConfig,
@@ -390,9 +414,9 @@ fn sample_loop(
         };
         tick_no += 1;
         let stack_tick = last || tick_no.is_multiple_of(cfg.stack_every.max(1) as u64);
-        // Switch with path windows: the stack is sampled at the end of the burst, while
-        // the instrumented copies still run, and its window reads that burst's path
-        // ends only (before them, clean code ran and wrote none).
+        // Switch with path windows: the stack is sampled during the burst, while the
+        // instrumented copies run, and its window reads that burst's path ends only
+        // (before them, clean code ran and wrote none).
         let in_burst = !last && ring && intervals.is_none() && cfg.switch.is_some();
         let burst_window = in_burst
             && native.is_some()
@@ -425,14 +449,25 @@ fn sample_loop(
         }
         // (Only the copy is taken while the flag is set: replaying the window takes
         // longer than the burst, and would keep the guest in its instrumented copies.)
-        let mut captured = None;
-        let mut at_burst_end = |burst_start: u32| {
-            if let Some(st) = stacks.as_mut().filter(|_| stack_tick && burst_window) {
-                st.window_from(burst_start);
-                captured = st.capture(mem, in_host, native.as_ref());
-            }
-        };
-        bursts.tick(mem, cfg, last, &mut res, &mut at_burst_end);
+        let mut in_burst = stacks
+            .as_mut()
+            .filter(|_| stack_tick && burst_window)
+            .map(|stacks| InBurst {
+                stacks,
+                mem,
+                in_host,
+                native: native.as_ref(),
+                pending: None,
+                captured: None,
+            });
+        bursts.tick(
+            mem,
+            cfg,
+            last,
+            &mut res,
+            in_burst.as_mut().map(|s| s as &mut dyn bursts::BurstStack),
+        );
+        let captured = in_burst.and_then(|s| s.captured);
         if let Some(iv) = intervals.as_mut().filter(|iv| !iv.drains()) {
             let (words, weight) = bursts.last_taken();
             iv.burst(words, weight, bursts.path_ends(), last);

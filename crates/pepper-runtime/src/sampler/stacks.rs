@@ -86,6 +86,19 @@ impl<'c> StackSamples<'c> {
         in_host: &AtomicBool,
         native: Option<&Native>,
     ) -> Option<Captured> {
+        let pending = self.request(mem, in_host, native)?;
+        self.collect(pending, native)
+    }
+
+    /// The first half of [`StackSamples::capture`]: a shadow stack is read (and folded)
+    /// at once; a native sample is asked of the guest thread, to be waited for with
+    /// [`StackSamples::collect`] (the guest runs on until its signal arrives).
+    pub(super) fn request(
+        &mut self,
+        mem: MemView,
+        in_host: &AtomicBool,
+        native: Option<&Native>,
+    ) -> Option<Captured> {
         let sc = self.config;
         let now = Instant::now();
         let weight = (now - self.last_sample).as_micros().max(1) as u64;
@@ -102,9 +115,20 @@ impl<'c> StackSamples<'c> {
             }
             return None;
         };
+        sampler.request().then_some(Captured { weight, host })
+    }
+
+    /// The second half of [`StackSamples::capture`]: waits for the native sample asked
+    /// for, and copies it.
+    pub(super) fn collect(
+        &mut self,
+        pending: Captured,
+        native: Option<&Native>,
+    ) -> Option<Captured> {
+        let (sampler, _) = native?;
         sampler
-            .sample(&mut self.raw, &mut self.copied)
-            .then_some(Captured { weight, host })
+            .collect(&mut self.raw, &mut self.copied)
+            .then_some(pending)
     }
 
     /// Folds a captured native sample into the tree, replaying its windows.

@@ -183,11 +183,13 @@ impl Build<'_, '_> {
                 shape: &c.laid.shapes[k],
                 placement,
                 chaos: self.opts.switch_chaos,
-                entry_check: placement.entry_check(
-                    facts.address_taken.contains(&f)
-                        || facts.entry_points.contains(&f)
-                        || c.tail_called.contains(&f),
-                ),
+                // Budgets are spent at every entry: calls go to the callee's `F`.
+                entry_check: self.budgets
+                    || placement.entry_check(
+                        facts.address_taken.contains(&f)
+                            || facts.entry_points.contains(&f)
+                            || c.tail_called.contains(&f),
+                    ),
                 copies: (first, first + 1),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
