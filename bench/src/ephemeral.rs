@@ -40,7 +40,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         ("exact-edges".into(), Mode::ExactEdges, None, EPOCH, None),
     ];
     // P=0: never armed, the clean code's cost alone (the floor of this design).
-    for p in [0, 1000] {
+    for p in [0, 10, 1000] {
         configs.push((
             format!("ephemeral P={p}"),
             Mode::Ephemeral,
@@ -49,19 +49,23 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             None,
         ));
     }
-    // Windows: one module-wide flag; W=0 never opens one, the clean code's cost alone.
-    for (us, epoch_ms) in [(0, 10), (125, 10), (250, 10), (250, 20), (500, 20)] {
-        let epoch = Duration::from_millis(epoch_ms);
-        let at = if epoch == EPOCH {
-            String::new()
-        } else {
-            format!("@{epoch_ms}ms")
-        };
+    let longer = Duration::from_millis(100);
+    for p in [1000, 100] {
         configs.push((
-            format!("ephemeral windows W={us}us{at}"),
+            format!("ephemeral P={p}@100ms"),
+            Mode::Ephemeral,
+            Some(p),
+            longer,
+            None,
+        ));
+    }
+    // Windows: one module-wide flag; W=0 never opens one, the clean code's cost alone.
+    for us in [0, 250, 500, 1000] {
+        configs.push((
+            format!("ephemeral windows W={us}us"),
             Mode::Ephemeral,
             Some(0),
-            epoch,
+            EPOCH,
             Some(Duration::from_micros(us)),
         ));
     }

@@ -105,7 +105,7 @@ fn call_windows_place_calls_in_their_contexts_on_a_real_workload() {
     assert!(s.window_cut * 2 < s.samples, "{s:?}");
 }
 
-/// On the switch, stacks are sampled at the end of bursts and their path windows replay
+/// On the switch, stacks are sampled during bursts and their path windows replay
 /// the burst's path ends as calls: windows place calls, as without the switch.
 #[test]
 fn path_windows_replay_bursts_on_the_switch() {

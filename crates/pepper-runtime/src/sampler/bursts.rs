@@ -364,8 +364,8 @@ fn watch_rate(
 
 /// A burst ends in the guest after this many rings' worth of path ends since the sampler
 /// last renewed it (see `Bursts::renew`): the sampler's steps take microseconds, in which
-/// a fast loop writes a ring or two, and the stack sample at the end of the burst needs
-/// the guest still in its instrumented copies for its path window.
+/// a fast loop writes a ring or two, and a stack sample taken in the burst needs the guest
+/// still in its instrumented copies for its path window.
 const BURST_LIMIT_RINGS: u64 = 4;
 
 /// Path ends the guest completes in its instrumented copies before a burst is drawn.

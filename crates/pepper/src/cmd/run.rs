@@ -119,15 +119,17 @@ pub struct Args {
     /// PEP: switchable instrumentation. Every function keeps a clean copy next to its
     /// instrumented one; the clean code checks a flag where this says (`entries`: every
     /// function entry; `outer`: outermost loop headers, and entries of functions called
-    /// from outside the module or through tables; `loops`: as `outer`, and the headers of
-    /// loops that call or hold loops; `all`: every entry and every loop header) and moves
-    /// into the instrumented copy while the sampler has it set, for each tick's burst (each burst then takes
-    /// every path end of its SAMPLES × STRIDE span). `off`: the instrumented code always
-    /// runs. Measured (bench/results/switch.md): `outer` +8.9% against PEP's +22.8%, at
-    /// 97.3% path accuracy and 86.8% absolute edge overlap (PEP: 99.6%, 96.7%), +1.2% with
-    /// the flag never set; `loops` +18.1% at 99.3% and 93.0%. Stack samples are then taken
-    /// at the end of bursts, and their path windows read the burst's path ends. The checks
-    /// are hinted unlikely, and wasmtime's branch hinting is turned on for them.
+    /// from outside the module, through tables or by tail calls; `loops`: as `outer`, and
+    /// the headers of loops that call or hold loops; `all`: every entry and every loop
+    /// header) and moves into the instrumented copy while the sampler has it set, for each
+    /// tick's burst (each burst then takes every path end of its SAMPLES × STRIDE span).
+    /// `off`: the instrumented code always runs. Measured (bench/results/switch.md):
+    /// `outer` +8.9% against PEP's +22.8%, +1.2% with the flag never set; `loops` +18.1%.
+    /// Accuracy of `outer`, each burst read after the guest has left it
+    /// (switch-outer.md): 97.5% path accuracy, 90.9% absolute edge overlap (PEP: 99.6%,
+    /// 95.8%). Stack samples are then taken during bursts, and their path windows read the
+    /// burst's path ends. The checks are hinted unlikely, and wasmtime's branch hinting is
+    /// turned on for them.
     #[arg(long, value_enum, default_value = "off")]
     switch: SwitchArg,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
