@@ -51,6 +51,10 @@ pub(crate) struct Slot {
     /// since the guest thread is the one interrupted).
     log: RingCopy<u32, MAX_EVENTS>,
     ring: RingCopy<u64, MAX_WORDS>,
+    /// When the handler started, in nanoseconds since `base` (the guest had stopped
+    /// running its own code before).
+    base: Instant,
+    handler_ns: AtomicU64,
 }
 
 /// A word of a guest ring: u32 call-log events, u64 path words.
@@ -405,6 +409,9 @@ fn take_sample(ctx: *mut libc::c_void) -> bool {
         if slot.state.load(Ordering::Acquire) != REQUESTED {
             return false;
         }
+        // `Instant::now` is clock_gettime, async-signal-safe.
+        let started = slot.base.elapsed().as_nanos() as u64;
+        slot.handler_ns.store(started, Ordering::Relaxed);
         let uc = &*(ctx as *const libc::ucontext_t);
         let Some((mut pc, mut fp, sp)) = registers(uc) else {
             return false;
@@ -460,6 +467,9 @@ impl<T> Window<T> {
 pub(crate) struct Copied {
     pub events: Window<u32>,
     pub words: Window<u64>,
+    /// When the signal handler started (the guest had stopped running its own code
+    /// before).
+    pub handler: Option<Instant>,
 }
 
 /// Samples one thread's native stack on request.
@@ -498,6 +508,8 @@ impl NativeSampler {
             fps: std::array::from_fn(|_| AtomicU64::new(0)),
             log: RingCopy::new(),
             ring: RingCopy::new(),
+            base: Instant::now(),
+            handler_ns: AtomicU64::new(0),
         });
         // One sampled thread per process at a time: the signal handler has one slot.
         SLOT.compare_exchange(
@@ -581,6 +593,8 @@ impl NativeSampler {
         }
         self.slot.log.read(&mut copied.events);
         self.slot.ring.read(&mut copied.words);
+        let started = Duration::from_nanos(self.slot.handler_ns.load(Ordering::Relaxed));
+        copied.handler = Some(self.slot.base + started);
         self.slot.state.store(IDLE, Ordering::Release);
         true
     }

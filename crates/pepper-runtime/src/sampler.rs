@@ -357,10 +357,10 @@ impl bursts::BurstStack for InBurst<'_, '_> {
         self.pending.is_some()
     }
 
-    fn collect(&mut self) {
-        if let Some(p) = self.pending.take() {
-            self.captured = self.stacks.collect(p, self.native);
-        }
+    fn collect(&mut self) -> Option<Instant> {
+        self.captured = self.stacks.collect(self.pending.take()?, self.native);
+        self.captured.as_ref()?;
+        self.stacks.handler_started()
     }
 }
 

@@ -10,8 +10,9 @@ pub(super) trait BurstStack {
     /// Sends the sample's signal; its path window reads from ring head `set_at` on (the
     /// burst's first path end). False if it could not be sent.
     fn request(&mut self, set_at: u32) -> bool;
-    /// Waits for the sample asked for to be copied.
-    fn collect(&mut self);
+    /// Waits for the sample asked for to be copied; says when its signal handler started,
+    /// if it ran.
+    fn collect(&mut self) -> Option<Instant>;
 }
 
 /// PEP's half of the sampler: at each tick, a burst of consecutive path ends drawn through
@@ -41,6 +42,8 @@ pub(super) struct Bursts {
     /// The last tick's sampled path ends `(seq, word)` and the weight of each (a time
     /// line from bursts counts them).
     taken: (Vec<(u64, u64)>, f64),
+    /// The rate watch's reads of the head, `(head, when)`.
+    reads: Vec<(u32, Instant)>,
 }
 
 impl Bursts {
@@ -66,6 +69,7 @@ impl Bursts {
             total_weight: 0.0,
             pick: Pick(0x9E37_79B9_7F4A_7C15),
             taken: (Vec::new(), 0.0),
+            reads: Vec::new(),
         }
     }
 
@@ -87,7 +91,7 @@ impl Bursts {
             self.renew(mem, cfg, flag);
             mem.set_u32(flag, 1);
             let from = (mem.u32_at(cfg.head), Instant::now());
-            watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT, false);
+            watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT, None);
             self.renew(mem, cfg, flag);
             (flag, from.0)
         });
@@ -103,19 +107,34 @@ impl Bursts {
             // The stack sample's round trip (a signal: tens of microseconds on a VM)
             // overlaps the watch: the guest completes the burst's path ends while the
             // signal is on its way, where it used to run on in its instrumented copies
-            // until a sample taken after the burst (zstd: 39 us of instrumented code per
-            // tick, now 26). The signal stops the guest, so the rate leaves out the
-            // watch's tail in which the head stood still; the sample's path window reads
-            // the burst's path ends up to where the guest was stopped.
+            // until a sample taken after the burst (zstd: the flag set 61 us per tick,
+            // now 24). The sample's path window reads the burst's path ends up to there.
             let signalled = match (switched, stack.as_deref_mut()) {
                 (Some((_, set_at)), Some(st)) => st.request(set_at),
                 _ => false,
             };
-            let (h1, per_sec) = watch_rate(mem, cfg.head, (h, t0), span, signalled);
-            (h, rate) = (h1, Some(per_sec));
-            if let Some(st) = stack.take_if(|_| signalled) {
-                st.collect();
-            }
+            let mut reads = std::mem::take(&mut self.reads);
+            reads.clear();
+            let (h1, t1) = watch_rate(mem, cfg.head, (h, t0), span, &mut reads);
+            let handler = stack.take_if(|_| signalled).and_then(|st| st.collect());
+            let (ends, time) = match handler {
+                // The signal stopped the guest well before its handler ran (on this VM
+                // the head stood still for 10-20 us where the handler took 3-6): the
+                // rate is the guest's up to the last read before the handler that found
+                // the head moving, when that read came before the watch's end.
+                Some(started) => {
+                    let mut last = (h, t0);
+                    for &(hr, tr) in reads.iter().take_while(|r| r.1 < started) {
+                        if hr != last.0 {
+                            last = (hr, tr);
+                        }
+                    }
+                    (last.0.wrapping_sub(h), last.1 - t0)
+                }
+                None => (h1.wrapping_sub(h), t1 - t0),
+            };
+            self.reads = reads;
+            (h, rate) = (h1, Some(per_second(ends, time)));
         }
         if let Some((flag, _)) = switched {
             self.renew(mem, cfg, flag);
@@ -151,7 +170,7 @@ impl Bursts {
             // Until the burst's path ends are written (or the guest is too slow to).
             let from = (self.head32, Instant::now());
             let left = (begin + self.ag.pending()).saturating_sub(self.head);
-            let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT, false);
+            let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT, None);
             let delta = h.wrapping_sub(self.head32) as u64;
             self.head += delta;
             self.head32 = h;
@@ -295,6 +314,7 @@ impl Bursts {
             buf: Vec::new(),
             pick: self.pick.clone(),
             taken: (Vec::new(), 0.0),
+            reads: Vec::new(),
             ..*self
         };
         copy.finish_into(mem, cfg, res);
@@ -332,7 +352,8 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 
 /// Watches the ring head, starting from `(h0, t0)`, until the guest has completed `span`
 /// more path ends (a burst's worth) or `RATE_MAX` has passed, and returns the new head and
-/// the guest's path-end rate (per second) over the whole watch.
+/// when it was read (and every read in `reads`): the guest's path-end rate is over the
+/// whole watch ([`per_second`]), or up to where a stack sample's signal stopped it.
 ///
 /// Why: a tick lands at a random *time*, so a burst taken then comes from code in
 /// proportion to the time the guest spends there, not to its path ends. Weighting each
@@ -357,9 +378,9 @@ fn watch_rate(
     head_at: u32,
     from: (u32, Instant),
     span: u64,
-    stopped_tail: bool,
-) -> (u32, f64) {
-    watch(mem, head_at, from, span, RATE_MAX, stopped_tail)
+    reads: &mut Vec<(u32, Instant)>,
+) -> (u32, Instant) {
+    watch(mem, head_at, from, span, RATE_MAX, Some(reads))
 }
 
 /// A burst ends in the guest after this many rings' worth of path ends since the sampler
@@ -374,9 +395,8 @@ const SWITCH_WARM_UP: u64 = 256;
 const SWITCH_WAIT: Duration = Duration::from_micros(200);
 
 /// Reads the head every `RATE_GAP` from `(h0, t0)` until `span` more path ends are
-/// written or `max` has passed; returns the head and the rate over the watch, or with
-/// `stopped_tail` (the guest is being stopped by a signal), over the watch up to the last
-/// read that found the head moving.
+/// written or `max` has passed; returns the head and when it was read (and with `reads`,
+/// every read).
 ///
 /// It spins: yielding the core while the head does not move (so that a guest put on the
 /// sampler's core by a busy machine could run) moved bursts later into the instrumented
@@ -388,10 +408,9 @@ fn watch(
     (h0, t0): (u32, Instant),
     span: u64,
     max: Duration,
-    stopped_tail: bool,
-) -> (u32, f64) {
+    mut reads: Option<&mut Vec<(u32, Instant)>>,
+) -> (u32, Instant) {
     let mut previous = t0;
-    let mut moved = (h0, t0);
     loop {
         let mut t = Instant::now();
         while t - previous < RATE_GAP {
@@ -400,17 +419,20 @@ fn watch(
         }
         previous = t;
         let h = mem.u32_at(head_at);
-        if h != moved.0 || !stopped_tail {
-            moved = (h, t);
+        if let Some(r) = reads.as_deref_mut() {
+            r.push((h, t));
         }
-        let ends = h.wrapping_sub(h0) as u64;
-        if ends >= span || t - t0 >= max {
-            let per_sec = match moved.1 > t0 {
-                true => moved.0.wrapping_sub(h0) as f64 / (moved.1 - t0).as_secs_f64(),
-                false => 0.0,
-            };
-            return (h, per_sec);
+        if h.wrapping_sub(h0) as u64 >= span || t - t0 >= max {
+            return (h, t);
         }
+    }
+}
+
+/// `ends` path ends in `time` as a rate (0 in no time).
+fn per_second(ends: u32, time: Duration) -> f64 {
+    match time.is_zero() {
+        true => 0.0,
+        false => ends as f64 / time.as_secs_f64(),
     }
 }
 

@@ -131,6 +131,11 @@ impl<'c> StackSamples<'c> {
             .then_some(pending)
     }
 
+    /// When the last native sample's signal handler started.
+    pub(super) fn handler_started(&self) -> Option<Instant> {
+        self.copied.handler
+    }
+
     /// Folds a captured native sample into the tree, replaying its windows.
     pub(super) fn fold(
         &mut self,
