@@ -117,22 +117,22 @@ impl Bursts {
             reads.clear();
             let (h1, t1) = watch_rate(mem, cfg.head, (h, t0), span, &mut reads);
             let handler = stack.take_if(|_| signalled).and_then(|st| st.collect());
-            let (ends, time) = match handler {
-                // The signal stopped the guest well before its handler ran (on this VM
-                // the head stood still for 10-20 us where the handler took 3-6): the
-                // rate is the guest's up to the last read before the handler that found
-                // the head moving, when that read came before the watch's end.
-                Some(started) => {
-                    let mut last = (h, t0);
-                    for &(hr, tr) in reads.iter().take_while(|r| r.1 < started) {
-                        if hr != last.0 {
-                            last = (hr, tr);
-                        }
+            // The signal stopped the guest well before its handler ran (on this VM the
+            // head stood still for 10-20 us where the handler took 3-6): the rate is the
+            // guest's up to the last read before the handler that found the head moving
+            // (the whole watch if none did, as for a guest that completed nothing).
+            let moving = handler.and_then(|started| {
+                let mut last = None;
+                let mut previous = h;
+                for &(hr, tr) in reads.iter().take_while(|r| r.1 < started) {
+                    if hr != previous {
+                        (last, previous) = (Some((hr, tr)), hr);
                     }
-                    (last.0.wrapping_sub(h), last.1 - t0)
                 }
-                None => (h1.wrapping_sub(h), t1 - t0),
-            };
+                last
+            });
+            let (h_rate, t_rate) = moving.unwrap_or((h1, t1));
+            let (ends, time) = (h_rate.wrapping_sub(h), t_rate - t0);
             self.reads = reads;
             (h, rate) = (h1, Some(per_second(ends, time)));
         }
