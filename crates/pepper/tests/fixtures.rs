@@ -431,7 +431,10 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
     let (c, _, err, eph) = run(
         "ephemeral",
         &f,
-        &["--window", "200us", "--epoch", "1ms"],
+        // 300 us: windows end on time, and `spin`'s 5 ms then meets too little of
+        // them for its estimate to stay within the bounds below in every run (0.23 of
+        // its total once in CI's debug build with 200 us).
+        &["--window", "300us", "--epoch", "1ms"],
         &[],
     );
     assert_eq!(c, 0, "{err}");
