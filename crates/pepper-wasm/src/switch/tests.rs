@@ -1,0 +1,223 @@
+use super::*;
+
+/// `wat` instrumented for PEP with the switch at `placement`.
+fn switched(wat: &str, placement: SwitchPlacement) -> crate::Instrumented {
+    let wasm = wat::parse_str(wat).unwrap();
+    let opts = crate::InstrumentOptions {
+        mode: pepper_profile::Mode::Pep,
+        switch: Some(placement),
+        ..Default::default()
+    };
+    crate::instrument(&wasm, &opts).unwrap()
+}
+
+fn shape_of(wat: &str) -> Shape {
+    let wasm = wat::parse_str(wat).unwrap();
+    shapes(&wasm).unwrap().remove(0)
+}
+
+#[test]
+fn loops_know_whether_they_can_be_entered() {
+    let s = shape_of(
+        r#"(module (func $f (param i32) (result i32)
+             (block
+               (loop                        ;; outer: holds a loop
+                 (loop                      ;; inner, call-free
+                   (br_if 0 (local.get 0)))
+                 (br_if 1 (local.get 0))
+                 (br 0)))
+             (i32.const 1)
+             (loop (param i32) (result i32)) ;; takes a parameter
+             (drop)
+             (if (local.get 0) (then (loop (call $f (i32.const 0)) (drop))))
+             (i32.const 7)))"#,
+    );
+    let l = &s.loops;
+    assert_eq!(l.len(), 4);
+    assert!(!l[0].innermost && !l[0].calls && l[0].chain.is_some());
+    assert!(l[1].innermost && !l[1].calls);
+    assert_eq!(l[1].chain.as_ref().unwrap().len(), 3);
+    assert!(l[2].chain.is_none(), "a loop with a parameter");
+    assert!(l[3].calls);
+    let chain = l[3].chain.as_ref().unwrap();
+    assert!(chain[0].child_is_if && chain[1].arm.is_some());
+    assert_eq!(s.targets(SwitchPlacement::Outer), vec![0, 3]);
+    assert_eq!(s.targets(SwitchPlacement::Loops), vec![0, 3]);
+    assert_eq!(s.targets(SwitchPlacement::All), vec![0, 1, 3]);
+    assert!(s.targets(SwitchPlacement::Entries).is_empty());
+}
+
+/// Path windows place a sampled leaf by the operator offsets of the body that writes
+/// the path ends: under the switch, `F_inst`, whose spliced code moves them. Each
+/// offset must fall on the same operator as in the original body, and `PathSites`
+/// must know those functions.
+#[test]
+fn the_instrumented_copy_keeps_the_offsets_of_its_operators() {
+    let wasm = wat::parse_str(
+        r#"(module
+             (func $leaf (param i32) (result i32) (i32.add (local.get 0) (i32.const 1)))
+             (func (export "f") (param i32) (result i32) (local i32)
+               (block
+                 (loop
+                   (local.set 1 (call $leaf (local.get 1)))
+                   (loop (br_if 0 (i32.lt_u (local.get 1) (i32.const 7)))
+                         (local.set 1 (i32.add (local.get 1) (i32.const 2))))
+                   (br_if 1 (i32.gt_u (local.get 1) (local.get 0)))
+                   (br 0)))
+               (if (result i32) (local.get 0)
+                 (then (loop (result i32) (call $leaf (local.get 1))))
+                 (else (local.get 1)))))"#,
+    )
+    .unwrap();
+    let opts = crate::InstrumentOptions {
+        mode: pepper_profile::Mode::Pep,
+        contexts: crate::ContextMode::Native,
+        switch: Some(SwitchPlacement::Outer),
+        ..Default::default()
+    };
+    let inst = crate::instrument(&wasm, &opts).unwrap();
+    assert!(inst.plan.path_windows);
+    let original = crate::module::ModuleFacts::parse(&wasm).unwrap().bodies;
+    let output = crate::module::ModuleFacts::parse(&inst.wasm)
+        .unwrap()
+        .bodies;
+    // (A branch that ends a path on its taken edge is emitted as `if .. br .. end`.)
+    let kind = |op: &O<'_>| match op {
+        O::Br { .. } | O::BrIf { .. } | O::BrTable { .. } => "branch".to_string(),
+        _ => format!("{op:?}")
+            .split([' ', '{', '('])
+            .next()
+            .unwrap()
+            .to_string(),
+    };
+    let mut checked = 0;
+    for (k, fp) in inst.plan.functions.iter().enumerate() {
+        let (copy, _) = fp.copies.expect("every function has copies");
+        let body = &output[copy as usize];
+        let start = body.range().start;
+        let mut at = std::collections::HashMap::new();
+        let mut r = body.get_operators_reader().unwrap();
+        while !r.eof() {
+            let offset = r.original_position() - start;
+            at.insert(offset as u32, kind(&r.read().unwrap()));
+        }
+        let ops: Vec<String> = (original[k].get_operators_reader().unwrap())
+            .into_iter()
+            .map(|op| kind(&op.unwrap()))
+            .collect();
+        assert_eq!(fp.op_offsets.len(), ops.len(), "function {k}");
+        // An operator's code (a call's begins with its counter) starts at its offset
+        // and holds the operator before the next one's begins.
+        for (i, want) in ops.iter().enumerate() {
+            let from = fp.op_offsets[i];
+            let to = fp.op_offsets.get(i + 1).copied().unwrap_or(u32::MAX);
+            assert!(
+                at.contains_key(&from),
+                "function {k}, operator {i}: mid-instruction"
+            );
+            assert!(
+                at.iter()
+                    .any(|(&o, got)| (from..to).contains(&o) && got == want),
+                "function {k}, operator {i}: no {want} in its code"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "{checked}");
+    assert!(inst.path_decoder().is_some());
+}
+
+/// The copies have their function's type (a switch hands locals over in globals, not
+/// as extra arguments that every call of the clean code would reserve stack for), and
+/// every check's `if` is hinted unlikely.
+#[test]
+fn copies_take_their_functions_type_and_checks_are_hinted() {
+    let inst = switched(
+        r#"(module
+             (global $g (mut i32) (i32.const 5))
+             (func (export "f") (param i32 f64) (result i32) (local i32 i64 f32 i32)
+               (local.set 3 (i64.const 9))
+               (block
+                 (loop
+                   (local.set 2 (i32.add (local.get 2) (i32.wrap_i64 (local.get 3))))
+                   (local.set 5 (i32.const 1))
+                   (br_if 1 (i32.gt_u (local.get 2) (local.get 0)))
+                   (br 0)))
+               (i32.add (local.get 5) (global.get $g))))"#,
+        SwitchPlacement::All,
+    );
+    let facts = crate::module::ModuleFacts::parse(&inst.wasm).unwrap();
+    let (first, second) = inst.plan.functions[0].copies.unwrap();
+    let ty = |f: u32| facts.func_type(f).unwrap();
+    assert_eq!(ty(first), ty(0));
+    assert_eq!(ty(second), ty(0));
+    // The module's global, the loop id, and one slot each for the i32 and the i64
+    // the loop reads before writing (local 5 is written first, local 4 never read).
+    assert_eq!(facts.num_globals, 1 + 1 + 2);
+    let hints = crate::hints::read(&inst.wasm).unwrap();
+    assert_eq!(hints.len(), inst.plan.switch_hints);
+    // F: entry and loop checks; F_inst: its loop's; F_clean: its loop's.
+    assert_eq!(hints.len(), 4);
+    assert!(hints.iter().all(|h| !h.likely));
+    assert!(inst.wants_branch_hinting());
+}
+
+/// A loop made of tail calls has no header to check: its functions check at entry,
+/// and the instrumented copies tail-call them there, never at their copies (which
+/// would keep the loop instrumented after the burst, or clean through a window).
+#[test]
+fn tail_calls_go_through_the_callees_entry_check() {
+    let inst = switched(
+        r#"(module
+             (func $ping (export "run") (param i32) (result i32)
+               (if (result i32) (local.get 0)
+                 (then (return_call $pong (i32.sub (local.get 0) (i32.const 1))))
+                 (else (call $leaf (local.get 0)))))
+             (func $pong (param i32) (result i32)
+               (return_call $ping (local.get 0)))
+             (func $leaf (param i32) (result i32)
+               (i32.add (local.get 0) (i32.const 1))))"#,
+        SwitchPlacement::Outer,
+    );
+    let facts = crate::module::ModuleFacts::parse(&inst.wasm).unwrap();
+    let copies: Vec<(u32, u32)> = (0..3)
+        .map(|k| inst.plan.functions[k].copies.unwrap())
+        .collect();
+    let ops = |f: u32| -> Vec<O<'_>> {
+        let r = facts.bodies[f as usize].get_operators_reader().unwrap();
+        r.into_iter().map(Result::unwrap).collect()
+    };
+    let calls = |f: u32, tail: bool| -> Vec<u32> {
+        ops(f)
+            .into_iter()
+            .filter_map(|op| match op {
+                O::ReturnCall { function_index } if tail => Some(function_index),
+                O::Call { function_index } if !tail => Some(function_index),
+                _ => None,
+            })
+            .collect()
+    };
+    // `ping`'s instrumented copy tail-calls `pong` itself, not `pong_inst`, but calls
+    // `leaf` at its instrumented copy.
+    assert!(
+        calls(copies[0].0, true).contains(&1),
+        "{:?}",
+        ops(copies[0].0)
+    );
+    assert!(!calls(copies[0].0, true).contains(&copies[1].0));
+    assert!(calls(copies[0].0, false).contains(&copies[2].0));
+    // `pong` (tail-called) checks at entry: its clean code can move to `pong_inst`;
+    // `leaf` (called only directly, no loop) has no check at all.
+    assert!(calls(1, true).contains(&copies[1].0), "{:?}", ops(1));
+    assert!(!calls(2, true).contains(&copies[2].0), "{:?}", ops(2));
+}
+
+#[test]
+fn a_value_on_the_stack_keeps_a_loop_closed() {
+    let s = shape_of(
+        r#"(module (func (result i32)
+             (i32.const 1)
+             (block (loop (br_if 0 (i32.const 0))))))"#,
+    );
+    assert!(s.loops[0].chain.is_none());
+}
