@@ -449,25 +449,28 @@ fn sample_loop(
         }
         // (Only the copy is taken while the flag is set: replaying the window takes
         // longer than the burst, and would keep the guest in its instrumented copies.)
-        let mut in_burst = stacks
-            .as_mut()
-            .filter(|_| stack_tick && burst_window)
-            .map(|stacks| InBurst {
-                stacks,
-                mem,
-                in_host,
-                native: native.as_ref(),
-                pending: None,
-                captured: None,
-            });
+        let mut burst_stack =
+            stacks
+                .as_mut()
+                .filter(|_| stack_tick && burst_window)
+                .map(|stacks| InBurst {
+                    stacks,
+                    mem,
+                    in_host,
+                    native: native.as_ref(),
+                    pending: None,
+                    captured: None,
+                });
         bursts.tick(
             mem,
             cfg,
             last,
             &mut res,
-            in_burst.as_mut().map(|s| s as &mut dyn bursts::BurstStack),
+            burst_stack
+                .as_mut()
+                .map(|s| s as &mut dyn bursts::BurstStack),
         );
-        let captured = in_burst.and_then(|s| s.captured);
+        let captured = burst_stack.and_then(|s| s.captured);
         if let Some(iv) = intervals.as_mut().filter(|iv| !iv.drains()) {
             let (words, weight) = bursts.last_taken();
             iv.burst(words, weight, bursts.path_ends(), last);
