@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds pepper and the bundled real workloads, profiles the Lua interpreter running a
-# script with pepper's default continuous mode (PEP(64,17) path sampling and sampled calling
-# contexts), prints the report, records exact path and calling-context profiles of the same
+# script with pepper's default continuous mode (PEP(64,17) path sampling in bursts of
+# instrumented code, and sampled calling contexts), prints the report, records exact path and calling-context profiles of the same
 # run and scores the sampled one against them, and exports pprof and a flame graph.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -126,7 +126,7 @@ fn specs() -> Vec<Spec> {
             label: "pep+native",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(250)),
-            what: "pepper's default: PEP(64,17) bursts and native stack samples at every 250 µs tick, each sample replaying the PEP ring's 4,096 path ends as calls (path windows), + call-site counters, one sampler thread",
+            what: "PEP(64,17) on the ring (`--switch off`) and native stack samples at every 250 µs tick, each sample replaying the PEP ring's 4,096 path ends as calls (path windows), + call-site counters, one sampler thread",
             ..native.clone()
         },
         Spec {
@@ -165,7 +165,7 @@ fn specs() -> Vec<Spec> {
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(250)),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
-            what: "the default on the switch (`--switch outer`): instrumented copies for each burst only; each stack sample taken at the end of a burst, its path window reading that burst's path ends",
+            what: "pepper's default (`--switch outer`): PEP(64,17) in instrumented copies for each burst only, native stack samples taken while a burst is watched, their path windows reading that burst's path ends, + call-site counters",
             ..native.clone()
         },
         Spec {
@@ -181,7 +181,7 @@ fn specs() -> Vec<Spec> {
             mode: Mode::Pep,
             interval: Some(ms(1)),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
-            what: "the default on the switch with a stack sample every fourth burst (`--switch outer --stack-interval 1ms`)",
+            what: "pepper's default with a stack sample every fourth burst (`--switch outer --stack-interval 1ms`)",
             ..native.clone()
         },
         Spec {

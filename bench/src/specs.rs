@@ -165,7 +165,7 @@ pub(crate) fn specs() -> Vec<Spec> {
             ..base.clone()
         },
         pep("pep(1,1)", 1, 1, "PEP, timer sampling (one path per tick)"),
-        pep("pep(64,17)", 64, 17, "PEP default"),
+        pep("pep(64,17)", 64, 17, "PEP(64,17) on the ring (`--switch off`): every path end written, bursts read from the ring"),
         switched("switch-entries-never", None, SwitchPlacement::Entries, "PEP with switchable instrumentation, the flag checked at function entries and never set: the clean code's cost"),
         switched("switch-outer-never", None, SwitchPlacement::Outer, "PEP with switchable instrumentation, the flag checked at entries and outermost loop headers, never set"),
         switched("switch-loops-never", None, SwitchPlacement::Loops, "PEP with switchable instrumentation, the flag checked at entries and the headers of loops that call or hold loops, never set"),
@@ -179,7 +179,7 @@ pub(crate) fn specs() -> Vec<Spec> {
             ..switched("pep(64,17)+switch-outer-unhinted", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer without branch hints on the checks")
         },
         switched("pep(64,17)+switch-entries", Some(PEP_DEFAULT), SwitchPlacement::Entries, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at function entries"),
-        switched("pep(64,17)+switch-outer", Some(PEP_DEFAULT), SwitchPlacement::Outer, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and outermost loop headers"),
+        switched("pep(64,17)+switch-outer", Some(PEP_DEFAULT), SwitchPlacement::Outer, "pepper's default (`--switch outer`): PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and outermost loop headers"),
         switched("pep(64,17)+switch-loops", Some(PEP_DEFAULT), SwitchPlacement::Loops, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and the headers of loops that call or hold loops"),
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),
@@ -209,7 +209,7 @@ pub(crate) fn specs() -> Vec<Spec> {
                 "pep(64,17)+tick-weights",
                 64,
                 17,
-                "PEP default, but each burst weighted by the path ends since the previous tick instead of the path-end rate at the tick (`--burst-weights ticks`, the estimate before the eighth session)",
+                "PEP(64,17) on the ring, but each burst weighted by the path ends since the previous tick instead of the path-end rate at the tick (`--burst-weights ticks`, the estimate before the eighth session)",
             )
         },
         Spec {
@@ -227,7 +227,7 @@ pub(crate) fn specs() -> Vec<Spec> {
                 "pep(64,17)+epoch",
                 64,
                 17,
-                "PEP default in an engine with epoch interruption ticking every 1 ms: its \"vs epoch\" is what PEP adds for an embedder who already runs with epochs",
+                "PEP(64,17) on the ring in an engine with epoch interruption ticking every 1 ms: its \"vs epoch\" is what PEP adds for an embedder who already runs with epochs",
             )
         },
         Spec {
@@ -236,7 +236,7 @@ pub(crate) fn specs() -> Vec<Spec> {
                 "pep(64,17)+guide",
                 64,
                 17,
-                "PEP default with smart numbering from the exact profile of the same input",
+                "PEP(64,17) on the ring with smart numbering from the exact profile of the same input",
             )
         },
         Spec {
@@ -293,7 +293,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             label: "component-pep(64,17)",
             component: true,
-            what: "PEP default on the component (its program's module instrumented); overhead against the core module's baseline, so the component's own cost is in it",
+            what: "PEP(64,17) on the ring on the component (its program's module instrumented); overhead against the core module's baseline, so the component's own cost is in it",
             ..pep(
                 "component-pep(64,17)",
                 PEP_DEFAULT.samples,

@@ -359,14 +359,20 @@ fn sampling_text(o: &mut String, p: &Profile) {
     );
     if !s.switch.is_empty() {
         // Switchable instrumentation: how much of the run paid for instrumentation.
-        let share = s.switched_on_us as f64 / 1e3 / p.run.run_ms.max(1e-9);
+        // An embedder's profile has no run time (`RunInfo::run_ms` 0): no share then.
+        let on_ms = s.switched_on_us / 1000;
+        let on = match p.run.run_ms > 0.0 {
+            true => {
+                let share = s.switched_on_us as f64 / 1e3 / p.run.run_ms;
+                format!("{:.1}% of the run ({on_ms} ms)", 100.0 * share.min(1.0))
+            }
+            false => format!("{on_ms} ms"),
+        };
         let _ = writeln!(
             o,
-            "switch ({}): instrumented copies on for {:.1}% of the run ({} ms), {} path ends \
+            "switch ({}): instrumented copies on for {on}, {} path ends \
              ({:.2}% of the estimated {})",
             s.switch,
-            100.0 * share.min(1.0),
-            s.switched_on_us / 1000,
             s.instrumented_path_ends,
             100.0 * s.instrumented_path_ends as f64 / (s.path_ends.max(1)) as f64,
             s.path_ends

@@ -37,10 +37,12 @@ struct MyHost {
 
 fn main() -> Result<()> {
     let original = wat::parse_str(GUEST)?;
-    // PEP, pepper's default: paths sampled in bursts from a ring by a host thread.
+    // PEP, pepper's default: clean code until a host thread sets the switch for a burst,
+    // in which instrumented copies write paths to a ring for the thread to sample.
     let profiler = Profiler::new(&original, &ProfilerOptions::default())?;
     let mut config = Config::new();
     config.wasm_multi_memory(true);
+    config.wasm_branch_hinting(true); // the switch's checks are hinted unlikely
     let engine = Engine::new(&config)?;
     let module = Module::new(&engine, profiler.wasm())?;
     // Your linker, your host function, your store, your instance.

@@ -8,6 +8,7 @@
 //! let profiler = Profiler::new(&original, &ProfilerOptions::default())?;
 //! let mut config = wasmtime::Config::new();
 //! config.wasm_multi_memory(true); // pepper's counters are a memory of their own
+//! config.wasm_branch_hinting(true); // the switch's checks are hinted unlikely
 //! let engine = wasmtime::Engine::new(&config)?;
 //! let module = wasmtime::Module::new(&engine, profiler.wasm())?;
 //! let linker = wasmtime::Linker::new(&engine); // yours: host functions, WASI or not
@@ -43,6 +44,13 @@ pub struct ProfilerOptions {
     /// Calling contexts from native stack samples (x86-64 Linux; one guest thread per
     /// process at a time). Off by default.
     pub contexts: bool,
+    /// PEP: switchable instrumentation (on by default, as in `pepper run`): every function
+    /// runs a clean copy that checks a flag at entries from outside and outermost loop
+    /// headers, and the instrumented copies run only for the sampler's bursts. About half
+    /// continuous PEP's cost, for about three times the compile time. The checks are
+    /// hinted unlikely: turn on `Config::wasm_branch_hinting` to lay them out of the way.
+    /// `false`: the instrumented code always runs and writes PEP's ring.
+    pub switch: bool,
 }
 
 impl Default for ProfilerOptions {
@@ -55,6 +63,7 @@ impl Default for ProfilerOptions {
             },
             interval: Duration::from_micros(250),
             contexts: false,
+            switch: true,
         }
     }
 }
@@ -75,11 +84,17 @@ impl Profiler {
             (true, false) => pepper_layout::ContextMode::Sampled,
             (false, _) => pepper_layout::ContextMode::Off,
         };
+        let switch = opts.switch && opts.mode == Mode::Pep;
         let instrumented = pepper_wasm::instrument(
             wasm,
             &pepper_wasm::InstrumentOptions {
                 mode: opts.mode,
                 contexts,
+                switch: switch.then_some(pepper_wasm::switch::SwitchPlacement::Outer),
+                ring_log2: match switch {
+                    true => crate::command::SWITCH_RING_LOG2,
+                    false => pepper_wasm::InstrumentOptions::default().ring_log2,
+                },
                 ..Default::default()
             },
         )?;

@@ -778,3 +778,33 @@ fn hints_layout_swaps_an_unlikely_if_and_keeps_behaviour() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// PEP runs on the switch unless asked otherwise or unless what the run records needs
+/// every path end in the ring (`--every`, `--timeline`) or copies cannot be made (shadow
+/// stacks); `--switch off` and explicit placements are obeyed, and interval sampling
+/// refuses `--switch off` rather than running without the clean code it needs.
+#[test]
+fn pep_defaults_to_the_switch_where_it_can_run() {
+    let f = fixture("mod3.wat");
+    let switch = |extra: &[&str]| {
+        let (c, _, err, p) = run("pep", &f, extra, &[]);
+        assert_eq!(c, 0, "{extra:?}: {err}");
+        p.sampling.expect("PEP records its sampling").switch
+    };
+    assert_eq!(switch(&[]), "outer");
+    assert_eq!(switch(&["--switch", "loops"]), "loops");
+    assert_eq!(switch(&["--switch", "off"]), "");
+    assert_eq!(switch(&["--every", "10"]), "");
+    assert_eq!(switch(&["--timeline"]), "");
+    assert_eq!(switch(&["--stacks", "shadow"]), "");
+    let o = pepper(&[
+        "run",
+        "--periodic-intervals",
+        "4",
+        "--switch",
+        "off",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2 + 123), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("drop --switch off"));
+}

@@ -459,10 +459,11 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
         );
         // Scaled to the run: a time sample at the instrumented copies' pace, which is
         // slower than the clean code's, most in `spin`'s tight loop (measured: 0.46-0.65
-        // of its exact total, the others 0.8): low, and never above the truth by much.
+        // of its exact total, the others 0.8; 0.23-0.25 in CI runs on a loaded machine):
+        // low, and never above the truth by much.
         let ratio = total(&got) as f64 / total(&want) as f64;
         assert!(
-            (0.25..1.5).contains(&ratio),
+            (0.2..1.5).contains(&ratio),
             "{func}: {ratio} of the exact total"
         );
     }

@@ -83,7 +83,7 @@ impl IntervalArgs {
     }
 
     /// Whether the run records a time line or runs the detector over one.
-    fn records_timeline(&self) -> bool {
+    pub fn records_timeline(&self) -> bool {
         self.timeline || self.phases
     }
 

@@ -20,9 +20,10 @@ use std::time::Duration;
 /// under WASI 0.2: its program's core module is profiled (functions named `main::...`,
 /// calling contexts from a shadow stack), the adapter and shims run as they are.
 ///
-/// The default mode, `pep`, is meant to stay on: every completed path goes to a small ring
-/// buffer and a host thread samples bursts of consecutive paths from it each `--interval`
-/// (PEP(SAMPLES, STRIDE)). `exact-paths` counts every path, `exact-edges` every branch.
+/// The default mode, `pep`, is meant to stay on: every function runs a clean copy that
+/// checks a flag at its outermost loops, and each `--interval` a host thread sets the flag
+/// for a burst in which the instrumented copies write consecutive paths to a ring
+/// (PEP(SAMPLES, STRIDE); `--switch off` writes every path to the ring all along). `exact-paths` counts every path, `exact-edges` every branch.
 /// Alongside PEP, the same thread samples the guest's call stack (its machine stack on
 /// x86-64 Linux, else a shadow stack; `--stacks`) into a partial calling context tree
 /// (Whaley) every `--stack-interval`, and every call site counts its calls; `pepper
@@ -93,12 +94,11 @@ pub struct Args {
     /// (bench/results/ephemeral.md: +4.2%, 98.7% edge relative overlap).
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
-    /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. More ticks make
-    /// the estimate more accurate (bench/results/bench.md: 94.8% against 96.7% absolute
-    /// edge overlap at 1 ms and 250 µs). Without --switch the guest's cost does not depend
-    /// on it (it writes every path end to the ring anyway); with --switch each burst runs
-    /// instrumented code, so fewer bursts cost less (switch-bursts.md, `outer`: +4.6% at
-    /// 1 ms against +10.9% at 250 µs, for 81.8% against 86.7% absolute overlap).
+    /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
+    /// instrumented code, so fewer bursts cost less and estimate less well
+    /// (switch-outer.md: +10.0% at 1 ms against +17.5% at 250 µs in one run, for 88.3%
+    /// against 90.9% absolute edge overlap). With --switch off the guest's cost does not
+    /// depend on it (it writes every path end to the ring anyway).
     #[arg(long, default_value = "250us", value_parser = parse_duration)]
     interval: std::time::Duration,
     /// Period of calling-context stack samples (each one interrupts the guest for a few
@@ -123,15 +123,17 @@ pub struct Args {
     /// the headers of loops that call or hold loops; `all`: every entry and every loop
     /// header) and moves into the instrumented copy while the sampler has it set, for each
     /// tick's burst (each burst then takes every path end of its SAMPLES × STRIDE span).
-    /// `off`: the instrumented code always runs. Measured (bench/results/switch.md):
-    /// `outer` +8.9% against PEP's +22.8%, +1.2% with the flag never set; `loops` +18.1%.
-    /// Accuracy of `outer`, each burst read after the guest has left it
-    /// (switch-outer.md): 97.5% path accuracy, 90.9% absolute edge overlap (PEP: 99.6%,
-    /// 95.8%). Stack samples are then taken during bursts, and their path windows read the
-    /// burst's path ends. The checks are hinted unlikely, and wasmtime's branch hinting is
-    /// turned on for them.
-    #[arg(long, value_enum, default_value = "off")]
-    switch: SwitchArg,
+    /// `off`: the instrumented code always runs and writes PEP's ring.
+    /// Default: `outer` for PEP, `off` where every path end must reach the ring
+    /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
+    /// --call-windows). Measured (bench/results/switch.md): `outer` +8.9% against the
+    /// ring's +22.8%, +1.2% with the flag never set; `loops` +18.1%. Accuracy of `outer`
+    /// (switch-outer.md): 97.5% path accuracy, 90.9% absolute edge overlap (ring: 99.6%,
+    /// 95.8%). Stack samples are taken during bursts, and their path windows read the
+    /// burst's path ends. Three bodies per function cost about 3x the compile time. The
+    /// checks are hinted unlikely, and wasmtime's branch hinting is turned on for them.
+    #[arg(long, value_enum)]
+    switch: Option<SwitchArg>,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
     /// through the instrumented copies, so `--every 1` counts what exact-paths counts).
     #[arg(long, hide = true)]
@@ -489,6 +491,22 @@ impl Args {
         }
     }
 
+    /// `--switch` when not given: `outer` wherever PEP samples bursts (it measured about
+    /// half the ring's cost at the accuracy targets, bench/results/switch-outer.md), and
+    /// the ring where a mode needs every path end written (`--every`, `--timeline`,
+    /// `--phases`) or the copies cannot be made (shadow stacks, call logs). Interval
+    /// sampling holds the switch for whole intervals, at the same checks.
+    fn default_switch(&self, contexts: ContextMode) -> SwitchArg {
+        let ring_needed = self.every.is_some()
+            || self.intervals.records_timeline()
+            || contexts.shadow()
+            || (self.call_windows && contexts == ContextMode::Native);
+        match self.mode == ModeArg::Pep && !ring_needed {
+            true => SwitchArg::Outer,
+            false => SwitchArg::Off,
+        }
+    }
+
     /// The flags as the library's options; refuses combinations that cannot work.
     fn options(&self, wasm: &[u8]) -> Result<CommandOptions> {
         let mode: pepper_profile::Mode = self.mode.into();
@@ -518,16 +536,14 @@ impl Args {
         let ia = &self.intervals;
         ia.check(
             mode == pepper_profile::Mode::Pep,
-            self.switch != SwitchArg::Off,
+            self.switch.is_some_and(|s| s != SwitchArg::Off),
             self.every.is_some(),
             contexts == ContextMode::Native,
         )?;
-        // Interval sampling holds the switch for whole intervals: outermost loop headers
-        // by default, as for bursts.
-        let switch = match self.switch {
-            SwitchArg::Off if ia.samples_intervals() => SwitchArg::Outer,
-            s => s,
-        };
+        if ia.samples_intervals() && self.switch == Some(SwitchArg::Off) {
+            bail!("--phase-aware and --periodic-intervals run clean code between intervals, which needs the switch; drop --switch off");
+        }
+        let switch = self.switch.unwrap_or_else(|| self.default_switch(contexts));
         let instrument = pepper_wasm::InstrumentOptions {
             mode,
             contexts,
