@@ -173,7 +173,18 @@ impl Plan {
             .iter()
             .map(|fp| function(self, fp, mem))
             .collect();
-        let contexts = self.contexts_profile(mem, outcome.contexts, location, &mut warnings);
+        // PEP without call-site counters: the calls its sampled paths pass stand in.
+        let estimated_calls = (self.layout.site_counters == 0
+            && self.mode == Mode::Pep
+            && self.contexts != pepper_layout::ContextMode::Off)
+            .then(|| path_calls::site_calls_from_paths(self, &paths));
+        let contexts = self.contexts_profile(
+            mem,
+            outcome.contexts,
+            estimated_calls.as_deref(),
+            location,
+            &mut warnings,
+        );
         let mut profile = Profile {
             format: FORMAT.to_string(),
             version: VERSION,

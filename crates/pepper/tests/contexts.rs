@@ -74,6 +74,22 @@ fn exact_contexts_count_every_call_in_its_context() {
     assert_eq!(site_calls(c, &p, "main"), vec![10, 5, 1, 1]);
 }
 
+/// PEP without call-site counters estimates each site's calls from the paths it sampled:
+/// recording every path end (`--every 1`), the estimates are the exact counts.
+#[test]
+fn pep_without_call_counters_estimates_site_calls_from_its_paths() {
+    let f = fixture("calls.wat");
+    let sites = |mode: &str, extra: &[&str]| {
+        let (code, _, stderr, p) = run(mode, &f, extra, &[]);
+        assert_eq!(code, 0, "{stderr}");
+        let c = p.contexts.expect("contexts recorded");
+        c.call_sites.iter().map(|s| s.calls).collect::<Vec<_>>()
+    };
+    let exact = sites("exact-calls", &[]);
+    assert!(exact.iter().any(|&c| c > 1), "{exact:?}");
+    assert_eq!(sites("pep", &["--every", "1", "--no-call-counts"]), exact);
+}
+
 #[test]
 fn pep_collects_native_contexts_by_default() {
     // Bursts every 50 µs, stacks every 200 µs: one stack sample per four ticks.

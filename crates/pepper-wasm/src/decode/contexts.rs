@@ -43,11 +43,13 @@ struct Tree {
 
 impl crate::plan::Plan {
     /// The profile's calling contexts: the sampled tree (from the host sampler) or the exact
-    /// one (from the context table in `mem`), with per-site call counts from `mem`.
+    /// one (from the context table in `mem`), with per-site call counts from `mem`, or
+    /// `estimated_calls` where the guest counted none.
     pub(crate) fn contexts_profile(
         &self,
         mem: &[u8],
         sampled: Option<SampledContexts>,
+        estimated_calls: Option<&[u64]>,
         location: &dyn Fn(u64) -> Option<String>,
         warnings: &mut Vec<String>,
     ) -> Option<pepper_profile::Contexts> {
@@ -62,10 +64,10 @@ impl crate::plan::Plan {
                 offset: s.offset,
                 callee: s.callee,
                 sig: s.sig,
-                calls: if l.site_counters == 0 {
-                    0
-                } else {
-                    read_u64(mem, l.site_counters as u64 + 8 * id as u64)
+                calls: match (l.site_counters, estimated_calls) {
+                    (0, Some(est)) => est.get(id).copied().unwrap_or(0),
+                    (0, None) => 0,
+                    (at, _) => read_u64(mem, at as u64 + 8 * id as u64),
                 },
                 location: location(s.offset),
             })
@@ -84,7 +86,8 @@ impl crate::plan::Plan {
         let tree = match self.contexts {
             ContextMode::Off => return None,
             ContextMode::Sampled | ContextMode::Native => {
-                self.sampled_tree(sampled?, &call_sites, &entries)
+                let counted = l.site_counters != 0 || estimated_calls.is_some();
+                self.sampled_tree(sampled?, &call_sites, &entries, counted)
             }
             ContextMode::Exact => self.exact_tree(mem, &site, warnings),
         };
@@ -127,6 +130,7 @@ impl crate::plan::Plan {
         sampled: SampledContexts,
         call_sites: &[CallSite],
         entries: &[pepper_cct::EntryCount],
+        counted: bool,
     ) -> Tree {
         let site = |s: u32| (s < call_sites.len() as u32).then_some(s);
         let SampledContexts { sampling, mut pcct } = sampled;
@@ -149,7 +153,7 @@ impl crate::plan::Plan {
             ..Default::default()
         };
         let sampled_len = pcct.tree.len();
-        let (t, est) = if self.layout.site_counters == 0 {
+        let (t, est) = if !counted {
             // No call counts: the sampled tree as is, with the calls call windows
             // saw (weighted) as the only estimates.
             let est = pcct

@@ -129,15 +129,10 @@ impl PathSites {
             DagEdgeKind::DeadEnd(_) => PathEnd::Abrupt,
             _ => PathEnd::Exit,
         };
-        let mut sites = Vec::new();
-        for &e in &edges {
-            let v = dag.edge(e).dst;
-            // A node runs in this path when the path enters its body (a split node's top
-            // half is where the path ends, before its code).
-            if let Some(n) = fp.code(v) {
-                sites.extend_from_slice(&fp.built().node_sites[n.index()]);
-            }
-        }
+        let node_sites = &fp.built().node_sites;
+        let sites = code_nodes(&fp.numbered, &edges)
+            .flat_map(|n| node_sites[n.index()].iter().copied())
+            .collect();
         Some(PathCalls {
             func,
             sites,
@@ -147,15 +142,70 @@ impl PathSites {
     }
 }
 
+/// The node whose code vertex `v` runs (`None` for a split node's top half, where paths
+/// end, and for the entry and the exit).
+fn code_of(dag: &pepper_cfg::PathDag, v: Vertex) -> Option<NodeId> {
+    dag.node_of(v).filter(|&m| dag.body(m) == Some(v))
+}
+
+/// The CFG nodes whose code a path (its P-DAG edges) runs, in order: a node runs when the
+/// path enters its body.
+fn code_nodes<'a>(
+    nd: &'a NumberedDag,
+    edges: &'a [pepper_cfg::DagEdgeId],
+) -> impl Iterator<Item = NodeId> + 'a {
+    edges
+        .iter()
+        .filter_map(move |&e| code_of(&nd.dag, nd.dag.edge(e).dst))
+}
+
+/// The module-wide call site ids in each CFG node of a function, in code order.
+fn node_sites(a: &FunctionAnalysis, first_site: u32) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); a.cfg.num_nodes()];
+    for (k, &(_, n)) in a.call_nodes.iter().enumerate() {
+        if let Some(n) = n {
+            out[n.index()].push(first_site + k as u32);
+        }
+    }
+    out
+}
+
+/// Calls per call site estimated from a PEP profile's paths: each path's count for every
+/// time it passes the site. For runs that count no calls in the guest (the switch's
+/// clean code then pays nothing per call); sites in functions without paths get 0.
+pub(crate) fn site_calls_from_paths(plan: &Plan, paths: &[pepper_profile::Path]) -> Vec<u64> {
+    let mut calls = vec![0u64; plan.call_sites.len()];
+    let funcs: HashMap<u32, &crate::plan::FunctionPlan> =
+        plan.functions.iter().map(|f| (f.index.0, f)).collect();
+    let mut sites_by_func: HashMap<u32, Vec<Vec<u32>>> = HashMap::new();
+    for p in paths {
+        let Some(fp) = funcs.get(&p.func) else {
+            continue;
+        };
+        let (Some(a), Some(nd)) = (&fp.analysis, &fp.numbered) else {
+            continue;
+        };
+        let node_sites = sites_by_func
+            .entry(p.func)
+            .or_insert_with(|| node_sites(a, fp.first_site));
+        let Ok(edges) = nd.numbering.regenerate(&nd.dag, p.number) else {
+            continue;
+        };
+        for n in code_nodes(nd, &edges) {
+            for &s in &node_sites[n.index()] {
+                if let Some(c) = calls.get_mut(s as usize) {
+                    *c += p.count;
+                }
+            }
+        }
+    }
+    calls
+}
+
 impl FuncPaths {
     fn built(&self) -> &Built {
         self.built.get_or_init(|| {
-            let mut node_sites = vec![Vec::new(); self.a.cfg.num_nodes()];
-            for (k, &(_, n)) in self.a.call_nodes.iter().enumerate() {
-                if let Some(n) = n {
-                    node_sites[n.index()].push(self.first_site + k as u32);
-                }
-            }
+            let node_sites = node_sites(&self.a, self.first_site);
             let dag = &self.numbered.dag;
             let mut preds = vec![Vec::new(); dag.num_vertices()];
             for (_, e) in dag.edges() {
@@ -185,8 +235,7 @@ impl FuncPaths {
     /// The node whose code vertex `v` runs (`None` for a split node's top half, where
     /// paths end, and for the entry and the exit).
     fn code(&self, v: Vertex) -> Option<NodeId> {
-        let dag = &self.numbered.dag;
-        dag.node_of(v).filter(|&m| dag.body(m) == Some(v))
+        code_of(&self.numbered.dag, v)
     }
 
     /// The sites a path can pass before operator `limit` of vertex `start`: its node's

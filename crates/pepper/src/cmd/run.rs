@@ -61,7 +61,10 @@ pub struct Args {
     /// from an old one). Either way each call site also counts its calls exactly.
     #[arg(long, value_enum)]
     stacks: Option<StacksArg>,
-    /// Do not count calls per call site (sampled contexts then carry no call estimates).
+    /// Do not count calls per call site. With PEP, each site's calls are then estimated
+    /// from the paths PEP sampled (on the switch's default runs, 73-98% call overlap
+    /// against 80-99.7% with counters: interpreters' rarely sampled paths lose their
+    /// calls); in other modes sampled contexts carry no call estimates.
     #[arg(long)]
     no_call_counts: bool,
     /// Native stacks: the guest also logs every function entry and every return (two
@@ -96,8 +99,8 @@ pub struct Args {
     window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
     /// instrumented code, so fewer bursts cost less and estimate less well
-    /// (switch-outer.md: +10.0% at 1 ms against +17.5% at 250 µs in one run, for 88.3%
-    /// against 90.9% absolute edge overlap). With --switch off the guest's cost does not
+    /// (switch-outer.md: +8.0% at 1 ms against +10.8% at 250 µs in one run, for 88.5%
+    /// against 90.5% absolute edge overlap). With --switch off the guest's cost does not
     /// depend on it (it writes every path end to the ring anyway).
     #[arg(long, default_value = "250us", value_parser = parse_duration)]
     interval: std::time::Duration,
@@ -126,10 +129,9 @@ pub struct Args {
     /// `off`: the instrumented code always runs and writes PEP's ring.
     /// Default: `outer` for PEP, `off` where every path end must reach the ring
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
-    /// --call-windows). Measured (bench/results/switch.md): `outer` +8.9% against the
-    /// ring's +22.8%, +1.2% with the flag never set; `loops` +18.1%. Accuracy of `outer`
-    /// (switch-outer.md): 97.5% path accuracy, 90.9% absolute edge overlap (ring: 99.6%,
-    /// 95.8%). Stack samples are taken during bursts, and their path windows read the
+    /// --call-windows). Measured (bench/results/switch-outer.md): `outer` +10.8% against
+    /// the ring's +26.6%, with the flag never set -0.3%, at 97.5% path accuracy and 90.5%
+    /// absolute edge overlap (ring: 99.5%, 97.0%); `loops` +18.1% (switch.md). Stack samples are taken during bursts, and their path windows read the
     /// burst's path ends. Three bodies per function cost about 3x the compile time. The
     /// checks are hinted unlikely, and wasmtime's branch hinting is turned on for them.
     #[arg(long, value_enum)]
