@@ -517,3 +517,22 @@ fn ephemeral_estimates_known_biases_and_rearms_every_epoch() {
         "recorded {rec} in {epochs} epochs"
     );
 }
+
+/// A frame that enters its instrumented copy at a loop writes an empty word at the loop's
+/// header (the path so far is nobody's). The sampler skips those words: they are neither
+/// samples nor lost samples. Switching at random checks (`--switch-chaos`) makes them
+/// about half of what the ring holds; they used to be reported as lost samples.
+#[test]
+fn hand_over_words_are_not_lost_samples() {
+    let f = fixture("two_loops.wat");
+    let (c, _, err, p) = run("pep", &f, &["--switch", "outer", "--switch-chaos"], &[]);
+    assert_eq!(c, 0, "{err}");
+    let s = p.sampling.expect("sampling info");
+    assert!(s.taken > 0, "{s:?}");
+    assert!(
+        s.lost * 20 < s.taken,
+        "lost {} of {} taken",
+        s.lost,
+        s.taken
+    );
+}
