@@ -23,7 +23,8 @@ use std::time::Duration;
 /// The default mode, `pep`, is meant to stay on: every function runs a clean copy that
 /// checks a flag at its outermost loops, and each `--interval` a host thread sets the flag
 /// for a burst in which the instrumented copies write consecutive paths to a ring
-/// (PEP(SAMPLES, STRIDE); `--switch off` writes every path to the ring all along). `exact-paths` counts every path, `exact-edges` every branch.
+/// (PEP(SAMPLES, STRIDE); `--switch off` writes every path to the ring all along).
+/// `exact-paths` counts every path, `exact-edges` every branch.
 /// Alongside PEP, the same thread samples the guest's call stack (its machine stack on
 /// x86-64 Linux, else a shadow stack; `--stacks`) into a partial calling context tree
 /// (Whaley) every `--stack-interval`, and every call site counts its calls; `pepper
@@ -34,6 +35,7 @@ use std::time::Duration;
 ///   pepper run --mode exact-paths prog.wasm        every path counted (ground truth)
 ///   pepper run --guide prog.pepper.json prog.wasm  smart numbering from an earlier profile
 ///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
+///   pepper run --switch off prog.wasm              PEP writing every path to its ring (costs more)
 ///   pepper run --mode targeted --guide e.json prog.wasm   exact hot paths, cold ones pruned (TPP)
 ///   pepper run --mode staged prog.wasm             runs twice: edge profile, then targeted
 ///   pepper run --mode calls prog.wasm              calling contexts only (sampled tree)
@@ -131,9 +133,10 @@ pub struct Args {
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
     /// --call-windows). Measured (bench/results/switch-outer.md): `outer` +10.8% against
     /// the ring's +26.6%, with the flag never set -0.3%, at 97.5% path accuracy and 90.5%
-    /// absolute edge overlap (ring: 99.5%, 97.0%); `loops` +18.1% (switch.md). Stack samples are taken during bursts, and their path windows read the
-    /// burst's path ends. Three bodies per function cost about 3x the compile time. The
-    /// checks are hinted unlikely, and wasmtime's branch hinting is turned on for them.
+    /// absolute edge overlap (ring: 99.5%, 97.0%); `loops` +18.1% (switch.md). Stack
+    /// samples are taken during bursts, and their path windows read the burst's path
+    /// ends. Three bodies per function cost about 3x the compile time. The checks are
+    /// hinted unlikely, and wasmtime's branch hinting is turned on for them.
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
