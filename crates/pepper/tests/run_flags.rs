@@ -1,0 +1,199 @@
+//! `pepper run`'s flags: what reaches the sampler and the profile (burst weights, stack
+//! periods, the switch's default), and `wasmtime run`'s habits (guest arguments,
+//! environment, preopens, `--invoke`).
+
+mod common;
+use common::*;
+
+/// `--burst-weights` reaches the sampler and the profile says which estimate it holds.
+#[test]
+fn burst_weights_are_recorded() {
+    let program = fixture("nested.wat");
+    let (_, _, _, default) = run("pep", &program, &[], &[]);
+    let (_, _, _, ticks, ticks_file) = run_to("pep", &program, &["--burst-weights", "ticks"], &[]);
+    let (_, _, _, every) = run("pep", &program, &["--every", "7"], &[]);
+    let weights = |p: &pepper_profile::Profile| p.sampling.as_ref().unwrap().weights.clone();
+    assert_eq!(weights(&default), "rate");
+    assert_eq!(weights(&ticks), "ticks");
+    assert_eq!(weights(&every), "", "the in-guest design has no bursts");
+    let report = pepper(&["report", ticks_file.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&report.stdout)
+            .contains("weighted by the path ends since the last tick"),
+        "{}",
+        String::from_utf8_lossy(&report.stdout)
+    );
+}
+
+#[test]
+fn stack_samples_keep_their_own_period_and_say_when_it_is_rounded() {
+    let program = fixture("nested.wat");
+    let stack_us = |p: &pepper_profile::Profile| {
+        p.contexts
+            .as_ref()
+            .map(|c| c.sampling.as_ref().unwrap().interval_us)
+    };
+    // By default a stack sample comes with every PEP tick.
+    let (code, _, stderr, p) = run("pep", &program, &[], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(p.sampling.as_ref().unwrap().interval_us, 250);
+    assert!(!stderr.contains("stack samples every"), "{stderr}");
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(250));
+    }
+    let (_, _, stderr, p) = run("pep", &program, &["--interval", "10ms"], &[]);
+    assert!(!stderr.contains("stack samples every"), "{stderr}");
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(10_000));
+    }
+    // A period of its own, kept; one shorter than a tick becomes a tick, and the run
+    // says so.
+    let (_, _, _, p) = run("pep", &program, &["--stack-interval", "1ms"], &[]);
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(1_000));
+    }
+    let flags = ["--interval", "10ms", "--stack-interval", "1ms"];
+    let (code, _, stderr, p) = run("pep", &program, &flags, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    if p.contexts.is_some() {
+        assert_eq!(stack_us(&p), Some(10_000));
+        assert!(
+            stderr.contains("stack samples every 10ms (--stack-interval 1ms"),
+            "{stderr}"
+        );
+    }
+}
+
+/// `wasmtime run`'s habits: guest arguments right after the module (with or without `--`,
+/// flags included), `--env NAME` passing the host's value through.
+#[test]
+fn guest_arguments_and_environment_as_wasmtime_run_takes_them() {
+    let argc = fixture("argc.wat");
+    let status = |args: &[&str]| {
+        let out = unique_path("argc.json");
+        let mut all = vec!["run", "--mode", "exact-paths", "-o", out.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let o = pepper(&all);
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let a = argc.to_str().unwrap();
+    // argv[0] and three arguments, no environment: 4 * 16.
+    assert_eq!(status(&[a, "x", "-c", "--mode"]).0, Some(64));
+    assert_eq!(status(&[a, "--", "x", "-c", "--mode"]).0, Some(64));
+    // One variable passed through (PATH is set wherever tests run), one set here.
+    assert_eq!(
+        status(&["--env", "PATH", "--env", "A=1", a]).0,
+        Some(16 + 2)
+    );
+    let (code, err) = status(&["--env", "PEPPER_TEST_SURELY_UNSET", a]);
+    assert_eq!(code, Some(16));
+    assert!(err.contains("not set on the host"), "{err}");
+}
+
+/// `--dir HOST::GUEST::ro` preopens a directory the guest cannot write; without `::ro` it
+/// can.
+#[test]
+fn read_only_directories_refuse_writes() {
+    let program = fixture("create_file.wat");
+    for (suffix, writable) in [("", true), ("::ro", false)] {
+        let dir = unique_path("preopen.d");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = unique_path("create_file.json");
+        let spec = format!("{}::/d{suffix}", dir.display());
+        let o = pepper(&[
+            "run",
+            "-o",
+            out.to_str().unwrap(),
+            "--dir",
+            &spec,
+            program.to_str().unwrap(),
+        ]);
+        let made = dir.join("made-by-guest").exists();
+        assert_eq!(
+            made,
+            writable,
+            "{spec}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(o.status.code() == Some(0), writable, "{spec}");
+    }
+}
+
+/// `--invoke FUNC ARGS` runs a module without `_start`: the export gets the arguments by its
+/// parameter types, its results are printed, and its paths are profiled; a bad argument or
+/// a missing `_start` is pepper's error (125), named.
+#[test]
+fn invoke_runs_an_export_with_arguments() {
+    let lib = fixture("library.wat");
+    let lib = lib.to_str().unwrap();
+    let (code, stdout, stderr, p, _) = run_to(
+        "exact-paths",
+        &fixture("library.wat"),
+        &["--invoke", "sum"],
+        &["100"],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&stdout), "5050\n");
+    // Entry to the loop header once, 101 iterations (i = 0..=100), the exit once.
+    let mut counts: Vec<u64> = p.paths.iter().map(|x| x.count).collect();
+    counts.sort_unstable();
+    assert_eq!(counts, [1, 1, 101], "{:?}", p.paths);
+    let out = unique_path("library.json");
+    let o = pepper(&[
+        "run",
+        "-o",
+        out.to_str().unwrap(),
+        "--invoke",
+        "pair",
+        lib,
+        "1.5",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "3\n7\n");
+    let o = pepper(&["run", "-o", out.to_str().unwrap(), lib]);
+    assert_eq!(o.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--invoke"));
+    let o = pepper(&[
+        "run",
+        "-o",
+        out.to_str().unwrap(),
+        "--invoke",
+        "sum",
+        lib,
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(125));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("argument \"x\" of `sum`"));
+}
+
+/// PEP runs on the switch unless asked otherwise or unless what the run records needs
+/// every path end in the ring (`--every`, `--timeline`) or copies cannot be made (shadow
+/// stacks); `--switch off` and explicit placements are obeyed, and interval sampling
+/// refuses `--switch off` rather than running without the clean code it needs.
+#[test]
+fn pep_defaults_to_the_switch_where_it_can_run() {
+    let f = fixture("mod3.wat");
+    let switch = |extra: &[&str]| {
+        let (c, _, err, p) = run("pep", &f, extra, &[]);
+        assert_eq!(c, 0, "{extra:?}: {err}");
+        p.sampling.expect("PEP records its sampling").switch
+    };
+    assert_eq!(switch(&[]), "outer");
+    assert_eq!(switch(&["--switch", "loops"]), "loops");
+    assert_eq!(switch(&["--switch", "off"]), "");
+    assert_eq!(switch(&["--every", "10"]), "");
+    assert_eq!(switch(&["--timeline"]), "");
+    assert_eq!(switch(&["--stacks", "shadow"]), "");
+    let o = pepper(&[
+        "run",
+        "--periodic-intervals",
+        "4",
+        "--switch",
+        "off",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2 + 123), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("drop --switch off"));
+}
