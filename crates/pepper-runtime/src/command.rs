@@ -22,6 +22,24 @@ use std::time::{Duration, Instant};
 /// guest no more of its cache than the bursts' path ends themselves.
 pub const SWITCH_RING_LOG2: u32 = 14;
 
+/// log2 of PEP's ring, at least `asked`: a whole burst of `params` four times over, so
+/// the sampler can copy it while the guest keeps writing; every path end when the sampler
+/// reads them all; and with the switch, [`SWITCH_RING_LOG2`].
+pub(crate) fn ring_log2(params: PepParams, asked: u32, every_path_end: bool, switch: bool) -> u32 {
+    let burst = (4 * (params.samples as u64 + params.stride as u64))
+        .next_power_of_two()
+        .trailing_zeros();
+    let every = match every_path_end {
+        true => crate::EVERY_PATH_END_RING_LOG2,
+        false => 0,
+    };
+    let switched = match switch {
+        true => SWITCH_RING_LOG2,
+        false => 0,
+    };
+    burst.max(12).max(asked).max(every).max(switched)
+}
+
 /// What the guest sees: WASI arguments, environment, preopens and stdio.
 #[derive(Clone, Debug, Default)]
 pub struct WasiOptions {
@@ -206,21 +224,12 @@ impl CommandOptions {
             .is_some_and(crate::IntervalConfig::reads_every_path_end);
         InstrumentOptions {
             guide: guide.or_else(|| self.instrument.guide.clone()),
-            ring_log2: (4 * (p.samples as u64 + p.stride as u64))
-                .next_power_of_two()
-                .trailing_zeros()
-                .max(12)
-                .max(self.instrument.ring_log2)
-                .max(if every_path_end {
-                    crate::EVERY_PATH_END_RING_LOG2
-                } else {
-                    0
-                })
-                .max(if self.instrument.switch.is_some() {
-                    SWITCH_RING_LOG2
-                } else {
-                    0
-                }),
+            ring_log2: ring_log2(
+                *p,
+                self.instrument.ring_log2,
+                every_path_end,
+                self.instrument.switch.is_some(),
+            ),
             ..self.instrument.clone()
         }
     }

@@ -91,10 +91,12 @@ impl Profiler {
                 mode: opts.mode,
                 contexts,
                 switch: switch.then_some(pepper_wasm::switch::SwitchPlacement::Outer),
-                ring_log2: match switch {
-                    true => crate::command::SWITCH_RING_LOG2,
-                    false => pepper_wasm::InstrumentOptions::default().ring_log2,
-                },
+                ring_log2: crate::command::ring_log2(
+                    opts.params,
+                    pepper_wasm::InstrumentOptions::default().ring_log2,
+                    false,
+                    switch,
+                ),
                 ..Default::default()
             },
         )?;

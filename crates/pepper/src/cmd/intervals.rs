@@ -107,6 +107,13 @@ impl IntervalArgs {
                  not with --contexts off or --stacks shadow)"
             );
         }
+        if self.samples_intervals() && !switch {
+            bail!(
+                "--phase-aware and --periodic-intervals run clean code between intervals, \
+                 which needs the switch (not with --stacks shadow or --call-windows); \
+                 drop --switch off"
+            );
+        }
         if !(0.0..=2.0).contains(&self.phase_threshold) {
             bail!("--phase-threshold must be within [0, 2]");
         }

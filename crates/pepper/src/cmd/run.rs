@@ -539,16 +539,13 @@ impl Args {
             bail!("--window and --persistence are for --mode ephemeral");
         }
         let ia = &self.intervals;
+        let switch = self.switch.unwrap_or_else(|| self.default_switch(contexts));
         ia.check(
             mode == pepper_profile::Mode::Pep,
-            self.switch.is_some_and(|s| s != SwitchArg::Off),
+            switch != SwitchArg::Off,
             self.every.is_some(),
             contexts == ContextMode::Native,
         )?;
-        if ia.samples_intervals() && self.switch == Some(SwitchArg::Off) {
-            bail!("--phase-aware and --periodic-intervals run clean code between intervals, which needs the switch; drop --switch off");
-        }
-        let switch = self.switch.unwrap_or_else(|| self.default_switch(contexts));
         let instrument = pepper_wasm::InstrumentOptions {
             mode,
             contexts,
