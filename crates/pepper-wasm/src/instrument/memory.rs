@@ -63,6 +63,16 @@ impl Allocator {
         self.next = at + bytes;
         at as u32
     }
+
+    /// `bytes` in cache lines of their own (64 bytes, the line of every x86-64 and
+    /// AArch64 core pepper runs on): for words the sampler thread writes while the guest
+    /// reads them, so that neither thread's writes take a line the other is using for
+    /// something else away from it.
+    pub fn alloc_own_lines(&mut self, bytes: u64) -> u32 {
+        let at = (self.next + 63) & !63;
+        self.next = (at + bytes + 63) & !63;
+        at as u32
+    }
 }
 
 /// `br_table` arm tables: one data segment, and per function (action position, address).
@@ -185,7 +195,10 @@ impl Build<'_, '_> {
                 header_counters[k] = mem.alloc(8 * loops);
             }
         } else if self.switch.is_some() {
-            mem.layout.switch_flag = mem.alloc(8);
+            // The sampler sets and clears the flag and renews the limit several times a
+            // burst; before, the flag shared its line with the last entry counters (or
+            // the ring's last words), which clean code writes.
+            mem.layout.switch_flag = mem.alloc_own_lines(8);
         }
         if contexts == ContextMode::Exact {
             mem.layout.cct.capacity = 1 << opts.cct_capacity_log2.clamp(4, 24);

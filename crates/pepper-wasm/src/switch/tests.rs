@@ -221,3 +221,53 @@ fn a_value_on_the_stack_keeps_a_loop_closed() {
     );
     assert!(s.loops[0].chain.is_none());
 }
+
+/// The sampler writes the flag and the burst's limit several times a burst while the
+/// guest's checks read them: they sit in a cache line of their own, so that no counter
+/// clean code writes (entry and call-site counters, here) shares it.
+#[test]
+fn the_flag_has_a_cache_line_of_its_own() {
+    let wasm = wat::parse_str(
+        r#"(module
+             (type $t (func (param i32) (result i32)))
+             (table 1 funcref) (elem (i32.const 0) $g)
+             (func $g (type $t) (i32.add (local.get 0) (i32.const 1)))
+             (func (export "f") (param i32) (result i32)
+               (loop (br_if 0 (call $g (local.get 0))))
+               (call_indirect (type $t) (local.get 0) (i32.const 0))))"#,
+    )
+    .unwrap();
+    let opts = crate::InstrumentOptions {
+        mode: pepper_profile::Mode::Pep,
+        switch: Some(SwitchPlacement::Outer),
+        contexts: crate::ContextMode::Native,
+        ..Default::default()
+    };
+    let i = crate::instrument(&wasm, &opts).unwrap();
+    let l = &i.plan.layout;
+    let line = |at: u64| at / 64;
+    let flag = l.switch_flag as u64;
+    assert_eq!(flag % 64, 0);
+    let mut others: Vec<(u64, u64)> = i
+        .plan
+        .entry_counters
+        .iter()
+        .map(|&(_, at, _)| (at as u64, 8))
+        .collect();
+    assert!(
+        !others.is_empty(),
+        "an entry counter for the table's function"
+    );
+    others.push((l.site_counters as u64, 8 * i.plan.call_sites.len() as u64));
+    others.push((l.ring_base as u64, 8 * l.ring_entries as u64));
+    for (at, len) in others {
+        assert!(len > 0);
+        let (first, last) = (line(at), line(at + len - 1));
+        assert!(
+            last < line(flag) || first > line(flag),
+            "bytes {at}..{} share the flag's line ({flag})",
+            at + len
+        );
+    }
+    assert!(l.size <= u32::MAX as u64 && line(l.size - 1) >= line(flag + 7));
+}
