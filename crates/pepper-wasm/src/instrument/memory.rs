@@ -196,8 +196,8 @@ impl Build<'_, '_> {
             }
         } else if self.switch.is_some() {
             // The sampler sets and clears the flag and renews the limit several times a
-            // burst; before, the flag shared its line with the last entry counters (or
-            // the ring's last words), which clean code writes.
+            // burst; packed, the flag would share its line with the last entry counters
+            // (or the ring's last words), which the guest writes.
             mem.layout.switch_flag = mem.alloc_own_lines(8);
         }
         if contexts == ContextMode::Exact {
