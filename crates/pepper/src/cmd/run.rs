@@ -86,7 +86,7 @@ pub struct Args {
     /// (function entries and outermost loop iterations) each function records per epoch
     /// before it turns its instrumentation off (persistence, e.g. 1000). Exact entry
     /// counts, but it costs more and measured less accurate than windows
-    /// (bench/results/ephemeral.md: +7.5% against +4.2%).
+    /// (bench/results/ephemeral.md: +13.7% against +4.0%).
     #[arg(long, conflicts_with = "window", value_parser = clap::value_parser!(u32).range(1..))]
     persistence: Option<u32>,
     /// Ephemeral: how often every function's instrumentation is switched back on
@@ -96,7 +96,7 @@ pub struct Args {
     /// Ephemeral (the default design): every function's instrumented copy runs for this
     /// long at the start of each --epoch, e.g. `500us`. Clean code counts nothing, and the
     /// counts are the windows' executions scaled to the run's time. Default 250 µs
-    /// (bench/results/ephemeral.md: +4.2%, 98.7% edge relative overlap).
+    /// (bench/results/ephemeral.md: +4.0%, 98.2% edge relative overlap).
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
