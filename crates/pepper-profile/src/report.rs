@@ -384,7 +384,9 @@ fn sampling_text(o: &mut String, p: &Profile) {
         // functions are what the bursts sample.
         let _ = writeln!(
             o,
-            "note: with the switch, estimated executions run low (instrumented code is              slower than the clean code it stands for); compare shares, or count every              path end with --switch off"
+            "note: with the switch, estimated executions run low (instrumented code is \
+             slower than the clean code it stands for); compare shares, or count every \
+             path end with --switch off"
         );
     }
     if s.lost > 0 {
@@ -695,7 +697,9 @@ mod tests {
             "{switched}"
         );
         assert!(
-            switched.contains("estimated executions run low"),
+            switched.contains(
+                "estimated executions run low (instrumented code is slower than the clean"
+            ),
             "{switched}"
         );
     }
