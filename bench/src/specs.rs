@@ -184,6 +184,10 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),
         Spec {
+            interval: Duration::from_micros(500),
+            ..switched("pep(64,17)+switch-outer@500us", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with bursts every 500 us: half the bursts")
+        },
+        Spec {
             interval: Duration::from_millis(1),
             ..switched("pep(64,17)+switch-outer@1ms", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with bursts every 1 ms: a quarter of the bursts")
         },
