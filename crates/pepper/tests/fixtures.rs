@@ -457,13 +457,20 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
             recorded > 0 && recorded < total(&want),
             "{func}: recorded {recorded}"
         );
-        // Scaled to the run: a time sample at the instrumented copies' pace, which is
-        // slower than the clean code's, most in `spin`'s tight loop (measured: 0.46-0.65
-        // of its exact total, the others 0.8; 0.23-0.25 in CI runs on a loaded machine):
-        // low, and never above the truth by much.
+        // Scaled to the run: windows cover about 300 us of each 1 ms epoch, so the
+        // counts are about three times what the windows recorded.
+        assert!(
+            total(&got) as f64 >= 2.0 * recorded as f64,
+            "{func}: {got:?} scaled from {recorded} recorded"
+        );
+        // A time sample at the instrumented copies' pace, which is slower than the
+        // clean code's, most in `spin`'s tight loop (measured: 0.46-0.65 of its exact
+        // total, the others 0.8; 0.19-0.25 in CI runs on a loaded machine, where the
+        // 5 ms loop meets few windows): low, and never above the truth by much.
+        let low = if func == "spin" { 0.1 } else { 0.2 };
         let ratio = total(&got) as f64 / total(&want) as f64;
         assert!(
-            (0.2..1.5).contains(&ratio),
+            (low..1.5).contains(&ratio),
             "{func}: {ratio} of the exact total"
         );
     }
