@@ -127,14 +127,10 @@ fn read_only_directories_refuse_writes() {
 /// a missing `_start` is pepper's error (125), named.
 #[test]
 fn invoke_runs_an_export_with_arguments() {
-    let lib = fixture("library.wat");
-    let lib = lib.to_str().unwrap();
-    let (code, stdout, stderr, p, _) = run_to(
-        "exact-paths",
-        &fixture("library.wat"),
-        &["--invoke", "sum"],
-        &["100"],
-    );
+    let library = fixture("library.wat");
+    let lib = library.to_str().unwrap();
+    let (code, stdout, stderr, p, _) =
+        run_to("exact-paths", &library, &["--invoke", "sum"], &["100"]);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(String::from_utf8_lossy(&stdout), "5050\n");
     // Entry to the loop header once, 101 iterations (i = 0..=100), the exit once.
@@ -142,28 +138,15 @@ fn invoke_runs_an_export_with_arguments() {
     counts.sort_unstable();
     assert_eq!(counts, [1, 1, 101], "{:?}", p.paths);
     let out = unique_path("library.json");
-    let o = pepper(&[
-        "run",
-        "-o",
-        out.to_str().unwrap(),
-        "--invoke",
-        "pair",
-        lib,
-        "1.5",
-    ]);
+    let out = out.to_str().unwrap();
+    let invoke =
+        |export: &str, arg: &str| pepper(&["run", "-o", out, "--invoke", export, lib, arg]);
+    let o = invoke("pair", "1.5");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "3\n7\n");
-    let o = pepper(&["run", "-o", out.to_str().unwrap(), lib]);
+    let o = pepper(&["run", "-o", out, lib]);
     assert_eq!(o.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--invoke"));
-    let o = pepper(&[
-        "run",
-        "-o",
-        out.to_str().unwrap(),
-        "--invoke",
-        "sum",
-        lib,
-        "x",
-    ]);
+    let o = invoke("sum", "x");
     assert_eq!(o.status.code(), Some(125));
     assert!(String::from_utf8_lossy(&o.stderr).contains("argument \"x\" of `sum`"));
 }
