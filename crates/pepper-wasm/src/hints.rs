@@ -81,7 +81,9 @@ pub enum HintError {
 }
 
 /// Every defined function's body, with its function index; a component is refused.
-fn defined_bodies(wasm: &[u8]) -> Result<Vec<(u32, wasmparser::FunctionBody<'_>)>, HintError> {
+pub(crate) fn defined_bodies(
+    wasm: &[u8],
+) -> Result<Vec<(u32, wasmparser::FunctionBody<'_>)>, HintError> {
     let mut imported = 0u32;
     let mut out = Vec::new();
     for payload in Parser::new(0).parse_all(wasm) {
@@ -222,7 +224,7 @@ pub fn write(wasm: &[u8], hints: &[Hint]) -> Result<Vec<u8>, HintError> {
 /// `wasm` section by section: custom sections that `keep` (never an old branch hint
 /// section), `code` in place of the code section (it gets the original), everything else
 /// as it was.
-fn rebuilt(
+pub(crate) fn rebuilt(
     wasm: &[u8],
     keep: &mut dyn FnMut(&str) -> bool,
     code: &mut dyn FnMut(&mut wasm_encoder::Module, wasm_encoder::RawSection<'_>),

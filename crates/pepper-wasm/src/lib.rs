@@ -21,6 +21,7 @@ pub mod dwarf;
 pub mod emit;
 pub mod entries;
 pub mod hints;
+pub mod inline;
 mod instrument;
 mod instrumented;
 pub mod module;

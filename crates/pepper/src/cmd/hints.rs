@@ -3,6 +3,7 @@
 use super::{load_profile, read_unit};
 use anyhow::{Context, Result};
 use pepper_wasm::hints::{self, HintOptions};
+use pepper_wasm::inline::{self, InlineOptions};
 use std::path::PathBuf;
 
 /// Write a copy of the module whose branch hint section (`metadata.code.branch_hint`, the
@@ -25,6 +26,13 @@ use std::path::PathBuf;
 /// `then` arm is unlikely and that has an `else` gets its arms swapped (`i32.eqz; if
 /// <else> else <then> end`), so the likely arm comes right after the branch. The hints
 /// move with their instructions; DWARF, whose code offsets would be stale, is dropped.
+///
+/// `--inline` copies the callee's body into each of the hottest direct call sites (a site
+/// that made at least `--inline-min-share` of the profile's calls, into a callee of at most
+/// `--inline-max-bytes`), which wasmtime does not do by itself: it compiles each function
+/// alone. The profile needs call counts, which `pepper run` records by default:
+///
+///   pepper hints --inline train.json prog.wasm -o prog.fast.wasm
 #[derive(clap::Args, Debug)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
@@ -51,6 +59,15 @@ pub struct Args {
     /// falls through (see above; DWARF is dropped).
     #[arg(long)]
     layout: bool,
+    /// Also inline the hottest direct call sites (see above; DWARF is dropped).
+    #[arg(long)]
+    inline: bool,
+    /// Inline a site that made at least this share of the profile's calls.
+    #[arg(long, default_value_t = InlineOptions::default().min_share, requires = "inline")]
+    inline_min_share: f64,
+    /// Copy no callee whose body is larger than this many bytes.
+    #[arg(long, default_value_t = InlineOptions::default().max_callee_bytes, requires = "inline")]
+    inline_max_bytes: usize,
 }
 
 pub fn run(a: Args) -> Result<i32> {
@@ -82,26 +99,64 @@ pub fn run(a: Args) -> Result<i32> {
     };
     let (chosen, summary) = hints::choose(wasm, &profile.branches, &opts)
         .with_context(|| format!("matching {} to {}", a.profile.display(), a.input.display()))?;
-    let (laid, chosen) = match a.layout {
+    // Inlining first: the profile's call sites are offsets into the module as recorded.
+    let (module, chosen) = match a.inline {
         true => {
-            let (laid, moved, s) = hints::lay_out(wasm, &chosen)
+            let sites = profile
+                .contexts
+                .as_ref()
+                .map(|c| &c.call_sites[..])
+                .filter(|s| s.iter().any(|s| s.calls > 0))
+                .with_context(|| {
+                    format!(
+                        "{} has no call counts; record one with calling contexts on \
+                         (`pepper run`'s default)",
+                        a.profile.display()
+                    )
+                })?;
+            let opts = InlineOptions {
+                min_share: a.inline_min_share,
+                max_callee_bytes: a.inline_max_bytes,
+                ..Default::default()
+            };
+            let (out, moved, s) = inline::inline(wasm, sites, &chosen, &opts)
+                .with_context(|| format!("inlining into {}", a.input.display()))?;
+            eprintln!(
+                "pepper: inlined {} call sites ({:.1}% of the profile's calls), code {} → {} \
+                 bytes; left out: {} indirect or of imports, {} callees over {} bytes, {} \
+                 unsupported, {} over the growth budget{}",
+                s.inlined,
+                100.0 * s.inlined_calls as f64 / s.total_calls.max(1) as f64,
+                s.code_bytes.0,
+                s.code_bytes.1,
+                s.not_direct,
+                s.too_big,
+                opts.max_callee_bytes,
+                s.unsupported,
+                s.over_budget,
+                dropped(s.dropped_debug),
+            );
+            (std::borrow::Cow::Owned(out), moved)
+        }
+        false => (std::borrow::Cow::Borrowed(&wasm[..]), chosen),
+    };
+    let (module, chosen) = match a.layout {
+        true => {
+            let (laid, moved, s) = hints::lay_out(&module, &chosen)
                 .with_context(|| format!("laying out {}", a.input.display()))?;
             eprintln!(
                 "pepper: swapped the arms of {} unlikely ifs ({} without an else left as they \
                  were){}",
                 s.swapped,
                 s.no_else,
-                match s.dropped_debug {
-                    0 => String::new(),
-                    n => format!("; dropped {n} DWARF sections (the code moved)"),
-                }
+                dropped(s.dropped_debug),
             );
-            (Some(laid), moved)
+            (std::borrow::Cow::Owned(laid), moved)
         }
-        false => (None, chosen),
+        false => (module, chosen),
     };
-    let out = hints::write(laid.as_deref().unwrap_or(wasm), &chosen)
-        .with_context(|| format!("hinting {}", a.input.display()))?;
+    let out =
+        hints::write(&module, &chosen).with_context(|| format!("hinting {}", a.input.display()))?;
     // A component gets its program's module back hinted, the rest as it was.
     let out = unit.wrap(&out);
     std::fs::write(&a.output, &out).with_context(|| format!("writing {}", a.output.display()))?;
@@ -110,8 +165,8 @@ pub fn run(a: Args) -> Result<i32> {
         "pepper: wrote {} with {} branch hints ({likely} likely, {} unlikely); left out: {} \
          below {:.0}% bias, {} run fewer than {} times, {} rarely-jumping br_if, {} br_table",
         a.output.display(),
-        summary.hinted,
-        summary.hinted - likely,
+        chosen.len(),
+        chosen.len() - likely,
         summary.unbiased,
         opts.min_bias * 100.0,
         summary.rare,
@@ -120,4 +175,12 @@ pub fn run(a: Args) -> Result<i32> {
         summary.tables,
     );
     Ok(0)
+}
+
+/// What a rewrite that moved code says about the DWARF it dropped.
+fn dropped(sections: usize) -> String {
+    match sections {
+        0 => String::new(),
+        n => format!("; dropped {n} DWARF sections (the code moved)"),
+    }
 }
