@@ -9,6 +9,7 @@ use crate::{geomean_pct, machine, median, paired_ratio, selected, shuffled, Args
 use anyhow::{Context, Result};
 use pepper_profile::{Mode, Profile};
 use pepper_wasm::hints::{self, HintOptions};
+use pepper_wasm::inline::{self, InlineOptions};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -32,6 +33,11 @@ enum Use {
     Layout,
     /// Arms swapped, no hint section: what pepper does without the engine's help.
     LayoutOnly,
+    /// The hottest direct call sites inlined (`pepper hints --inline`), and the hint
+    /// section (the chosen hints, moved and copied with the code).
+    Inline,
+    /// Inlined, no hint section.
+    InlineOnly,
 }
 
 struct Spec {
@@ -92,6 +98,20 @@ fn specs() -> Vec<Spec> {
             what: "`pepper hints --layout`: arms swapped and the hint section",
         },
         Spec {
+            label: "pep, inlined",
+            source: Source::Pep,
+            opts: likely.clone(),
+            used: Use::InlineOnly,
+            what: "the hottest direct call sites inlined from the PEP profile's call counts (`pepper hints --inline` defaults), no hint section",
+        },
+        Spec {
+            label: "pep, inlined + hints",
+            source: Source::Pep,
+            opts: likely.clone(),
+            used: Use::Inline,
+            what: "`pepper hints --inline`: inlined, and the hint section",
+        },
+        Spec {
             label: "exact-edges",
             source: Source::ExactEdges,
             opts: likely,
@@ -124,24 +144,20 @@ fn wasm_opt(wasm: &[u8]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// A profile of `wasm` on `args`, recorded in-process as `pepper run` would.
+/// A profile of `wasm` on `args`, recorded in-process as `pepper run` would; PEP's with
+/// its call-site counters (`pepper run` counts them next to its native stack samples; the
+/// exact context tree here needs no sampler for them, and counts the same calls).
 fn train(wasm: &[u8], w: &crate::Workload, mode: Mode) -> Result<Profile> {
-    let inst = pepper_wasm::instrument(
-        wasm,
-        &pepper_wasm::InstrumentOptions {
-            mode,
-            ..Default::default()
+    let opts = pepper_wasm::InstrumentOptions {
+        mode,
+        contexts: match mode {
+            Mode::Pep => pepper_wasm::ContextMode::Exact,
+            _ => pepper_wasm::ContextMode::Off,
         },
-    )?;
-    let mut cfg = w
-        .options(
-            pepper_wasm::InstrumentOptions {
-                mode,
-                ..Default::default()
-            },
-            Default::default(),
-        )
-        .run_config(&inst);
+        ..Default::default()
+    };
+    let inst = pepper_wasm::instrument(wasm, &opts)?;
+    let mut cfg = w.options(opts, Default::default()).run_config(&inst);
     cfg.args = w.other_args.clone();
     let r = pepper_runtime::run(&inst.wasm, &cfg)?;
     Ok(crate::profile_of(&inst, &r))
@@ -185,6 +201,23 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                     let (h, _) = hints::choose(&wasm, &p.branches, &spec.opts)?;
                     match spec.used {
                         Use::Section => (hints::write(&wasm, &h)?, h.len().to_string()),
+                        Use::Inline | Use::InlineOnly => {
+                            let sites = p.contexts.as_ref().map_or(&[][..], |c| &c.call_sites);
+                            let (inlined, moved, s) =
+                                inline::inline(&wasm, sites, &h, &InlineOptions::default())?;
+                            let section = if spec.used == Use::Inline {
+                                &moved[..]
+                            } else {
+                                &[]
+                            };
+                            let n = format!(
+                                "{} ({} sites inlined, {:.0}% of calls)",
+                                section.len(),
+                                s.inlined,
+                                100.0 * s.inlined_calls as f64 / s.total_calls.max(1) as f64
+                            );
+                            (hints::write(&inlined, section)?, n)
+                        }
                         Use::Layout | Use::LayoutOnly => {
                             let (laid, moved, s) = hints::lay_out(&wasm, &h)?;
                             let section = if spec.used == Use::Layout {

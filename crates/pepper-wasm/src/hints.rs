@@ -304,7 +304,7 @@ pub fn read(wasm: &[u8]) -> Result<Vec<Hint>, HintError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const WAT: &str = r#"(module
@@ -341,7 +341,7 @@ mod tests {
     }
 
     /// The module's branches, in offset order, found by opcode byte in the code.
-    pub(super) fn branches(wasm: &[u8]) -> Vec<(u32, u64, BranchKind)> {
+    pub(crate) fn branches(wasm: &[u8]) -> Vec<(u32, u64, BranchKind)> {
         let mut out = Vec::new();
         for (func, range) in body_starts(wasm).unwrap() {
             let body = wasmparser::FunctionBody::new(wasmparser::BinaryReader::new(

@@ -615,3 +615,63 @@ fn hints_layout_swaps_an_unlikely_if_and_keeps_behaviour() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `pepper hints --inline` copies the hot callees into their call sites (never a function
+/// into itself), and the inlined module still computes the same sums: a callee's own local
+/// starts at zero on every inlined run, `return` and branches to the function's label
+/// leave the copy with their values, several results come back.
+#[test]
+fn hints_inline_copies_hot_callees_and_keeps_behaviour() {
+    let f = fixture("hot_calls.wat");
+    let (code, _, err, profile, prof) = run_to("exact-edges", &f, &["--contexts", "on"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let sites = &profile.contexts.as_ref().expect("call counts").call_sites;
+    assert!(sites.iter().any(|s| s.calls == 2000), "{sites:?}");
+    let out = unique_path("hot_calls.inlined.wasm");
+    let o = pepper(&[
+        "hints",
+        "--inline",
+        prof.to_str().unwrap(),
+        f.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    // bump, clamp, pair and fact from _start; not fact's call of itself.
+    assert!(err.contains("inlined 4 call sites"), "{err}");
+    assert!(err.contains("1 unsupported"), "{err}");
+    let inlined = std::fs::read(&out).unwrap();
+    let calls = |wasm: &[u8]| {
+        let mut n = 0;
+        for p in wasmparser::Parser::new(0).parse_all(wasm) {
+            if let wasmparser::Payload::CodeSectionEntry(body) = p.unwrap() {
+                let mut ops = body.get_operators_reader().unwrap();
+                while !ops.eof() {
+                    n += usize::from(matches!(
+                        ops.read().unwrap(),
+                        wasmparser::Operator::Call { .. }
+                    ));
+                }
+            }
+        }
+        n
+    };
+    // Before: five in _start (exit among them), fact's own. After: exit, the inlined
+    // fact's call, fact's own.
+    assert_eq!(calls(&wat::parse_file(&f).unwrap()), 6);
+    assert_eq!(calls(&inlined), 3);
+    let o = pepper(&[
+        "run",
+        "--mode",
+        "none",
+        "--branch-hints",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -297,6 +297,43 @@ fn run(
     Ok((out, counters))
 }
 
+/// Every direct `call` of `wasm` as a profile's call site that ran once.
+fn direct_calls(wasm: &[u8]) -> Vec<pepper_profile::CallSite> {
+    let mut imported = 0;
+    let mut func = 0;
+    let mut out = Vec::new();
+    for p in wasmparser::Parser::new(0).parse_all(wasm) {
+        match p.unwrap() {
+            wasmparser::Payload::ImportSection(r) => {
+                for imp in r.into_imports() {
+                    imported += u32::from(matches!(imp.unwrap().ty, wasmparser::TypeRef::Func(_)));
+                }
+                func = imported;
+            }
+            wasmparser::Payload::CodeSectionEntry(body) => {
+                let mut ops = body.get_operators_reader().unwrap();
+                while !ops.eof() {
+                    let (op, offset) = ops.read_with_offset().unwrap();
+                    if let wasmparser::Operator::Call { function_index } = op {
+                        out.push(pepper_profile::CallSite {
+                            id: out.len() as u32,
+                            func,
+                            offset: offset as u64,
+                            callee: Some(function_index),
+                            sig: None,
+                            calls: 1,
+                            location: None,
+                        });
+                    }
+                }
+                func += 1;
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The burst limit of the "limited" variant: a ring head most runs pass.
 const LIMIT: u32 = 40;
 
@@ -323,6 +360,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     .unwrap();
     let mut hinted_modules = 0;
     let mut swapped_ifs = 0;
+    let mut inlined_sites = 0;
     let variants: Vec<(&str, InstrumentOptions)> = vec![
         ("exact-paths", InstrumentOptions::default()),
         (
@@ -606,6 +644,26 @@ fn random_modules_behave_identically_and_profile_consistently() {
             .unwrap_or_else(|e| panic!("seed {seed}, laid out: {e}"));
         assert_same(&got, &original, &format!("seed {seed}, if arms swapped"));
         swapped_ifs += layout.swapped;
+        // Inlining every direct call site changes no behaviour, and the hints, moved and
+        // copied into the inlined bodies, still point at ifs and br_ifs.
+        let everything = pepper_wasm::inline::InlineOptions {
+            min_share: 0.0,
+            min_calls: 0,
+            max_callee_bytes: usize::MAX,
+            max_growth: f64::INFINITY,
+        };
+        let (inlined, moved, summary) =
+            pepper_wasm::inline::inline(&wasm, &direct_calls(&wasm), &hints, &everything)
+                .unwrap_or_else(|e| panic!("seed {seed}: inline: {e}"));
+        let inlined = pepper_wasm::hints::write(&inlined, &moved).unwrap();
+        assert_eq!(
+            pepper_wasm::hints::read(&inlined).unwrap().len(),
+            moved.len()
+        );
+        let (got, _) = run(&hinting, &inlined, &funcs, &observed, None)
+            .unwrap_or_else(|e| panic!("seed {seed}, inlined: {e}"));
+        assert_same(&got, &original, &format!("seed {seed}, inlined"));
+        inlined_sites += summary.inlined;
         // The input's hints and the switch's checks' go into one section.
         let switched_opts = InstrumentOptions {
             mode: Mode::Pep,
@@ -677,8 +735,9 @@ fn random_modules_behave_identically_and_profile_consistently() {
          paths; {compared} modules without traps, {given} functions in them with entries \
          from callers; {switched} modules ran both switchable copies; {limited_ended} ended a \
          burst at its limit; {switch_hints} switch checks hinted; {hinted_modules} \
-         modules hinted, {swapped_ifs} if arms swapped"
+         modules hinted, {swapped_ifs} if arms swapped, {inlined_sites} call sites inlined"
     );
+    assert!(inlined_sites > 0, "no random module had a call to inline");
     assert!(switch_hints > 0, "no switch check was hinted");
     assert!(hinted_modules > 0, "no random module got a hint");
     assert!(

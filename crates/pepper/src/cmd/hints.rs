@@ -87,7 +87,7 @@ pub fn run(a: Args) -> Result<i32> {
         )
     })?;
     anyhow::ensure!(
-        profile.branches.iter().any(|b| b.total() > 0),
+        a.inline || profile.branches.iter().any(|b| b.total() > 0),
         "{} has no branch counts ({} mode); record one with pep, exact-paths, exact-edges or targeted",
         a.profile.display(),
         profile.mode.name()
