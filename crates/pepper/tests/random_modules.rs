@@ -318,7 +318,7 @@ fn direct_calls(wasm: &[u8]) -> Vec<pepper_profile::CallSite> {
                         out.push(pepper_profile::CallSite {
                             id: out.len() as u32,
                             func,
-                            offset: offset as u64,
+                            offset,
                             callee: Some(function_index),
                             sig: None,
                             calls: 1,
