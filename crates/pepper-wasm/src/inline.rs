@@ -44,6 +44,10 @@ pub struct InlineOptions {
 /// Bytes any module's code may grow by, however small it is.
 pub const MIN_BUDGET: usize = 16 << 10;
 
+/// The most locals a function may have: wasmparser's validator, and so wasmtime, refuses
+/// more (V8's limit too).
+const MAX_LOCALS: usize = 50_000;
+
 impl Default for InlineOptions {
     fn default() -> Self {
         InlineOptions {
@@ -71,7 +75,8 @@ pub struct InlineSummary {
     /// does not copy (tail calls, legacy exception handling, locals without a zero,
     /// several results without a matching block type).
     pub unsupported: usize,
-    /// Hot enough, but the growth budget was spent on hotter sites.
+    /// Hot enough, but the growth budget was spent on hotter sites (or the caller would
+    /// have more locals than engines accept).
     pub over_budget: usize,
     /// Code section bytes before and after.
     pub code_bytes: (usize, usize),
@@ -286,6 +291,8 @@ pub fn inline(
         .collect();
     hot.sort_by_key(|s| (std::cmp::Reverse(s.calls), s.offset));
     let mut callees: HashMap<u32, Option<Callee>> = HashMap::new();
+    // Each caller's locals (parameters included) so far.
+    let mut locals: HashMap<u32, usize> = HashMap::new();
     let mut budget = ((opts.max_growth * code_bytes as f64) as usize).max(MIN_BUDGET);
     // Chosen sites, by caller: call offset → callee.
     let mut chosen: BTreeMap<u32, BTreeMap<usize, u32>> = BTreeMap::new();
@@ -322,11 +329,23 @@ pub fn inline(
         };
         // The copy, plus a few bytes per parameter and local to set them.
         let cost = c.bytes.len() + 4 * (c.params.len() + c.locals.len());
-        if cost > budget {
+        let caller_locals = match locals.entry(s.func) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                let mut n = types.func(s.func).map_or(0, |t| t.params().len());
+                for l in by_func[&s.func].get_locals_reader()? {
+                    n += l?.0 as usize;
+                }
+                e.insert(n)
+            }
+        };
+        let new_locals = c.params.len() + c.locals.len();
+        if cost > budget || *caller_locals + new_locals > MAX_LOCALS {
             summary.over_budget += 1;
             continue;
         }
         budget -= cost;
+        *caller_locals += new_locals;
         chosen.entry(s.func).or_default().insert(at, callee_func);
         summary.inlined += 1;
         summary.inlined_calls += s.calls;
@@ -641,6 +660,24 @@ mod tests {
             "{summary:?}"
         );
         assert_eq!(calls_in(&out, 3), [0, 2, 3]);
+    }
+
+    #[test]
+    fn a_caller_never_gets_more_locals_than_engines_accept() {
+        let wasm = wat::parse_str(format!(
+            r#"(module
+              (func $many (local {}))
+              (func call $many call $many))"#,
+            "i32 ".repeat(30_000)
+        ))
+        .unwrap();
+        let unbounded = InlineOptions {
+            max_growth: f64::INFINITY,
+            ..Default::default()
+        };
+        let (out, _, summary) = inline(&wasm, &sites(&wasm, 5000), &[], &unbounded).unwrap();
+        valid(&out);
+        assert_eq!((summary.inlined, summary.over_budget), (1, 1));
     }
 
     #[test]
