@@ -11,8 +11,9 @@
 //! runs again each time its site does, and wasm locals start at zero), then
 //! `block (result …) <f's body> end`. Branch depths inside the body stay as they were:
 //! the block takes the place of the function's own label, so a branch to it still leaves
-//! the body with its results, and `return` becomes such a branch. Only one level is
-//! inlined (the callee's body as it is in the input), so recursion cannot unroll.
+//! the body with its results, and `return` becomes such a branch. Callers are rewritten
+//! callees first, so a copy brings along what was inlined into its callee; around a cycle
+//! the function reached first is copied as it was, so recursion cannot unroll.
 //!
 //! Code moves, so offsets into it change: branch hints move with their instructions (a
 //! callee's hints are copied into each of its inlined bodies), and DWARF, which holds code
@@ -96,6 +97,18 @@ struct Callee {
     ops: Vec<(usize, usize, Kind)>,
     /// The body's bytes, from its locals on.
     bytes: Vec<u8>,
+}
+
+/// What one site gets: the callee's body and its hints (by offset in the body).
+type SiteCopy<'a> = (&'a Callee, Option<&'a BTreeMap<u32, bool>>);
+
+/// A caller with its sites inlined.
+struct Rewritten {
+    bytes: Vec<u8>,
+    /// Its hints, by offset in `bytes`.
+    hints: BTreeMap<u32, bool>,
+    /// `bytes` as a callee, for its own callers (`None`: it cannot be copied).
+    copy: Option<Callee>,
 }
 
 /// What copying an operator of a callee's body changes.
@@ -201,13 +214,10 @@ fn zero(t: ValType) -> Option<Vec<u8>> {
     })
 }
 
-/// `func`'s body as a [`Callee`], or `None` when this inliner cannot copy it.
-fn callee(
-    types: &Types,
-    func: u32,
-    body: &wasmparser::FunctionBody<'_>,
-    wasm: &[u8],
-) -> Result<Option<Callee>, HintError> {
+/// `func`'s body (`bytes`, from its locals on) as a [`Callee`], or `None` when this
+/// inliner cannot copy it.
+fn callee(types: &Types, func: u32, bytes: &[u8]) -> Result<Option<Callee>, HintError> {
+    let body = wasmparser::FunctionBody::new(wasmparser::BinaryReader::new(bytes, 0));
     let ty = types.func(func);
     let Some(ty) = ty else { return Ok(None) };
     let Some(block) = types.block_for(ty.results()) else {
@@ -229,12 +239,10 @@ fn callee(
         }
         locals.extend(std::iter::repeat_n(t, n as usize));
     }
-    let range = span(body);
-    let base = range.start;
     let mut reader = body.get_operators_reader()?;
     let mut ops = Vec::new();
     while !reader.eof() {
-        let start = reader.original_position() as usize - base;
+        let start = reader.original_position() as usize;
         let op = reader.read()?;
         let kind = match op {
             O::ReturnCall { .. }
@@ -253,14 +261,14 @@ fn callee(
             O::End => Kind::End,
             _ => Kind::Other,
         };
-        ops.push((start, reader.original_position() as usize - base, kind));
+        ops.push((start, reader.original_position() as usize, kind));
     }
     Ok(Some(Callee {
         params: ty.params().to_vec(),
         locals,
         block,
         ops,
-        bytes: wasm[range].to_vec(),
+        bytes: bytes.to_vec(),
     }))
 }
 
@@ -292,7 +300,7 @@ pub fn inline(
     hot.sort_by_key(|s| (std::cmp::Reverse(s.calls), s.offset));
     let mut callees: HashMap<u32, Option<Callee>> = HashMap::new();
     // Each caller's locals (parameters included) so far.
-    let mut locals: HashMap<u32, usize> = HashMap::new();
+    let mut locals_of: HashMap<u32, usize> = HashMap::new();
     let mut budget = ((opts.max_growth * code_bytes as f64) as usize).max(MIN_BUDGET);
     // Chosen sites, by caller: call offset → callee.
     let mut chosen: BTreeMap<u32, BTreeMap<usize, u32>> = BTreeMap::new();
@@ -321,7 +329,7 @@ pub fn inline(
             continue;
         }
         if let std::collections::hash_map::Entry::Vacant(e) = callees.entry(callee_func) {
-            e.insert(callee(&types, callee_func, body, wasm)?);
+            e.insert(callee(&types, callee_func, &wasm[span(body)])?);
         }
         let Some(c) = &callees[&callee_func] else {
             summary.unsupported += 1;
@@ -329,7 +337,7 @@ pub fn inline(
         };
         // The copy, plus a few bytes per parameter and local to set them.
         let cost = c.bytes.len() + 4 * (c.params.len() + c.locals.len());
-        let caller_locals = match locals.entry(s.func) {
+        let caller_locals = match locals_of.entry(s.func) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
             std::collections::hash_map::Entry::Vacant(e) => {
                 let mut n = types.func(s.func).map_or(0, |t| t.params().len());
@@ -360,33 +368,83 @@ pub fn inline(
             .or_default()
             .insert(h.offset, h.likely);
     }
+    // Callers are rewritten callees first, so that a copy of a callee brings the copies
+    // inlined into it along (a chain of small calls goes away at once), except around a
+    // cycle, where the first function reached gets its callers' original body.
+    let mut done: HashMap<u32, Rewritten> = HashMap::new();
+    let mut slack = budget;
+    for func in callees_first(&chosen) {
+        let body = by_func[&func];
+        let bytes = &wasm[span(body)];
+        let nparams = types.func(func).map_or(0, |t| t.params().len());
+        let sites = &chosen[&func];
+        let original = |c: u32| {
+            (
+                callees[&c].as_ref().expect("chosen callees copy"),
+                hints_of.get(&c),
+            )
+        };
+        // A rewritten callee when it is done, within the size limit and the growth left.
+        let mut copies: HashMap<u32, SiteCopy<'_>> = HashMap::new();
+        for &c in sites.values() {
+            let pick = match done
+                .get(&c)
+                .and_then(|r| Some((r.copy.as_ref()?, &r.hints)))
+            {
+                Some((new, hints)) => {
+                    let (old, _) = original(c);
+                    let extra = new.bytes.len().saturating_sub(old.bytes.len())
+                        + 4 * new.locals.len().saturating_sub(old.locals.len());
+                    let locals = new.locals.len() - old.locals.len();
+                    match new.bytes.len() <= opts.max_callee_bytes
+                        && extra <= slack
+                        && locals_of[&func] + locals <= MAX_LOCALS
+                    {
+                        true => {
+                            slack -= extra;
+                            *locals_of.get_mut(&func).expect("counted") += locals;
+                            (new, Some(hints))
+                        }
+                        false => original(c),
+                    }
+                }
+                None => original(c),
+            };
+            copies.entry(c).or_insert(pick);
+        }
+        let (out, hints) = inline_into(
+            func,
+            body,
+            bytes,
+            nparams,
+            sites,
+            &copies,
+            hints_of.get(&func),
+        )?;
+        done.insert(
+            func,
+            Rewritten {
+                copy: callee(&types, func, &out)?,
+                hints: hints.into_iter().map(|h| (h.offset, h.likely)).collect(),
+                bytes: out,
+            },
+        );
+    }
     let mut code = wasm_encoder::CodeSection::new();
     let mut moved = Vec::new();
     let mut new_bytes = 0;
     for (func, body) in &bodies {
-        let range = body.range();
-        let bytes = &wasm[range.start as usize..range.end as usize];
-        let Some(sites) = chosen.get(func) else {
-            code.raw(bytes);
-            new_bytes += bytes.len();
-            moved.extend(
-                hints_of
-                    .get(func)
-                    .into_iter()
-                    .flatten()
-                    .map(|(&offset, &likely)| Hint {
-                        func: *func,
-                        offset,
-                        likely,
-                    }),
-            );
-            continue;
+        let (bytes, hints) = match done.get(func) {
+            Some(r) => (&r.bytes[..], Some(&r.hints)),
+            None => (&wasm[span(body)], hints_of.get(func)),
         };
-        let nparams = types.func(*func).map_or(0, |t| t.params().len());
-        let (out, hints) = inline_into(*func, body, bytes, nparams, sites, &callees, &hints_of)?;
-        code.raw(&out);
-        new_bytes += out.len();
-        moved.extend(hints);
+        code.raw(bytes);
+        new_bytes += bytes.len();
+        moved.extend(hints.into_iter().flatten().map(|(&offset, &likely)| Hint {
+            func: *func,
+            offset,
+            likely,
+        }));
     }
     summary.code_bytes.1 = new_bytes;
     let mut dropped_debug = 0;
@@ -415,6 +473,34 @@ pub fn inline(
     Ok((module, moved, summary))
 }
 
+/// The callers of `chosen` in an order that puts a function after the callers it calls
+/// (depth first, callees first), a cycle broken where it was first entered.
+fn callees_first(chosen: &BTreeMap<u32, BTreeMap<usize, u32>>) -> Vec<u32> {
+    let mut order = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for &root in chosen.keys() {
+        if !seen.insert(root) {
+            continue;
+        }
+        let mut stack: Vec<(u32, Vec<u32>)> =
+            vec![(root, chosen[&root].values().copied().collect())];
+        while let Some((func, next)) = stack.last_mut() {
+            match next.pop() {
+                Some(c) if chosen.contains_key(&c) && seen.insert(c) => {
+                    let kids = chosen[&c].values().copied().collect();
+                    stack.push((c, kids));
+                }
+                Some(_) => {}
+                None => {
+                    order.push(*func);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    order
+}
+
 /// One caller's body with `sites` (call offset → callee) inlined; returns its new bytes
 /// and its hints (its own, moved, and its callees', copied) at their new offsets.
 fn inline_into(
@@ -423,8 +509,8 @@ fn inline_into(
     bytes: &[u8],
     nparams: usize,
     sites: &BTreeMap<usize, u32>,
-    callees: &HashMap<u32, Option<Callee>>,
-    hints_of: &BTreeMap<u32, BTreeMap<u32, bool>>,
+    copies: &HashMap<u32, SiteCopy<'_>>,
+    own_hints: Option<&BTreeMap<u32, bool>>,
 ) -> Result<(Vec<u8>, Vec<Hint>), HintError> {
     let base = span(body).start;
     let mut groups: Vec<(u32, ValType)> = Vec::new();
@@ -436,16 +522,13 @@ fn inline_into(
     let mut ops_out = Vec::new();
     // (offset in ops_out, likely) for every hint, fixed up once the locals' size is known.
     let mut placed: Vec<(usize, bool)> = Vec::new();
-    let own_hints = hints_of.get(&func);
     let mut reader = body.get_operators_reader()?;
     while !reader.eof() {
         let start = reader.original_position() as usize;
         let op = reader.read()?;
         let end = reader.original_position() as usize;
-        let callee = sites
-            .get(&start)
-            .and_then(|f| callees[f].as_ref().map(|c| (*f, c)));
-        let Some((callee_func, c)) = (match op {
+        let callee = sites.get(&start).map(|f| copies[f]);
+        let Some((c, callee_hints)) = (match op {
             O::Call { .. } => callee,
             _ => None,
         }) else {
@@ -469,13 +552,7 @@ fn inline_into(
         groups.extend(c.params.iter().chain(&c.locals).map(|t| (1, *t)));
         ops_out.push(0x02);
         c.block.encode(&mut ops_out);
-        copy_body(
-            c,
-            first,
-            &mut ops_out,
-            hints_of.get(&callee_func),
-            &mut placed,
-        );
+        copy_body(c, first, &mut ops_out, callee_hints, &mut placed);
     }
     // The locals: the caller's groups, then one per inlined parameter and local, merged
     // where neighbours share a type.
@@ -660,6 +737,31 @@ mod tests {
             "{summary:?}"
         );
         assert_eq!(calls_in(&out, 3), [0, 2, 3]);
+    }
+
+    #[test]
+    fn a_chain_of_calls_goes_away_at_once_and_cycles_end() {
+        let wasm = wat::parse_str(
+            r#"(module
+              (func $c (param i32) (result i32) local.get 0 i32.const 1 i32.add)
+              (func $b (param i32) (result i32) local.get 0 call $c call $c)
+              (func $a (param i32) (result i32) local.get 0 call $b)
+              (func $f (param i32) (result i32)
+                local.get 0
+                if (result i32) local.get 0 i32.const 1 i32.sub call $g else i32.const 0 end)
+              (func $g (param i32) (result i32) local.get 0 call $f))"#,
+        )
+        .unwrap();
+        let (out, _, summary) =
+            inline(&wasm, &sites(&wasm, 5000), &[], &InlineOptions::default()).unwrap();
+        valid(&out);
+        assert_eq!(summary.inlined, 5);
+        // a holds b's body, which holds c's twice: no call left.
+        assert_eq!(calls_in(&out, 2), [] as [u32; 0]);
+        assert_eq!(calls_in(&out, 1), [] as [u32; 0]);
+        // f and g call each other: one of them keeps a call (to itself now).
+        let left = calls_in(&out, 3).len() + calls_in(&out, 4).len();
+        assert!((1..=2).contains(&left), "{left}");
     }
 
     #[test]
