@@ -70,12 +70,22 @@ impl Build<'_, '_> {
             (vec![ValType::I32, ValType::I64, ValType::I32], vec![]),
         ];
         let switchable = self.switchable(&plan, hash_fn + 3)?;
-        let tail_called: std::collections::HashSet<u32> = plan
+        let mut entered_clean: std::collections::HashSet<u32> = plan
             .functions
             .iter()
             .filter_map(|fp| fp.analysis.as_ref())
             .flat_map(|a| a.tail_calls.iter().copied())
             .collect();
+        // Functions without copies (left alone, or with locals no copy can take) call
+        // their callees' clean code directly.
+        if self.switch.is_some() {
+            for (k, fp) in plan.functions.iter().enumerate() {
+                if switchable[k].is_none() {
+                    let sites = crate::module::call_sites(fp.index.0, &facts.bodies[k])?;
+                    entered_clean.extend(sites.iter().filter_map(|s| s.callee));
+                }
+            }
+        }
         let entry_counter: HashMap<u32, u32> =
             plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
         let mut out = Emitted {
@@ -91,7 +101,7 @@ impl Build<'_, '_> {
                 appended,
                 context_code,
                 switchable: &switchable,
-                tail_called: &tail_called,
+                entered_clean: &entered_clean,
                 entry_counter: &entry_counter,
             };
             self.emit_function(&ctx, &mut extra_types, &mut out)?;
@@ -188,7 +198,7 @@ impl Build<'_, '_> {
                     || placement.entry_check(
                         facts.address_taken.contains(&f)
                             || facts.entry_points.contains(&f)
-                            || c.tail_called.contains(&f),
+                            || c.entered_clean.contains(&f),
                     ),
                 copies: (first, first + 1),
                 // A limit only where the flag is one word the sampler sets per burst
@@ -369,9 +379,10 @@ struct FunctionContext<'p> {
     appended: Appended,
     context_code: bool,
     switchable: &'p Switchable,
-    /// Functions some function `return_call`s: entered that way, even from an instrumented
-    /// copy, so they check the flag at entry.
-    tail_called: &'p std::collections::HashSet<u32>,
+    /// Functions entered in their clean code from inside the module: `return_call`ed
+    /// (even from an instrumented copy), or called by a function without copies. They
+    /// check the flag at entry, or the switch would never reach them there.
+    entered_clean: &'p std::collections::HashSet<u32>,
     /// Contexts: each entry-counted function's counter address.
     entry_counter: &'p HashMap<u32, u32>,
 }

@@ -271,3 +271,41 @@ fn the_flag_has_a_cache_line_of_its_own() {
     }
     assert!(l.size <= u32::MAX as u64 && line(l.size - 1) >= line(flag + 7));
 }
+
+/// A function left without copies (here for its `try_table`) calls its callees' clean
+/// code: they check the flag at entry, or no burst would ever reach them from there.
+#[test]
+fn callees_of_functions_without_copies_check_at_entry() {
+    let inst = switched(
+        r#"(module
+             (tag $t)
+             (func $outer (export "run") (param i32) (result i32)
+               (block $caught
+                 (try_table (catch $t $caught)
+                   (drop (call $leaf (local.get 0)))))
+               (call $leaf (local.get 0)))
+             (func $leaf (param i32) (result i32)
+               (i32.add (local.get 0) (i32.const 1)))
+             (func $other (export "other") (param i32) (result i32)
+               (call $quiet (local.get 0)))
+             (func $quiet (param i32) (result i32)
+               (i32.mul (local.get 0) (i32.const 3))))"#,
+        SwitchPlacement::Outer,
+    );
+    assert!(inst.plan.functions[0].copies.is_none(), "outer has copies");
+    let facts = crate::module::ModuleFacts::parse(&inst.wasm).unwrap();
+    let tail_calls = |f: u32| -> Vec<u32> {
+        let r = facts.bodies[f as usize].get_operators_reader().unwrap();
+        r.into_iter()
+            .filter_map(|op| match op.unwrap() {
+                O::ReturnCall { function_index } => Some(function_index),
+                _ => None,
+            })
+            .collect()
+    };
+    let leaf = inst.plan.functions[1].copies.unwrap();
+    let quiet = inst.plan.functions[3].copies.unwrap();
+    assert!(tail_calls(1).contains(&leaf.0), "leaf has no entry check");
+    // Called only from an instrumented function: no check needed.
+    assert!(!tail_calls(3).contains(&quiet.0), "quiet checks at entry");
+}
