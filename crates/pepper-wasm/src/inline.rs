@@ -371,7 +371,7 @@ pub fn inline(
     }
     // Callers are rewritten callees first, so that a copy of a callee brings the copies
     // inlined into it along (a chain of small calls goes away at once), except around a
-    // cycle, where the first function reached gets its callers' original body.
+    // cycle, where the function reached first is copied as it was.
     let mut done: HashMap<u32, Rewritten> = HashMap::new();
     let mut slack = budget;
     for func in callees_first(&chosen) {
@@ -385,18 +385,22 @@ pub fn inline(
                 hints_of.get(&c),
             )
         };
-        // A rewritten callee when it is done, within the size limit and the growth left.
-        let mut copies: HashMap<u32, SiteCopy<'_>> = HashMap::new();
+        // A rewritten callee when it is done and, for all of this caller's sites of it,
+        // within the size limit, the growth left and the locals limit.
+        let mut uses: BTreeMap<u32, usize> = BTreeMap::new();
         for &c in sites.values() {
+            *uses.entry(c).or_default() += 1;
+        }
+        let mut copies: HashMap<u32, SiteCopy<'_>> = HashMap::new();
+        for (&c, &n) in &uses {
             let pick = match done
                 .get(&c)
                 .and_then(|r| Some((r.copy.as_ref()?, &r.hints)))
             {
                 Some((new, hints)) => {
                     let (old, _) = original(c);
-                    let extra = new.bytes.len().saturating_sub(old.bytes.len())
-                        + 4 * new.locals.len().saturating_sub(old.locals.len());
-                    let locals = new.locals.len() - old.locals.len();
+                    let locals = n * (new.locals.len() - old.locals.len());
+                    let extra = n * new.bytes.len().saturating_sub(old.bytes.len()) + 4 * locals;
                     match new.bytes.len() <= opts.max_callee_bytes
                         && extra <= slack
                         && locals_of[&func] + locals <= MAX_LOCALS
@@ -411,7 +415,7 @@ pub fn inline(
                 }
                 None => original(c),
             };
-            copies.entry(c).or_insert(pick);
+            copies.insert(c, pick);
         }
         let (out, hints) = inline_into(
             func,
