@@ -221,6 +221,30 @@ pub fn write(wasm: &[u8], hints: &[Hint]) -> Result<Vec<u8>, HintError> {
     Ok(module)
 }
 
+/// `wasm` with `code` as its code section and no branch hint section; when `moved`, the
+/// code moved, and its DWARF sections (code offsets this crate does not track) are dropped
+/// rather than left pointing at the wrong instructions. Returns the module and how many
+/// DWARF sections were dropped.
+pub(crate) fn with_code(
+    wasm: &[u8],
+    code: &wasm_encoder::CodeSection,
+    moved: bool,
+) -> Result<(Vec<u8>, usize), HintError> {
+    let mut dropped = 0;
+    let module = rebuilt(
+        wasm,
+        &mut |name| {
+            let stale = moved && name.starts_with(".debug_");
+            dropped += usize::from(stale);
+            !stale
+        },
+        &mut |module, _| {
+            module.section(code);
+        },
+    )?;
+    Ok((module, dropped))
+}
+
 /// `wasm` section by section: custom sections that `keep` (never an old branch hint
 /// section), `code` in place of the code section (it gets the original), everything else
 /// as it was.

@@ -576,6 +576,44 @@ fn view_serves_the_report_on_localhost() {
     );
 }
 
+/// `pepper hints FLAG PROFILE MODULE -o OUT`, which must succeed; returns its stderr.
+fn hints_to(
+    flag: &str,
+    profile: &std::path::Path,
+    module: &std::path::Path,
+    out: &std::path::Path,
+) -> String {
+    let o = pepper(&[
+        "hints",
+        flag,
+        profile.to_str().unwrap(),
+        module.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    err
+}
+
+/// Runs `module` uninstrumented with branch hints on; its fixture exits 0 when it computed
+/// what it should.
+fn exits_zero_with_hints_on(module: &std::path::Path) {
+    let o = pepper(&[
+        "run",
+        "--mode",
+        "none",
+        "--branch-hints",
+        module.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
 /// `pepper hints --layout` swaps the arms of an `if` whose `then` arm the profile calls
 /// unlikely, and the laid-out module still computes the same result.
 #[test]
@@ -584,16 +622,7 @@ fn hints_layout_swaps_an_unlikely_if_and_keeps_behaviour() {
     let (code, _, err, _, prof) = run_to("exact-edges", &f, &[], &[]);
     assert_eq!(code, 0, "{err}");
     let out = unique_path("unlikely_then.laid.wasm");
-    let o = pepper(&[
-        "hints",
-        "--layout",
-        prof.to_str().unwrap(),
-        f.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{err}");
+    let err = hints_to("--layout", &prof, &f, &out);
     assert!(err.contains("swapped the arms of 1 unlikely ifs"), "{err}");
     let laid = std::fs::read(&out).unwrap();
     let hints = pepper_wasm::hints::read(&laid).unwrap();
@@ -601,19 +630,7 @@ fn hints_layout_swaps_an_unlikely_if_and_keeps_behaviour() {
         hints.iter().any(|h| h.likely),
         "the swapped if is now likely: {hints:?}"
     );
-    let o = pepper(&[
-        "run",
-        "--mode",
-        "none",
-        "--branch-hints",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    exits_zero_with_hints_on(&out);
 }
 
 /// `pepper hints --inline` copies the hot callees into their call sites (never a function
@@ -628,16 +645,7 @@ fn hints_inline_copies_hot_callees_and_keeps_behaviour() {
     let sites = &profile.contexts.as_ref().expect("call counts").call_sites;
     assert!(sites.iter().any(|s| s.calls == 2000), "{sites:?}");
     let out = unique_path("hot_calls.inlined.wasm");
-    let o = pepper(&[
-        "hints",
-        "--inline",
-        prof.to_str().unwrap(),
-        f.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{err}");
+    let err = hints_to("--inline", &prof, &f, &out);
     // bump, clamp, pair and fact from _start; not fact's call of itself.
     assert!(err.contains("inlined 4 call sites"), "{err}");
     assert!(err.contains("1 unsupported"), "{err}");
@@ -661,17 +669,5 @@ fn hints_inline_copies_hot_callees_and_keeps_behaviour() {
     // fact's call, fact's own.
     assert_eq!(calls(&wat::parse_file(&f).unwrap()), 6);
     assert_eq!(calls(&inlined), 3);
-    let o = pepper(&[
-        "run",
-        "--mode",
-        "none",
-        "--branch-hints",
-        out.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    exits_zero_with_hints_on(&out);
 }

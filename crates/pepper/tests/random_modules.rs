@@ -302,36 +302,22 @@ fn run(
 
 /// Every direct `call` of `wasm` as a profile's call site that ran once.
 fn direct_calls(wasm: &[u8]) -> Vec<pepper_profile::CallSite> {
-    let mut imported = 0;
-    let mut func = 0;
+    let facts = pepper_wasm::module::ModuleFacts::parse(wasm).unwrap();
     let mut out = Vec::new();
-    for p in wasmparser::Parser::new(0).parse_all(wasm) {
-        match p.unwrap() {
-            wasmparser::Payload::ImportSection(r) => {
-                for imp in r.into_imports() {
-                    imported += u32::from(matches!(imp.unwrap().ty, wasmparser::TypeRef::Func(_)));
-                }
-                func = imported;
+    for (k, body) in facts.bodies.iter().enumerate() {
+        let func = facts.num_imported_funcs + k as u32;
+        for s in pepper_wasm::module::call_sites(func, body).unwrap() {
+            if let (Some(callee), 0x10) = (s.callee, wasm[s.offset as usize]) {
+                out.push(pepper_profile::CallSite {
+                    id: out.len() as u32,
+                    func,
+                    offset: s.offset,
+                    callee: Some(callee),
+                    sig: None,
+                    calls: 1,
+                    location: None,
+                });
             }
-            wasmparser::Payload::CodeSectionEntry(body) => {
-                let mut ops = body.get_operators_reader().unwrap();
-                while !ops.eof() {
-                    let (op, offset) = ops.read_with_offset().unwrap();
-                    if let wasmparser::Operator::Call { function_index } = op {
-                        out.push(pepper_profile::CallSite {
-                            id: out.len() as u32,
-                            func,
-                            offset,
-                            callee: Some(function_index),
-                            sig: None,
-                            calls: 1,
-                            location: None,
-                        });
-                    }
-                }
-                func += 1;
-            }
-            _ => {}
         }
     }
     out

@@ -72,20 +72,8 @@ pub fn lay_out(
         code.raw(&out);
         moved.extend(hints);
     }
-    let changed = summary.swapped > 0;
-    let mut dropped_debug = 0;
-    let module = super::rebuilt(
-        wasm,
-        &mut |name| {
-            let stale = changed && name.starts_with(".debug_");
-            dropped_debug += usize::from(stale);
-            !stale
-        },
-        &mut |module, _| {
-            module.section(&code);
-        },
-    )?;
-    summary.dropped_debug = dropped_debug;
+    let (module, dropped) = super::with_code(wasm, &code, summary.swapped > 0)?;
+    summary.dropped_debug = dropped;
     moved.sort();
     Ok((module, moved, summary))
 }
