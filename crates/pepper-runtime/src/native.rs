@@ -101,6 +101,9 @@ struct RingCopy<T: Word, const N: usize> {
     /// The head when the handler copied, and the newest `n` words, oldest first.
     head: AtomicU32,
     n: AtomicU32,
+    /// The head the sampler has read up to: only the words written since are copied
+    /// (set before each request; 0 copies the newest `N`).
+    from: AtomicU32,
     words: [T::Atomic; N],
 }
 
@@ -112,6 +115,7 @@ impl<T: Word, const N: usize> RingCopy<T, N> {
             entries: AtomicU32::new(0),
             head: AtomicU32::new(0),
             n: AtomicU32::new(0),
+            from: AtomicU32::new(0),
             words: std::array::from_fn(|_| T::atomic()),
         }
     }
@@ -141,7 +145,11 @@ impl<T: Word, const N: usize> RingCopy<T, N> {
         // SAFETY: (caller) aligned words inside pepper's memory; the guest, the only
         // writer, is the thread this handler interrupted.
         let head = unsafe { std::ptr::read_volatile(head_at as *const u32) };
-        let n = N.min(entries).min(head as usize);
+        // Only what the sampler has not read yet: under the switch a sample comes early
+        // in a burst, a few hundred path ends after the window's start, and copying the
+        // whole 32 KB window took the guest thread's time and its L1 cache for nothing.
+        let from = self.from.load(Ordering::Relaxed);
+        let n = N.min(entries).min(head.wrapping_sub(from) as usize);
         let first = head.wrapping_sub(n as u32) as usize & (entries - 1);
         let tail = n.min(entries - first);
         let dst = T::ptr(&self.words[0]);
@@ -557,7 +565,9 @@ impl NativeSampler {
     /// newest call-log events and PEP path words; [`NativeSampler::collect`] waits for
     /// them (the guest runs on until the signal arrives). False if the signal could not
     /// be sent.
-    pub(crate) fn request(&self) -> bool {
+    pub(crate) fn request(&self, (events_from, words_from): (u32, u32)) -> bool {
+        self.slot.log.from.store(events_from, Ordering::Relaxed);
+        self.slot.ring.from.store(words_from, Ordering::Relaxed);
         self.slot.state.store(REQUESTED, Ordering::Release);
         // SAFETY: the thread is alive: the runtime stops the sampler before `_start`
         // returns to it.
@@ -746,7 +756,7 @@ mod tests {
         // pepper's own samples still work and do not reach the other handler.
         let (mut out, mut copied) = (Vec::new(), Copied::default());
         drop(std::thread::scope(|s| {
-            s.spawn(|| sampler.request() && sampler.collect(&mut out, &mut copied))
+            s.spawn(|| sampler.request((0, 0)) && sampler.collect(&mut out, &mut copied))
                 .join()
         }));
         drop(sampler);
@@ -754,6 +764,42 @@ mod tests {
         // SAFETY: as above.
         unsafe { libc::raise(libc::SIGPROF) };
         assert_eq!(FOREIGN.load(Ordering::SeqCst), 2);
+    }
+
+    /// A copy holds only the words written since the sampler's last head, and the
+    /// window the sampler reads from it is the one a copy of the newest `N` gives.
+    #[test]
+    #[allow(unsafe_code)]
+    fn a_ring_copy_takes_only_the_unread_words() {
+        // An 8-word ring (at byte 8) after 21 words: slots hold 13..=20 (word k at k % 8).
+        let mut mem = [0u64; 9];
+        for k in 13..21u64 {
+            mem[1 + (k % 8) as usize] = k;
+        }
+        mem[0] = 21;
+        let base = mem.as_ptr() as u64;
+        let copy = |from: u32| {
+            let c = RingCopy::<u64, 8>::new();
+            // SAFETY: head and ring lie inside `mem`, which outlives the copy.
+            unsafe {
+                c.set(base, (0, 8, 8));
+                c.from.store(from, Ordering::Relaxed);
+                c.copy();
+            }
+            let mut w = Window::default();
+            c.read(&mut w);
+            w
+        };
+        assert_eq!(copy(0).words, (13..21).collect::<Vec<_>>());
+        let unread = copy(18);
+        assert_eq!(
+            (unread.words.as_slice(), unread.head),
+            (&[18, 19, 20][..], 21)
+        );
+        let (mut a, mut b) = (18, 18);
+        assert_eq!(copy(0).since(&mut a), unread.since(&mut b));
+        // Nothing new: nothing copied.
+        assert!(copy(21).words.is_empty());
     }
 
     fn map() -> CodeMap {

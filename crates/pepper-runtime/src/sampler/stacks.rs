@@ -115,7 +115,9 @@ impl<'c> StackSamples<'c> {
             }
             return None;
         };
-        sampler.request().then_some(Captured { weight, host })
+        sampler
+            .request((self.last_events_head, self.last_words_head))
+            .then_some(Captured { weight, host })
     }
 
     /// The second half of [`StackSamples::capture`]: waits for the native sample asked
