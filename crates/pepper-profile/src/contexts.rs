@@ -95,6 +95,12 @@ pub struct ContextSampling {
     pub window_weighted: u64,
     #[serde(default)]
     pub window_cut: u64,
+    /// Native stacks: the mean time from the sampler's signal to its handler's start, in
+    /// nanoseconds (0: not measured). The guest thread stops for part of it, which is
+    /// most of what a native sample costs (an interrupt across cores: on a VM, exits on
+    /// both sides).
+    #[serde(default)]
+    pub signal_delivery_ns: u64,
 }
 
 /// Calling contexts of a run.

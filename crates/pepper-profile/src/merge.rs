@@ -327,6 +327,17 @@ impl Contexts {
             r.edge_us = r.edge_us.saturating_add(s.edge_us);
         }
         if let (Some(x), Some(y)) = (&mut self.sampling, &b.sampling) {
+            // A mean over both runs' samples; a run that did not measure it (0) weighs
+            // nothing.
+            let weight = |s: &crate::ContextSampling| match s.signal_delivery_ns {
+                0 => 0u128,
+                _ => s.samples.max(1) as u128,
+            };
+            let (wx, wy) = (weight(x), weight(y));
+            let sum = wx * x.signal_delivery_ns as u128 + wy * y.signal_delivery_ns as u128;
+            if let Some(mean) = sum.checked_div(wx + wy) {
+                x.signal_delivery_ns = mean as u64;
+            }
             x.samples = x.samples.saturating_add(y.samples);
             x.detached = x.detached.saturating_add(y.detached);
             x.truncated = x.truncated.saturating_add(y.truncated);
@@ -476,5 +487,37 @@ mod tests {
         let sites: Vec<u64> = c.call_sites.iter().map(|s| s.calls).collect();
         assert_eq!(sites, vec![6, 7, 0, 0]);
         assert_eq!(c.hot_functions[0].self_us, 10);
+    }
+
+    /// Signal delivery merges as a mean over the samples of the runs that measured it.
+    #[test]
+    fn signal_delivery_merges_as_a_mean_over_measured_samples() {
+        let with = |samples, signal_delivery_ns| {
+            let mut t = tree(
+                ContextKind::Sampled,
+                vec![node(None, u32::MAX, None, 0, 0)],
+                &[],
+            );
+            t.sampling = Some(crate::ContextSampling {
+                samples,
+                signal_delivery_ns,
+                ..Default::default()
+            });
+            let mut p = profile(vec![], vec![]);
+            p.contexts = Some(t);
+            p
+        };
+        let merged = |runs: &[Profile]| {
+            let m = Profile::merge(runs).unwrap().contexts.unwrap();
+            let s = m.sampling.unwrap();
+            (s.samples, s.signal_delivery_ns)
+        };
+        assert_eq!(
+            merged(&[with(100, 10_000), with(300, 20_000)]),
+            (400, 17_500)
+        );
+        // A shadow-stack run (nothing measured) does not dilute the mean.
+        assert_eq!(merged(&[with(100, 10_000), with(300, 0)]), (400, 10_000));
+        assert_eq!(merged(&[with(100, 0), with(300, 0)]), (400, 0));
     }
 }

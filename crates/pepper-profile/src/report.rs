@@ -597,10 +597,18 @@ fn contexts_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
         (crate::ContextKind::Sampled, Some(s)) => {
             let _ = writeln!(
                 o,
-                "\nCalling contexts: {n} (sampled every {} us: {} samples, {} in host calls{}{})",
+                "\nCalling contexts: {n} (sampled every {} us: {} samples, {} in host calls{}{}{})",
                 s.interval_us,
                 s.samples,
                 s.in_host,
+                if s.signal_delivery_ns > 0 {
+                    format!(
+                        ", each signal {:.1} us to reach the guest",
+                        s.signal_delivery_ns as f64 / 1e3
+                    )
+                } else {
+                    String::new()
+                },
                 if s.detached > 0 {
                     format!(", {} detached", s.detached)
                 } else {
@@ -663,7 +671,7 @@ fn contexts_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{branch, path, profile};
+    use crate::testing::{branch, node, path, profile, tree};
 
     /// A profile from the switch says that its totals are low estimates; one from the
     /// ring, whose totals are counted, does not.
@@ -701,6 +709,36 @@ mod tests {
                 "estimated executions run low (instrumented code is slower than the clean"
             ),
             "{switched}"
+        );
+    }
+
+    /// A sampled tree's line says how long native samples' signals took to reach the
+    /// guest, when that was measured, and nothing about it otherwise.
+    #[test]
+    fn sampled_contexts_say_what_their_signals_took() {
+        let mut p = profile(vec![], vec![]);
+        let mut t = tree(
+            crate::ContextKind::Sampled,
+            vec![
+                node(None, u32::MAX, None, 0, 0),
+                node(Some(0), 0, None, 1, 250),
+            ],
+            &[(0, 250)],
+        );
+        t.sampling = Some(crate::ContextSampling {
+            interval_us: 250,
+            samples: 1,
+            ..Default::default()
+        });
+        p.contexts = Some(t.clone());
+        let shadow = text(&p, &ReportOptions::default());
+        assert!(shadow.contains("1 samples, 0 in host calls)"), "{shadow}");
+        t.sampling.as_mut().unwrap().signal_delivery_ns = 18_400;
+        p.contexts = Some(t);
+        let native = text(&p, &ReportOptions::default());
+        assert!(
+            native.contains("0 in host calls, each signal 18.4 us to reach the guest)"),
+            "{native}"
         );
     }
 }

@@ -55,6 +55,8 @@ pub(crate) struct Slot {
     /// running its own code before).
     base: Instant,
     handler_ns: AtomicU64,
+    /// When the sampler sent the signal, in the same unit.
+    sent_ns: AtomicU64,
 }
 
 /// A word of a guest ring: u32 call-log events, u64 path words.
@@ -478,6 +480,8 @@ pub(crate) struct Copied {
     /// When the signal handler started (the guest had stopped running its own code
     /// before).
     pub handler: Option<Instant>,
+    /// How long the signal took from the sampler's send to the handler's start.
+    pub delivery: Option<Duration>,
 }
 
 /// Samples one thread's native stack on request.
@@ -518,6 +522,7 @@ impl NativeSampler {
             ring: RingCopy::new(),
             base: Instant::now(),
             handler_ns: AtomicU64::new(0),
+            sent_ns: AtomicU64::new(0),
         });
         // One sampled thread per process at a time: the signal handler has one slot.
         SLOT.compare_exchange(
@@ -568,6 +573,8 @@ impl NativeSampler {
     pub(crate) fn request(&self, (events_from, words_from): (u32, u32)) -> bool {
         self.slot.log.from.store(events_from, Ordering::Relaxed);
         self.slot.ring.from.store(words_from, Ordering::Relaxed);
+        let sent = self.slot.base.elapsed().as_nanos() as u64;
+        self.slot.sent_ns.store(sent, Ordering::Relaxed);
         self.slot.state.store(REQUESTED, Ordering::Release);
         // SAFETY: the thread is alive: the runtime stops the sampler before `_start`
         // returns to it.
@@ -603,8 +610,10 @@ impl NativeSampler {
         }
         self.slot.log.read(&mut copied.events);
         self.slot.ring.read(&mut copied.words);
-        let started = Duration::from_nanos(self.slot.handler_ns.load(Ordering::Relaxed));
-        copied.handler = Some(self.slot.base + started);
+        let started = self.slot.handler_ns.load(Ordering::Relaxed);
+        copied.handler = Some(self.slot.base + Duration::from_nanos(started));
+        let sent = self.slot.sent_ns.load(Ordering::Relaxed);
+        copied.delivery = Some(Duration::from_nanos(started.saturating_sub(sent)));
         self.slot.state.store(IDLE, Ordering::Release);
         true
     }

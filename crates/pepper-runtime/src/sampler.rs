@@ -226,6 +226,8 @@ pub struct SamplerResult {
     pub pcct: Option<Pcct>,
     /// Samples taken while the guest was in a host call.
     pub in_host: u64,
+    /// Native stack samples: their signals' delivery times summed, and how many.
+    pub signal_delivery: (Duration, u64),
     /// Call windows replayed into the tree.
     pub windows: pepper_cct::Replay,
     /// Switchable instrumentation: how long the flag was set, and the path ends the

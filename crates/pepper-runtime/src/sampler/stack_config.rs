@@ -114,6 +114,10 @@ impl StackConfig {
                 window_calls: res.windows.calls,
                 window_weighted: res.windows.weighted,
                 window_cut: res.windows.cut,
+                signal_delivery_ns: match res.signal_delivery {
+                    (_, 0) => 0,
+                    (total, n) => (total.as_nanos() / n as u128) as u64,
+                },
             },
             pcct,
         })

@@ -4,7 +4,7 @@
 use super::{MemView, Native, SamplerResult, StackConfig};
 use pepper_cct::{Frame, Pcct, Stack};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The calling-context half of the sampler: a stack sample at every `stack_every`-th
 /// tick, from the guest's machine stack (native) or its shadow stack, into Whaley's PCCT,
@@ -24,6 +24,8 @@ pub(super) struct StackSamples<'c> {
     paths: PathWindows,
     last_sample: Instant,
     in_host_samples: u64,
+    /// Signal delivery times summed, and how many.
+    delivery: (Duration, u64),
 }
 
 /// A native stack sample copied and not yet folded (see [`StackSamples::capture`]).
@@ -54,6 +56,7 @@ impl<'c> StackSamples<'c> {
             paths: PathWindows::default(),
             last_sample: Instant::now(),
             in_host_samples: 0,
+            delivery: (Duration::ZERO, 0),
         }
     }
 
@@ -128,9 +131,14 @@ impl<'c> StackSamples<'c> {
         native: Option<&Native>,
     ) -> Option<Captured> {
         let (sampler, _) = native?;
-        sampler
-            .collect(&mut self.raw, &mut self.copied)
-            .then_some(pending)
+        if !sampler.collect(&mut self.raw, &mut self.copied) {
+            return None;
+        }
+        if let Some(d) = self.copied.delivery {
+            self.delivery.0 += d;
+            self.delivery.1 += 1;
+        }
+        Some(pending)
     }
 
     /// When the last native sample's signal handler started.
@@ -199,12 +207,14 @@ impl<'c> StackSamples<'c> {
         res.pcct = Some(self.pcct.clone());
         res.windows = self.replay.clone();
         res.in_host = self.in_host_samples;
+        res.signal_delivery = self.delivery;
     }
 
     pub(super) fn finish(self, res: &mut SamplerResult) {
         res.pcct = Some(self.pcct);
         res.windows = self.replay;
         res.in_host = self.in_host_samples;
+        res.signal_delivery = self.delivery;
     }
 }
 
