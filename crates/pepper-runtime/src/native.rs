@@ -568,8 +568,9 @@ impl NativeSampler {
 
     /// Interrupts the guest thread, whose signal handler copies its frame chain and the
     /// newest call-log events and PEP path words; [`NativeSampler::collect`] waits for
-    /// them (the guest runs on until the signal arrives). False if the signal could not
-    /// be sent.
+    /// them (the guest runs on until the signal arrives). The two heads are those of the
+    /// call log and of PEP's ring that the sampler has read up to: only newer words are
+    /// copied. False if the signal could not be sent.
     pub(crate) fn request(&self, (events_from, words_from): (u32, u32)) -> bool {
         self.slot.log.from.store(events_from, Ordering::Relaxed);
         self.slot.ring.from.store(words_from, Ordering::Relaxed);
