@@ -27,8 +27,9 @@ pub struct ContextEmit<'p> {
     pub func: u32,
     /// Index of the in-module `cct_enter(func, parent) -> node` (exact mode).
     pub enter_fn: u32,
-    /// Count calls per call site.
-    pub counters: bool,
+    /// Count calls per call site: the site whose counter each site counts in
+    /// (`Plan::counted_at`; a site that shares another's counts nothing), or `None`.
+    pub counters: Option<&'p [u32]>,
     /// This function's entry counter (functions indirect calls may reach).
     pub entry_counter: Option<u32>,
     /// Functions below this index are imports (their calls log no return: no entry of
@@ -160,7 +161,7 @@ impl ContextEmit<'_> {
                 I::I32Store(memarg(m, self.layout.stack_base + 4, 2)),
             ]);
         }
-        if !self.counters {
+        if self.counters.is_none_or(|at| at[site as usize] != site) {
             return;
         }
         let counter = self.layout.site_counters + 8 * site;

@@ -33,9 +33,12 @@ pub struct GivenEntries {
 /// has a body pepper cannot analyze (exception handlers among them). Counts read at a
 /// function's normal exits (entries from callers, loop counts) then miss what unwinding
 /// skipped.
-pub(crate) fn may_unwind<E>(analyses: &[Result<FunctionAnalysis, E>]) -> bool {
+/// `None` stands for a body that could not be analyzed.
+pub(crate) fn may_unwind<'a>(
+    analyses: impl IntoIterator<Item = Option<&'a FunctionAnalysis>>,
+) -> bool {
     let throws = |a: &FunctionAnalysis| a.edges.iter().any(|e| e.throw.is_some());
-    analyses.iter().any(|a| a.as_ref().map_or(true, throws))
+    analyses.into_iter().any(|a| a.is_none_or(throws))
 }
 
 impl GivenEntries {
@@ -56,7 +59,7 @@ impl GivenEntries {
         // that frame's counts do not conserve flow, and entries taken from them would carry
         // the error on to its callees. Modules that throw, or that have bodies pepper
         // cannot analyze (exception handlers among them), keep every entry counter.
-        if may_unwind(analyses) {
+        if may_unwind(analyses.iter().map(|a| a.as_ref().ok())) {
             return out;
         }
         let imported = facts.num_imported_funcs;

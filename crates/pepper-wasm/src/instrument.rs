@@ -128,6 +128,7 @@ fn build(
         num_branches: planned.num_branches,
         contexts: b.contexts,
         call_sites: planned.call_sites,
+        counted_at: planned.counted_at,
         imports: facts.imports.clone(),
         rewritten: false,
         entry_counters: laid.entry_counters.clone(),

@@ -372,6 +372,10 @@ pub struct Plan {
     pub contexts: ContextMode,
     /// Every call instruction of the instrumented functions (contexts), by id.
     pub call_sites: Vec<CallSiteInfo>,
+    /// Contexts with site counters: the call site whose counter each site's calls are
+    /// counted in, itself or an earlier site of its CFG node
+    /// (`instrument::functions::counted_at`); by site id.
+    pub counted_at: Vec<u32>,
     /// `module::name` of each imported function, by function index.
     pub imports: Vec<String>,
     /// Whether the output has pepper's counters memory (false: the module is unchanged).

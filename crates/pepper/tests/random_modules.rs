@@ -57,6 +57,47 @@ fn fnv(data: &[u8]) -> u64 {
     })
 }
 
+/// Checks every call site's count (read from its own counter or from the one it shares,
+/// `counted_at`) against the calls the exact tree counted in its contexts; returns how
+/// many sites that ran counted in another's counter.
+fn site_calls_match_tree(p: &Profile, wasm: &[u8], counted_at: &[u32], seed: u64) -> usize {
+    let contexts = p.contexts.as_ref().expect("exact contexts");
+    // A direct call (`call`, not `return_call`, which replaces its caller's context)
+    // enters its callee's context under the site; whatever that callee tail-calls enters
+    // another context under the same site.
+    let mut in_tree = vec![0u64; contexts.call_sites.len()];
+    for n in &contexts.nodes {
+        if let Some(s) = n
+            .site
+            .filter(|&s| contexts.call_sites[s as usize].callee == Some(n.func))
+        {
+            in_tree[s as usize] += n.calls;
+        }
+    }
+    let mut shared = 0;
+    // Only instrumented functions enter contexts of their own.
+    let call = |s: &&pepper_profile::CallSite| wasm[s.offset as usize] == 0x10;
+    let instrumented: std::collections::HashSet<u32> = p
+        .functions
+        .iter()
+        .filter(|f| f.instrumented)
+        .map(|f| f.index)
+        .collect();
+    let sites = contexts.call_sites.iter();
+    for s in sites.filter(call) {
+        if !s.callee.is_some_and(|f| instrumented.contains(&f)) {
+            continue;
+        }
+        assert_eq!(
+            s.calls, in_tree[s.id as usize],
+            "seed {seed}: call site {} counted differently from the exact tree",
+            s.id
+        );
+        shared += usize::from(s.calls > 0 && counted_at[s.id as usize] != s.id);
+    }
+    shared
+}
+
 fn branch_counts(p: &Profile) -> Vec<(u32, u64, Vec<u64>)> {
     p.branches
         .iter()
@@ -228,6 +269,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     ];
     let (mut checked, mut compared, mut calls) = (0, 0, 0);
     let (mut executions, mut paths, mut given) = (0, 0, 0);
+    let mut shared_sites = 0;
     let mut switched = 0;
     let mut switch_hints = 0;
     let mut limited_ended = 0;
@@ -269,6 +311,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
             .iter()
             .any(|o| !matches!(o.outcome, Outcome::Returned(_)));
         let mut profiles: HashMap<&str, Profile> = HashMap::new();
+        let mut counted_at = Vec::new();
         for (label, opts) in &variants {
             let inst = pepper_wasm::instrument(&wasm, opts)
                 .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
@@ -309,6 +352,9 @@ fn random_modules_behave_identically_and_profile_consistently() {
             }
             if *label == "exact-paths" {
                 in_a_component(seed, &wasm, &inst.wasm);
+            }
+            if *label == "none, exact contexts" {
+                counted_at = inst.plan.counted_at.clone();
             }
             let outcome = RunOutcome {
                 module: pepper_profile::ModuleInfo {
@@ -437,6 +483,10 @@ fn random_modules_behave_identically_and_profile_consistently() {
         // Edge counters count what a trap interrupted too; without traps they must agree.
         if !trapped {
             compared += 1;
+            // Sites that share their node's first counter count what the exact tree
+            // counts for them.
+            let exact_contexts = &profiles["none, exact contexts"];
+            shared_sites += site_calls_match_tree(exact_contexts, &wasm, &counted_at, seed);
             assert_eq!(
                 branch_counts(&profiles["exact-edges"]),
                 branch_counts(exact),
@@ -447,11 +497,12 @@ fn random_modules_behave_identically_and_profile_consistently() {
     eprintln!(
         "{checked} modules, {calls} calls, {executions} branch executions, {paths} distinct \
          paths; {compared} modules without traps, {given} functions in them with entries \
-         from callers; {switched} modules ran both switchable copies; {limited_ended} ended a \
+         from callers; {shared_sites} called sites sharing a counter; {switched} modules ran both switchable copies; {limited_ended} ended a \
          burst at its limit; {switch_hints} switch checks hinted; {hinted_modules} \
          modules hinted, {swapped_ifs} if arms swapped, {inlined_sites} call sites inlined"
     );
     assert!(inlined_sites > 0, "no random module had a call to inline");
+    assert!(shared_sites > 0, "no called site shared its node's counter");
     assert!(switch_hints > 0, "no switch check was hinted");
     assert!(hinted_modules > 0, "no random module got a hint");
     assert!(

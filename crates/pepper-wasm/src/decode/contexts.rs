@@ -67,7 +67,10 @@ impl crate::plan::Plan {
                 calls: match (l.site_counters, estimated_calls) {
                     (0, Some(est)) => est.get(id).copied().unwrap_or(0),
                     (0, None) => 0,
-                    (at, _) => read_u64(mem, at as u64 + 8 * id as u64),
+                    (at, _) => {
+                        let counter = self.counted_at.get(id).copied().unwrap_or(id as u32);
+                        read_u64(mem, at as u64 + 8 * counter as u64)
+                    }
                 },
                 location: location(s.offset),
             })

@@ -317,7 +317,8 @@ impl Build<'_, '_> {
                     mem: self.facts.num_memories,
                     func: fp.index.0,
                     enter_fn: c.appended.enter_fn,
-                    counters: self.contexts != ContextMode::Off && self.opts.site_counters,
+                    counters: (self.contexts != ContextMode::Off && self.opts.site_counters)
+                        .then_some(&c.plan.counted_at[..]),
                     entry_counter: c.entry_counter.get(&fp.index.0).copied(),
                     imported_funcs: self.facts.num_imported_funcs,
                 },
