@@ -165,7 +165,7 @@ fn specs() -> Vec<Spec> {
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(250)),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
-            what: "pepper's default (`--switch outer`): PEP(64,17) in instrumented copies for each burst only, native stack samples taken while a burst is watched, their path windows reading that burst's path ends, + call-site counters",
+            what: "PEP(64,17) at `--switch outer` in instrumented copies for each burst only, native stack samples taken while a burst is watched, their path windows reading that burst's path ends, + call-site counters",
             ..native.clone()
         },
         Spec {
@@ -177,11 +177,27 @@ fn specs() -> Vec<Spec> {
             ..base.clone()
         },
         Spec {
+            label: "pep+native+switch-shallow",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(250)),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "pepper's default (`--switch shallow`): as pep+native+switch-outer with the copies also entered and left at inner loops that call or hold loops, with at most two other constructs on the way in",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+switch-shallow",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(250)),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "PEP on the switch at `shallow` checks (`--switch shallow --contexts off`): paths only",
+            ..base.clone()
+        },
+        Spec {
             label: "pep+native-1ms+switch-outer",
             mode: Mode::Pep,
             interval: Some(ms(1)),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Outer),
-            what: "pepper's default with a stack sample every fourth burst (`--switch outer --stack-interval 1ms`)",
+            what: "pep+native+switch-outer with a stack sample every fourth burst (`--switch outer --stack-interval 1ms`)",
             ..native.clone()
         },
         Spec {

@@ -426,15 +426,29 @@ pub enum SwitchPlacement {
     /// check (after HotSpot's rule for safepoint polls in counted loops): they end, and the
     /// check of the loop around them runs, soon enough.
     Loops,
+    /// As `Outer`, and the headers of loops that call or hold loops where the way in from
+    /// the function's start passes at most [`SHALLOW_DETOURS`] constructs that are not
+    /// loops: an interpreter's dispatch loop inside the loops its calls and returns
+    /// restart. Clean code can be re-entered there as cheaply as at an outermost loop, so
+    /// the instrumented copy leaves at every one of them, where under `Loops` it runs on to
+    /// the end of the outermost iteration.
+    Shallow,
     /// Function entries and every loop header.
     All,
 }
 
+/// `SwitchPlacement::Shallow`: the most constructs other than loops on the way into a
+/// checked inner loop. Each one is a test the copies entered there run every time that
+/// construct starts (see `switch::splice`); a loop inside a dispatch `br_table`'s cases
+/// has dozens.
+pub const SHALLOW_DETOURS: usize = 2;
+
 impl SwitchPlacement {
-    pub const ALL: [SwitchPlacement; 4] = [
+    pub const ALL: [SwitchPlacement; 5] = [
         SwitchPlacement::Entries,
         SwitchPlacement::Outer,
         SwitchPlacement::Loops,
+        SwitchPlacement::Shallow,
         SwitchPlacement::All,
     ];
 
@@ -443,6 +457,7 @@ impl SwitchPlacement {
             SwitchPlacement::Entries => "entries",
             SwitchPlacement::Outer => "outer",
             SwitchPlacement::Loops => "loops",
+            SwitchPlacement::Shallow => "shallow",
             SwitchPlacement::All => "all",
         }
     }
@@ -458,7 +473,7 @@ impl SwitchPlacement {
     pub fn entry_check(self, outside: bool) -> bool {
         match self {
             SwitchPlacement::Entries | SwitchPlacement::All => true,
-            SwitchPlacement::Outer | SwitchPlacement::Loops => outside,
+            SwitchPlacement::Outer | SwitchPlacement::Loops | SwitchPlacement::Shallow => outside,
         }
     }
 }

@@ -290,14 +290,15 @@ impl SwitchedFunction<'_, '_> {
         let targets = self.shape.targets(self.placement);
         let checks = self.checks(&only.original_locals, &targets, scratch)?;
         let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
-        // Clean code is entered only at outermost loops: the tests that skip to a loop
-        // run each time their construct starts, which for a construct in a loop is every
-        // iteration. The instrumented copy, which runs only in bursts, can be entered at
-        // any checked loop and leaves at outermost ones.
+        // Clean code is entered only where that is cheap (`Shape::leaves_at`: outermost
+        // loops, and `Shallow`'s): the tests that skip to a loop run each time their
+        // construct starts, which for a construct in a loop is every iteration. The
+        // instrumented copy, which runs only in bursts, can be entered at any checked loop
+        // and leaves at those.
         let outer: Vec<(usize, u32)> = ids
             .iter()
             .copied()
-            .filter(|&(k, _)| self.shape.loops[k].outermost)
+            .filter(|&(k, _)| self.shape.leaves_at(self.placement, k))
             .collect();
 
         // F: the original code; at entry, the locals' zeros stand for the locals.

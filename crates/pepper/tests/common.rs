@@ -171,6 +171,7 @@ pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], 
         vec!["--every", "1", "--switch", "all", "--switch-chaos"],
         vec!["--every", "1", "--switch", "loops", "--switch-chaos"],
         vec!["--every", "1", "--switch", "outer", "--switch-chaos"],
+        vec!["--every", "1", "--switch", "shallow", "--switch-chaos"],
         vec![],
         vec!["--switch", "outer"],
     ] {

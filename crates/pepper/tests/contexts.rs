@@ -135,7 +135,7 @@ fn path_windows_replay_bursts_on_the_switch() {
     let starved = |s: &pepper_profile::Sampling| s.ticks < 20 || s.idle_ticks * 4 >= s.ticks;
     let mut fed = None;
     for _ in 0..3 {
-        let p = sampled_contexts_on_lua("pep", &["--switch", "outer"]);
+        let p = sampled_contexts_on_lua("pep", &["--switch", "shallow"]);
         if !starved(p.sampling.as_ref().expect("sampling info")) {
             fed = Some(p);
             break;

@@ -383,7 +383,7 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
     let share = |p: &Profile| path_executions(p, "spin") as f64 / total(p);
     let truth = share(&exact);
     assert!((0.5..0.8).contains(&truth), "the fixture's mix: {truth}");
-    for placement in ["outer", "loops", "all"] {
+    for placement in ["outer", "shallow", "loops", "all"] {
         // A run whose sampler thread was starved by the rest of the machine (few ticks,
         // or none that found the guest running) says nothing about placement: retried.
         let starved = |s: &pepper_profile::Sampling| {

@@ -174,6 +174,17 @@ fn random_modules_behave_identically_and_profile_consistently() {
             },
         ),
         (
+            // Copies enter and leave at inner loops too.
+            "pep every 1, switch shallow at random",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                pep_every: Some(1),
+                switch: Some(SwitchPlacement::Shallow),
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
             // A burst that ends in the guest: on from the start, off once the ring head
             // has passed its limit.
             "pep ring, switch outer, limited",

@@ -28,6 +28,8 @@ pub struct ShapeLoop {
     pub outermost: bool,
     /// Holds a call.
     pub calls: bool,
+    /// Constructs other than loops around it (on its way in from the function's start).
+    pub detours: usize,
     /// The way in from the function's start, outermost first (the last link's child is the
     /// loop); `None` when the loop cannot be entered from outside (a non-empty operand
     /// stack or a construct with parameters on the way, unreachable code, or labels
@@ -48,6 +50,15 @@ impl Shape {
         (0..self.loops.len())
             .filter(|&k| self.loops[k].chain.is_some() && wants(placement, &self.loops[k]))
             .collect()
+    }
+
+    /// Whether, under `placement`, the instrumented copy leaves at checked loop `k` (and
+    /// the clean copy `F_clean` can be entered there): at outermost loops, and under
+    /// `Shallow` at every checked loop. Elsewhere the tests that skip to the loop would
+    /// run each time their construct starts, for as long as the frame lives in
+    /// `F_clean`.
+    pub fn leaves_at(&self, placement: SwitchPlacement, k: usize) -> bool {
+        self.loops[k].outermost || placement == SwitchPlacement::Shallow
     }
 }
 
@@ -149,11 +160,14 @@ fn shape(
                         .chain(std::iter::once(link))
                         .collect();
                     let outermost = opens.iter().all(|o| o.loop_k.is_none());
+                    // The function body (the first open) is not a construct.
+                    let detours = opens.iter().skip(1).filter(|o| o.loop_k.is_none()).count();
                     shape.loops.push(ShapeLoop {
                         op: i,
                         innermost: true,
                         outermost,
                         calls: false,
+                        detours,
                         chain,
                     });
                     shape.loops.len() - 1
@@ -227,6 +241,9 @@ fn wants(placement: SwitchPlacement, l: &ShapeLoop) -> bool {
         SwitchPlacement::Entries => false,
         SwitchPlacement::Outer => l.outermost,
         SwitchPlacement::Loops => l.calls || !l.innermost || l.outermost,
+        SwitchPlacement::Shallow => {
+            l.outermost || ((l.calls || !l.innermost) && l.detours <= crate::plan::SHALLOW_DETOURS)
+        }
         SwitchPlacement::All => true,
     }
 }

@@ -43,8 +43,33 @@ fn loops_know_whether_they_can_be_entered() {
     assert!(chain[0].child_is_if && chain[1].arm.is_some());
     assert_eq!(s.targets(SwitchPlacement::Outer), vec![0, 3]);
     assert_eq!(s.targets(SwitchPlacement::Loops), vec![0, 3]);
+    assert_eq!(s.targets(SwitchPlacement::Shallow), vec![0, 3]);
     assert_eq!(s.targets(SwitchPlacement::All), vec![0, 1, 3]);
     assert!(s.targets(SwitchPlacement::Entries).is_empty());
+}
+
+/// `shallow` checks an inner loop that calls only where few constructs lead to it, and
+/// its instrumented copy leaves at every loop it checks.
+#[test]
+fn shallow_checks_inner_loops_that_call_with_few_constructs_around() {
+    let s = shape_of(
+        r#"(module (func $f (param i32)
+             (loop                                ;; outermost
+               (loop                              ;; inside a loop only
+                 (call $f (i32.const 0))
+                 (br_if 0 (local.get 0)))
+               (block (block (block               ;; three constructs around
+                 (loop (call $f (i32.const 0)) (br_if 0 (local.get 0))))))
+               (loop (br_if 0 (local.get 0)))     ;; call-free, innermost
+               (br_if 0 (local.get 0)))))"#,
+    );
+    let detours: Vec<usize> = s.loops.iter().map(|l| l.detours).collect();
+    assert_eq!(detours, vec![0, 0, 3, 0]);
+    assert_eq!(s.targets(SwitchPlacement::Loops), vec![0, 1, 2]);
+    assert_eq!(s.targets(SwitchPlacement::Shallow), vec![0, 1]);
+    assert!(s.leaves_at(SwitchPlacement::Shallow, 1));
+    assert!(!s.leaves_at(SwitchPlacement::Loops, 1));
+    assert!(s.leaves_at(SwitchPlacement::Outer, 0));
 }
 
 /// Path windows place a sampled leaf by the operator offsets of the body that writes

@@ -125,15 +125,18 @@ pub struct Args {
     /// instrumented one; the clean code checks a flag where this says (`entries`: every
     /// function entry; `outer`: outermost loop headers, and entries of functions called
     /// from outside the module, through tables or by tail calls; `loops`: as `outer`, and
-    /// the headers of loops that call or hold loops; `all`: every entry and every loop
-    /// header) and moves into the instrumented copy while the sampler has it set, for each
+    /// the headers of loops that call or hold loops; `shallow`: as `loops` where the way
+    /// into the loop passes at most two constructs that are not loops, such as an
+    /// interpreter's dispatch loop, and the instrumented copy leaves there too; `all`:
+    /// every entry and every loop header) and moves into the instrumented copy while the sampler has it set, for each
     /// tick's burst (each burst then takes every path end of its SAMPLES × STRIDE span).
     /// `off`: the instrumented code always runs and writes PEP's ring.
-    /// Default: `outer` for PEP, `off` where every path end must reach the ring
+    /// Default: `shallow` for PEP, `off` where every path end must reach the ring
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
-    /// --call-windows). Measured (bench/results/switch-outer.md): `outer` +10.8% against
-    /// the ring's +26.6%, with the flag never set -0.3%, at 97.5% path accuracy and 90.5%
-    /// absolute edge overlap (ring: 99.5%, 97.0%); `loops` +18.1% (switch.md). Stack
+    /// --call-windows). Measured (bench/results/switch-shallow.md, a noisy machine):
+    /// `shallow` +8.9% and `outer` +11.3% in one run, at 99.3% and 97.4% path accuracy and
+    /// 92.3% and 90.6% absolute edge overlap; the ring +26.6% at 99.5% and 97.0%
+    /// (switch-outer.md); `loops` +18.1% (switch.md). Stack
     /// samples are taken during bursts, and their path windows read the burst's path
     /// ends. Three bodies per function cost about 3x the compile time. The checks are
     /// hinted unlikely, and wasmtime's branch hinting is turned on for them.
@@ -496,18 +499,19 @@ impl Args {
         }
     }
 
-    /// `--switch` when not given: `outer` wherever PEP samples bursts (it measured about
-    /// half the ring's cost at the accuracy targets, bench/results/switch-outer.md), and
-    /// the ring where a mode needs every path end written (`--every`, `--timeline`,
-    /// `--phases`) or the copies cannot be made (shadow stacks, call logs). Interval
-    /// sampling holds the switch for whole intervals, at the same checks.
+    /// `--switch` when not given: `shallow` wherever PEP samples bursts (`outer`'s cost,
+    /// with 99.3% path accuracy where `outer`'s 97.4% lost an interpreter's dispatch loop,
+    /// bench/results/switch-shallow.md), and the ring where a mode needs every path end
+    /// written (`--every`, `--timeline`, `--phases`) or the copies cannot be made (shadow
+    /// stacks, call logs). Interval sampling holds the switch for whole intervals, at the
+    /// same checks.
     fn default_switch(&self, contexts: ContextMode) -> SwitchArg {
         let ring_needed = self.every.is_some()
             || self.intervals.records_timeline()
             || contexts.shadow()
             || (self.call_windows && contexts == ContextMode::Native);
         match self.mode == ModeArg::Pep && !ring_needed {
-            true => SwitchArg::Outer,
+            true => SwitchArg::Shallow,
             false => SwitchArg::Off,
         }
     }
@@ -682,6 +686,7 @@ pub(crate) enum SwitchArg {
     Entries,
     Outer,
     Loops,
+    Shallow,
     All,
 }
 
@@ -693,6 +698,7 @@ impl SwitchArg {
             SwitchArg::Entries => Some(P::Entries),
             SwitchArg::Outer => Some(P::Outer),
             SwitchArg::Loops => Some(P::Loops),
+            SwitchArg::Shallow => Some(P::Shallow),
             SwitchArg::All => Some(P::All),
         }
     }
