@@ -57,9 +57,10 @@ fn fnv(data: &[u8]) -> u64 {
     })
 }
 
-/// Checks every call site's count (read from its own counter or from the one it shares,
-/// `counted_at`) against the calls the exact tree counted in its contexts; returns how
-/// many sites that ran counted in another's counter.
+/// Checks the count of every direct `call` to an instrumented function (read from its own
+/// counter or from the one it shares, `counted_at`) against the calls the exact tree
+/// counted in the callee's contexts under that site; returns how many such sites ran and
+/// counted in another's counter.
 fn site_calls_match_tree(p: &Profile, wasm: &[u8], counted_at: &[u32], seed: u64) -> usize {
     let contexts = p.contexts.as_ref().expect("exact contexts");
     // A direct call (`call`, not `return_call`, which replaces its caller's context)

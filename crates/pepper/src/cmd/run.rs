@@ -128,8 +128,9 @@ pub struct Args {
     /// the headers of loops that call or hold loops; `shallow`: as `loops` where the way
     /// into the loop passes at most two constructs that are not loops, such as an
     /// interpreter's dispatch loop, and the instrumented copy leaves there too; `all`:
-    /// every entry and every loop header) and moves into the instrumented copy while the sampler has it set, for each
-    /// tick's burst (each burst then takes every path end of its SAMPLES × STRIDE span).
+    /// every entry and every loop header) and moves into the instrumented copy while the
+    /// sampler has it set, for each tick's burst (each burst then takes every path end of
+    /// its SAMPLES × STRIDE span).
     /// `off`: the instrumented code always runs and writes PEP's ring.
     /// Default: `shallow` for PEP, `off` where every path end must reach the ring
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
