@@ -29,6 +29,8 @@ struct Spec {
     path_windows: bool,
     /// Sampler period (PEP ring and/or shadow stack).
     interval: Option<Duration>,
+    /// PEP's bursts' period (`pepper run --interval`).
+    bursts: Duration,
     /// PEP on the switch (`--switch`): instrumented copies for each tick's burst only.
     switch: Option<pepper_wasm::switch::SwitchPlacement>,
     /// wasmtime's guest profiler at this period.
@@ -46,6 +48,7 @@ fn specs() -> Vec<Spec> {
         windows: false,
         path_windows: true,
         interval: None,
+        bursts: crate::specs::PEP_INTERVAL,
         switch: None,
         guest_profiler: None,
         what: "uninstrumented",
@@ -185,6 +188,15 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
+            label: "pep+native-500us+switch-shallow",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(500)),
+            bursts: Duration::from_micros(500),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "as pep+native+switch-shallow with bursts and stack samples every 500 µs (`--interval 500us`): half of each",
+            ..native.clone()
+        },
+        Spec {
             label: "pep+switch-shallow",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(250)),
@@ -251,8 +263,9 @@ struct Variant {
     accuracy: Vec<[f64; 5]>,
 }
 
-/// How `pepper run` would run a variant: its stack period, PEP's bursts at `pepper run`'s
-/// default period, and wasmtime's epochs for the guest profiler references.
+/// How `pepper run` would run a variant: its stack period, PEP's bursts at its period
+/// (`pepper run`'s default unless it says), and wasmtime's epochs for the guest
+/// profiler references.
 fn config(
     w: &crate::Workload,
     spec: &Spec,
@@ -260,7 +273,7 @@ fn config(
     inst: &pepper_wasm::Instrumented,
 ) -> pepper_runtime::RunConfig {
     let sampling = pepper_runtime::SamplingOptions {
-        interval: crate::specs::PEP_INTERVAL,
+        interval: spec.bursts,
         stack_interval: spec.interval,
         ..Default::default()
     };
