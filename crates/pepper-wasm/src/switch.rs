@@ -295,7 +295,7 @@ impl SwitchedFunction<'_, '_> {
         // construct starts, which for a construct in a loop is every iteration. The
         // instrumented copy, which runs only in bursts, can be entered at any checked loop
         // and leaves at those.
-        let outer: Vec<(usize, u32)> = ids
+        let leaves: Vec<(usize, u32)> = ids
             .iter()
             .copied()
             .filter(|&(k, _)| self.shape.leaves_at(self.placement, k))
@@ -319,7 +319,7 @@ impl SwitchedFunction<'_, '_> {
         let to_clean = |id| checks.switch_to(clean_fn, false, id);
         let inst_how = Splice {
             entry: Some(entry),
-            checks: outer.clone(),
+            checks: leaves.clone(),
             entries: ids.clone(),
             at_start: checks
                 .arrival(entry, &[I::I64Const(0), I::LocalSet(r)])
@@ -333,7 +333,7 @@ impl SwitchedFunction<'_, '_> {
         let clean_how = Splice {
             entry: Some(entry),
             checks: ids,
-            entries: outer,
+            entries: leaves,
             at_start: checks.arrival(entry, &[]).into(),
             check: &to_inst,
         };

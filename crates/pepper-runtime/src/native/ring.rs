@@ -12,31 +12,25 @@ pub(crate) trait Word: Copy {
     fn ptr(a: &Self::Atomic) -> *mut Self;
 }
 
-impl Word for u32 {
-    type Atomic = AtomicU32;
-    fn atomic() -> AtomicU32 {
-        AtomicU32::new(0)
-    }
-    fn load(a: &AtomicU32) -> u32 {
-        a.load(Ordering::Relaxed)
-    }
-    fn ptr(a: &AtomicU32) -> *mut u32 {
-        a.as_ptr()
-    }
+/// `Word` for an integer and its atomic twin.
+macro_rules! word {
+    ($t:ty, $atomic:ty) => {
+        impl Word for $t {
+            type Atomic = $atomic;
+            fn atomic() -> $atomic {
+                <$atomic>::new(0)
+            }
+            fn load(a: &$atomic) -> $t {
+                a.load(Ordering::Relaxed)
+            }
+            fn ptr(a: &$atomic) -> *mut $t {
+                a.as_ptr()
+            }
+        }
+    };
 }
-
-impl Word for u64 {
-    type Atomic = AtomicU64;
-    fn atomic() -> AtomicU64 {
-        AtomicU64::new(0)
-    }
-    fn load(a: &AtomicU64) -> u64 {
-        a.load(Ordering::Relaxed)
-    }
-    fn ptr(a: &AtomicU64) -> *mut u64 {
-        a.as_ptr()
-    }
-}
+word!(u32, AtomicU32);
+word!(u64, AtomicU64);
 
 /// A ring in pepper's memory whose newest `N` words the handler copies at each sample.
 pub(super) struct RingCopy<T: Word, const N: usize> {
