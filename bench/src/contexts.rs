@@ -27,7 +27,8 @@ struct Spec {
     windows: bool,
     /// PEP + native stacks: replay PEP's ring as calls (`--no-path-windows` turns it off).
     path_windows: bool,
-    /// Sampler period (PEP ring and/or shadow stack).
+    /// Stack sample period (native or shadow stack); `None`: no sampler thread at all.
+    /// PEP's bursts have their own period, `bursts`.
     interval: Option<Duration>,
     /// PEP's bursts' period (`pepper run --interval`).
     bursts: Duration,
