@@ -131,24 +131,26 @@ fn path_windows_replay_bursts_on_the_switch() {
     // A run whose sampler thread was starved by the rest of the machine (few ticks, or
     // most of them finding the guest not running) says nothing about windows: the
     // instrumented copies end a burst on their own when the sampler falls behind, and a
-    // stack sampled after that has no window. Retried, then not judged.
+    // stack sampled after that has no window. So does a run on a machine busy enough that
+    // every burst ended that way (24 samples, none with a window, once with both cores
+    // taken by other work): a run is retried until one places calls.
     let starved = |s: &pepper_profile::Sampling| s.ticks < 20 || s.idle_ticks * 4 >= s.ticks;
-    let mut fed = None;
+    let mut fed = Vec::new();
     for _ in 0..3 {
         let p = sampled_contexts_on_lua("pep", &["--switch", "shallow"]);
-        if !starved(p.sampling.as_ref().expect("sampling info")) {
-            fed = Some(p);
-            break;
+        if starved(p.sampling.as_ref().expect("sampling info")) {
+            continue;
         }
+        let s = p.contexts.as_ref().unwrap().sampling.clone().unwrap();
+        assert!(s.samples > 0, "{s:?}");
+        if s.window_calls > 0 {
+            assert!(s.window_weighted >= s.window_calls, "{s:?}");
+            return;
+        }
+        fed.push(s);
     }
-    let Some(p) = fed else {
-        eprintln!("the sampler was starved in every run; not judged");
-        return;
-    };
-    let s = p.contexts.as_ref().unwrap().sampling.as_ref().unwrap();
-    assert!(s.samples > 0, "{s:?}");
-    assert!(s.window_calls > 0, "no window placed a call: {s:?}");
-    assert!(s.window_weighted >= s.window_calls, "{s:?}");
+    assert!(fed.is_empty(), "no window placed a call: {fed:#?}");
+    eprintln!("the sampler was starved in every run; not judged");
 }
 
 #[test]
