@@ -185,7 +185,7 @@ fn specs() -> Vec<Spec> {
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(250)),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            what: "pepper's default (`--switch shallow`): as pep+native+switch-outer with the copies also entered and left at inner loops that call or hold loops, with at most two other constructs on the way in",
+            what: "`--switch shallow` with bursts and stack samples every 250 µs (`--interval 250us`): as pep+native+switch-outer with the copies also entered and left at inner loops that call or hold loops, with at most two other constructs on the way in",
             ..native.clone()
         },
         Spec {
@@ -194,7 +194,7 @@ fn specs() -> Vec<Spec> {
             interval: Some(Duration::from_micros(500)),
             bursts: Duration::from_micros(500),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            what: "as pep+native+switch-shallow with bursts and stack samples every 500 µs (`--interval 500us`): half of each",
+            what: "pepper's default: as pep+native+switch-shallow with bursts and stack samples every 500 µs, half of each",
             ..native.clone()
         },
         Spec {
@@ -203,6 +203,23 @@ fn specs() -> Vec<Spec> {
             interval: Some(Duration::from_micros(250)),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
             what: "PEP on the switch at `shallow` checks (`--switch shallow --contexts off`): paths only",
+            ..base.clone()
+        },
+        Spec {
+            label: "pep+native-500us-stacks+switch-shallow",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(500)),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "as pep+native+switch-shallow with a stack sample every second burst (`--stack-interval 500us`)",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+switch-shallow-500us",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(500)),
+            bursts: Duration::from_micros(500),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "pep+switch-shallow with bursts every 500 µs (`--contexts off --interval 500us`): paths only",
             ..base.clone()
         },
         Spec {

@@ -182,10 +182,10 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("pep(64,17)+switch-entries", Some(PEP_DEFAULT), SwitchPlacement::Entries, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at function entries"),
         switched("pep(64,17)+switch-outer", Some(PEP_DEFAULT), SwitchPlacement::Outer, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and outermost loop headers (`--switch outer`)"),
         switched("pep(64,17)+switch-loops", Some(PEP_DEFAULT), SwitchPlacement::Loops, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and the headers of loops that call or hold loops"),
-        switched("pep(64,17)+switch-shallow", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "pepper's default (`--switch shallow`): PEP(64,17), the instrumented copies running for each tick's burst only, entered and left at entries, outermost loop headers and the headers of loops that call or hold loops with at most two other constructs on the way in"),
+        switched("pep(64,17)+switch-shallow", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "`--switch shallow` with bursts every 250 µs (`--interval 250us`): PEP(64,17), the instrumented copies running for each tick's burst only, entered and left at entries, outermost loop headers and the headers of loops that call or hold loops with at most two other constructs on the way in"),
         Spec {
             interval: Duration::from_micros(500),
-            ..switched("pep(64,17)+switch-shallow@500us", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow with bursts every 500 us: half the bursts")
+            ..switched("pep(64,17)+switch-shallow@500us", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "pepper's default: as pep(64,17)+switch-shallow with bursts every 500 µs, half as many")
         },
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),

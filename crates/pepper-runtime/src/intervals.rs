@@ -19,7 +19,7 @@ use pepper_sampling::SampleTable;
 use std::time::Instant;
 
 /// log2 of PEP's ring when the sampler reads every path end: 2^18 words (2 MiB) hold
-/// 196,000 path ends past the copy margin, a 250 µs tick's worth at 780 million path
+/// 196,000 path ends past the copy margin, 250 µs' worth at 780 million path
 /// ends a second, with room for a tick that comes late.
 pub const EVERY_PATH_END_RING_LOG2: u32 = 18;
 

@@ -61,7 +61,7 @@ impl Default for ProfilerOptions {
                 samples: 64,
                 stride: 17,
             },
-            interval: Duration::from_micros(250),
+            interval: Duration::from_micros(500),
             contexts: false,
             switch: true,
         }

@@ -389,7 +389,7 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
         let starved = |s: &pepper_profile::Sampling| {
             s.instrumented_path_ends == 0 || s.ticks < 50 || s.idle_ticks * 4 >= s.ticks
         };
-        // Loose, and wider below the truth (the bias above): a run is ~500 ticks and shares
+        // Loose, and wider below the truth (the bias above): a run is ~250 ticks and shares
         // the machine with the other tests, so a run out of tolerance is tried again
         // (three judged runs at most); a loop that bursts cannot enter shows up as ~0
         // every time (as with checks at entries only).

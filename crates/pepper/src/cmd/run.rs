@@ -31,7 +31,7 @@ use std::time::Duration;
 /// export` turns the tree into pprof, folded stacks, a flame graph or a Firefox profile.
 ///
 /// Examples:
-///   pepper run prog.wasm input.txt                 PEP(64,17) and a stack sample every 250 µs
+///   pepper run prog.wasm input.txt                 PEP(64,17) and a stack sample every 500 µs
 ///   pepper run --mode exact-paths prog.wasm        every path counted (ground truth)
 ///   pepper run --guide prog.pepper.json prog.wasm  smart numbering from an earlier profile
 ///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
@@ -101,16 +101,19 @@ pub struct Args {
     window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
     /// instrumented code, so fewer bursts cost less and estimate less well
-    /// (switch-outer.md: +8.0% at 1 ms against +10.8% at 250 µs in one run, for 88.5%
-    /// against 90.5% absolute edge overlap). With --switch off the guest's cost does not
+    /// (switch-interval-shallow.md: +6.7% at 500 µs against +11.0% at 250 µs in one run,
+    /// for 99.0% against 99.3% path accuracy and 86.6% against 88.4% absolute edge
+    /// overlap; with calling contexts +11.5% against +16.2%, contexts-interval.md). A
+    /// long run gets more bursts either way. With --switch off the guest's cost does not
     /// depend on it (it writes every path end to the ring anyway).
-    #[arg(long, default_value = "250us", value_parser = parse_duration)]
+    #[arg(long, default_value = "500us", value_parser = parse_duration)]
     interval: std::time::Duration,
     /// Period of calling-context stack samples (each one interrupts the guest for a few
     /// microseconds), e.g. `250us`, `1ms`, `10ms`. Default: every --interval tick with PEP
-    /// (each sample also replays PEP's ring as calls, so more samples make call
-    /// estimates and hot functions more accurate: bench/results/contexts.md measured
-    /// every 250 µs at +3.5% over PEP alone, every 1 ms at +1.8%), else 1 ms. With PEP it
+    /// (each sample also replays PEP's burst as calls, so more samples make call
+    /// estimates and hot functions more accurate; on the switch, a stack sample at every
+    /// second 250 µs burst cost the same as one at every burst, contexts-interval.md),
+    /// else 1 ms. With PEP it
     /// is rounded to a whole number of --interval ticks.
     #[arg(long, value_parser = parse_duration)]
     stack_interval: Option<std::time::Duration>,
@@ -134,7 +137,7 @@ pub struct Args {
     /// `off`: the instrumented code always runs and writes PEP's ring.
     /// Default: `shallow` for PEP, `off` where every path end must reach the ring
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
-    /// --call-windows). Measured (bench/results/switch-shallow.md, a noisy machine):
+    /// --call-windows). Measured with bursts every 250 µs (bench/results/switch-shallow.md):
     /// `shallow` +8.9% and `outer` +11.3% in one run, at 99.3% and 97.4% path accuracy and
     /// 92.3% and 90.6% absolute edge overlap; the ring +26.6% at 99.5% and 97.0%
     /// (switch-outer.md); `loops` +18.1% (switch.md). Stack
