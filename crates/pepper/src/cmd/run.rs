@@ -113,8 +113,7 @@ pub struct Args {
     /// (each sample also replays PEP's burst as calls, so more samples make call
     /// estimates and hot functions more accurate; on the switch, a stack sample at every
     /// second 250 µs burst cost the same as one at every burst, contexts-interval.md),
-    /// else 1 ms. With PEP it
-    /// is rounded to a whole number of --interval ticks.
+    /// else 1 ms. With PEP it is rounded to a whole number of --interval ticks.
     #[arg(long, value_parser = parse_duration)]
     stack_interval: Option<std::time::Duration>,
     /// PEP: what a burst's samples stand for. `rate` (default): the path ends the guest
