@@ -36,7 +36,7 @@ impl Default for Settings {
                 samples: 64,
                 stride: 17,
             },
-            interval: Duration::from_micros(500),
+            interval: crate::PEP_INTERVAL,
             every: None,
             weights: BurstWeights::Rate,
             guide: None,

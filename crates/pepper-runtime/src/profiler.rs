@@ -55,13 +55,11 @@ pub struct ProfilerOptions {
 
 impl Default for ProfilerOptions {
     fn default() -> ProfilerOptions {
+        let d = decode::Settings::default();
         ProfilerOptions {
             mode: Mode::Pep,
-            params: PepParams {
-                samples: 64,
-                stride: 17,
-            },
-            interval: Duration::from_micros(500),
+            params: d.params,
+            interval: d.interval,
             contexts: false,
             switch: true,
         }

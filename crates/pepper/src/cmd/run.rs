@@ -712,6 +712,19 @@ mod tests {
     use super::counts_line;
     use std::sync::atomic::Ordering::Relaxed;
 
+    /// clap's default is a string; the runtime's constant is the one the library uses.
+    #[test]
+    fn the_cli_interval_default_is_the_runtimes() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: super::Args,
+        }
+        let cli = Cli::try_parse_from(["pepper", "prog.wasm"]).unwrap();
+        assert_eq!(cli.run.interval, pepper_runtime::PEP_INTERVAL);
+    }
+
     #[test]
     fn the_progress_line_says_samples_and_path_ends_once_there_are_any() {
         let live = pepper_runtime::LiveCounts::default();
