@@ -16,7 +16,9 @@ pub(crate) const PEP_DEFAULT: PepParams = PepParams {
 };
 
 pub(crate) const INTERVAL: Duration = Duration::from_millis(1);
-/// PEP's burst period, `pepper run`'s default (`--interval`).
+/// PEP's burst period in the variants that name none: 250 µs, the period the committed
+/// tables' unsuffixed labels were measured at. `pepper run`'s default is
+/// `pepper_runtime::PEP_INTERVAL` (500 µs), the `@500us` variants.
 pub(crate) const PEP_INTERVAL: Duration = Duration::from_micros(250);
 
 /// Ball-Larus' PP kept arrays only where a path number fits an 11- or 13-bit immediate
