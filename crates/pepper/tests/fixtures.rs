@@ -457,11 +457,21 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
             recorded > 0 && recorded < total(&want),
             "{func}: recorded {recorded}"
         );
-        // Scaled to the run: windows cover about 300 us of each 1 ms epoch, so the
-        // counts are about three times what the windows recorded.
+        // Scaled to the run by its time over the windows' time. Windows are meant to
+        // cover 300 us of each 1 ms epoch, but one ends only when the armer thread wakes,
+        // late on a loaded machine (half the run once in CI), so the scale is read from
+        // the profile and only required to be well above one.
+        let scale = eph.run.run_ms * 1000.0 / s.switched_on_us as f64;
         assert!(
-            total(&got) as f64 >= 2.0 * recorded as f64,
-            "{func}: {got:?} scaled from {recorded} recorded"
+            scale > 1.2,
+            "windows open {} us of a {} ms run",
+            s.switched_on_us,
+            eph.run.run_ms
+        );
+        let scaled = recorded as f64 * scale;
+        assert!(
+            (total(&got) as f64 - scaled).abs() <= 0.001 * scaled + 2.0,
+            "{func}: {got:?} scaled from {recorded} recorded by {scale:.3}"
         );
         // A time sample at the instrumented copies' pace, which is slower than the
         // clean code's, most in `spin`'s tight loop (measured: 0.46-0.65 of its exact
