@@ -384,10 +384,14 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
     let truth = share(&exact);
     assert!((0.5..0.8).contains(&truth), "the fixture's mix: {truth}");
     for placement in ["outer", "shallow", "loops", "all"] {
-        // A run whose sampler thread was starved by the rest of the machine (few ticks,
-        // or none that found the guest running) says nothing about placement: retried.
+        // A run whose sampler thread was starved by the rest of the machine (few ticks or
+        // bursts, or ticks that found the guest not running) says nothing about
+        // placement: retried.
         let starved = |s: &pepper_profile::Sampling| {
-            s.instrumented_path_ends == 0 || s.ticks < 50 || s.idle_ticks * 4 >= s.ticks
+            s.instrumented_path_ends == 0
+                || s.ticks < 50
+                || switch_bursts(s) < 40
+                || s.idle_ticks * 4 >= s.ticks
         };
         // Loose, and wider below the truth (the bias above): a run is ~250 ticks and shares
         // the machine with the other tests, so a run out of tolerance is tried again
@@ -428,62 +432,74 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
     let f = fixture("biased.wat");
     let (c0, _, err, exact) = run("exact-edges", &f, &[], &[]);
     assert_eq!(c0, 0, "{err}");
-    let (c, _, err, eph) = run(
-        "ephemeral",
-        &f,
-        // 300 us: windows end on time, and `spin`'s 5 ms then meets too little of
-        // them for its estimate to stay within the bounds below in every run (0.23 of
-        // its total once in CI's debug build with 200 us).
-        &["--window", "300us", "--epoch", "1ms"],
-        &[],
-    );
-    assert_eq!(c, 0, "{err}");
-    let s = eph.sampling.as_ref().expect("windows recorded");
-    assert_eq!(s.design, "ephemeral-windows");
-    assert!(s.ticks >= 3, "only {} epochs", s.ticks);
     let share = |c: &[u64]| c[0] as f64 / (c[0] + c[1]).max(1) as f64;
     let total = |c: &[u64]| c.iter().sum::<u64>();
-    for func in ["leaf", "_start", "spin"] {
-        let (got, want) = (branch(&eph, func, If, 0), branch(&exact, func, If, 0));
-        assert!(
-            (share(&got) - share(&want)).abs() < 0.05,
-            "{func}: {got:?} against {want:?}"
+    // The estimates are a time sample: on a machine busy enough that the guest is
+    // descheduled around the windows, the run's time over the windows' misstates how
+    // much ran outside them (`spin` at 1.61 of its total once, with one busy loop beside
+    // the tests). So the bounds below are judged on up to three runs, and hold in one;
+    // everything else holds in each.
+    let mut misses = Vec::new();
+    for _ in 0..3 {
+        let (c, _, err, eph) = run(
+            "ephemeral",
+            &f,
+            // 300 us: windows end on time, and `spin`'s 5 ms then meets too little of
+            // them for its estimate to stay within the bounds below in every run (0.23
+            // of its total once in CI's debug build with 200 us).
+            &["--window", "300us", "--epoch", "1ms"],
+            &[],
         );
-        // Recorded in windows only: fewer outcomes than the run had.
-        let idx = function_index(&eph, func);
-        let b = eph.branches.iter().find(|b| b.func == idx).unwrap();
-        let recorded = b.recorded.expect("ephemeral records");
-        assert!(
-            recorded > 0 && recorded < total(&want),
-            "{func}: recorded {recorded}"
-        );
-        // Scaled to the run by its time over the windows' time. Windows are meant to
-        // cover 300 us of each 1 ms epoch, but one ends only when the armer thread wakes,
-        // late on a loaded machine (half the run once in CI), so the scale is read from
-        // the profile and only required to be well above one.
-        let scale = eph.run.run_ms * 1000.0 / s.switched_on_us as f64;
-        assert!(
-            scale > 1.2,
-            "windows open {} us of a {} ms run",
-            s.switched_on_us,
-            eph.run.run_ms
-        );
-        let scaled = recorded as f64 * scale;
-        assert!(
-            (total(&got) as f64 - scaled).abs() <= 0.001 * scaled + 2.0,
-            "{func}: {got:?} scaled from {recorded} recorded by {scale:.3}"
-        );
-        // A time sample at the instrumented copies' pace, which is slower than the
-        // clean code's, most in `spin`'s tight loop (measured: 0.46-0.65 of its exact
-        // total, the others 0.8; 0.19-0.25 in CI runs on a loaded machine, where the
-        // 5 ms loop meets few windows): low, and never above the truth by much.
-        let low = if func == "spin" { 0.1 } else { 0.2 };
-        let ratio = total(&got) as f64 / total(&want) as f64;
-        assert!(
-            (low..1.5).contains(&ratio),
-            "{func}: {ratio} of the exact total"
-        );
+        assert_eq!(c, 0, "{err}");
+        let s = eph.sampling.as_ref().expect("windows recorded");
+        assert_eq!(s.design, "ephemeral-windows");
+        assert!(s.ticks >= 3, "only {} epochs", s.ticks);
+        let mut missed = Vec::new();
+        for func in ["leaf", "_start", "spin"] {
+            let (got, want) = (branch(&eph, func, If, 0), branch(&exact, func, If, 0));
+            if (share(&got) - share(&want)).abs() >= 0.05 {
+                missed.push(format!("{func}: {got:?} against {want:?}"));
+            }
+            // Recorded in windows only: fewer outcomes than the run had.
+            let idx = function_index(&eph, func);
+            let b = eph.branches.iter().find(|b| b.func == idx).unwrap();
+            let recorded = b.recorded.expect("ephemeral records");
+            assert!(
+                recorded > 0 && recorded < total(&want),
+                "{func}: recorded {recorded}"
+            );
+            // Scaled to the run by its time over the windows' time. Windows are meant to
+            // cover 300 us of each 1 ms epoch, but one ends only when the armer thread
+            // wakes, late on a loaded machine (half the run once in CI), so the scale is
+            // read from the profile and only required to be well above one.
+            let scale = eph.run.run_ms * 1000.0 / s.switched_on_us as f64;
+            assert!(
+                scale > 1.2,
+                "windows open {} us of a {} ms run",
+                s.switched_on_us,
+                eph.run.run_ms
+            );
+            let scaled = recorded as f64 * scale;
+            assert!(
+                (total(&got) as f64 - scaled).abs() <= 0.001 * scaled + 2.0,
+                "{func}: {got:?} scaled from {recorded} recorded by {scale:.3}"
+            );
+            // A time sample at the instrumented copies' pace, which is slower than the
+            // clean code's, most in `spin`'s tight loop (measured: 0.46-0.65 of its exact
+            // total, the others 0.8; 0.19-0.25 in CI runs on a loaded machine, where the
+            // 5 ms loop meets few windows): low, and never above the truth by much.
+            let low = if func == "spin" { 0.1 } else { 0.2 };
+            let ratio = total(&got) as f64 / total(&want) as f64;
+            if !(low..1.5).contains(&ratio) {
+                missed.push(format!("{func}: {ratio} of the exact total"));
+            }
+        }
+        if missed.is_empty() {
+            return;
+        }
+        misses.push(missed);
     }
+    panic!("no run within bounds: {misses:#?}");
 }
 
 /// Ephemeral instrumentation on known biases: the estimates match exact edges, each
