@@ -214,6 +214,15 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
+            label: "pep+native-500us-1ms-stacks+switch-shallow",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_millis(1)),
+            bursts: Duration::from_micros(500),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "pepper's default with a stack sample at every second burst (`--stack-interval 1ms`)",
+            ..native.clone()
+        },
+        Spec {
             label: "pep+switch-shallow-500us",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(500)),
