@@ -9,8 +9,8 @@ use std::process::{Command, Output};
 /// The bursts a run on the switch recorded (each takes every path end of PEP's span,
 /// `samples * stride`). A sampler thread starved by the rest of the machine takes few:
 /// its ticks come late, and the guest ends most bursts itself (measured with one busy
-/// loop beside a fixture run: 27-34 ticks and 1-6 bursts in 110 ms, against about 200
-/// bursts on an idle machine). Such a run says little about where bursts go.
+/// loop beside a fixture run: 27-34 ticks and 1-6 bursts in 110 ms). Such a run says
+/// little about where bursts go.
 pub fn switch_bursts(s: &pepper_profile::Sampling) -> u64 {
     s.taken / (u64::from(s.samples) * u64::from(s.stride)).max(1)
 }

@@ -196,7 +196,7 @@ fn sampled_contexts_on_lua(mode: &str, extra: &[&str]) -> Profile {
     assert!(s.samples > 10, "{s:?}");
     // The interpreter loop is hot and its context runs from _start down. (Top 15: a
     // loaded test machine leaves some runs with few samples. With one busy loop beside
-    // the tests, a starved sampler took 17-21 where an idle machine takes about 300, each
+    // the tests, a starved sampler took 17-21 where an idle machine takes 80-180, each
     // standing for milliseconds: such a run does not rank functions.)
     let hot = &c.hot_functions[..c.hot_functions.len().min(15)];
     assert!(
