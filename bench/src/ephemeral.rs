@@ -9,20 +9,67 @@ use crate::{
 use anyhow::Result;
 use pepper_profile::compare::compare;
 use pepper_profile::Mode;
+use pepper_wasm::switch::SwitchPlacement;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::Duration;
 
-/// The paper's epoch, and `pepper run`'s default.
+/// The paper's epoch, and `pepper run`'s default for budgets (`--persistence`).
 const EPOCH: Duration = Duration::from_millis(10);
 
-struct Variant {
+/// One configuration to run: what `pepper run --mode ephemeral` would be given.
+#[derive(Clone)]
+struct Config {
     label: String,
     mode: Mode,
     persistence: Option<u32>,
     epoch: Duration,
     /// In windows (`--window`): how long each epoch's window is open.
     window: Option<Duration>,
+    /// Where clean code checks the windows' flag (`--switch`); budgets always check at
+    /// `outer`'s places.
+    placement: Option<SwitchPlacement>,
+}
+
+impl Config {
+    fn new(label: String, mode: Mode, persistence: Option<u32>) -> Config {
+        Config {
+            label,
+            mode,
+            persistence,
+            epoch: EPOCH,
+            window: None,
+            placement: None,
+        }
+    }
+
+    /// Windows of `us` µs every `epoch`, clean code checking at `placement`.
+    fn windows(us: u64, epoch: Duration, placement: SwitchPlacement) -> Config {
+        let every = match epoch == EPOCH {
+            true => String::new(),
+            false => format!("@{}ms", epoch.as_millis()),
+        };
+        Config {
+            label: format!("ephemeral windows W={us}us{every} {}", placement.name()),
+            epoch,
+            window: Some(Duration::from_micros(us)),
+            placement: Some(placement),
+            ..Config::new(String::new(), Mode::Ephemeral, Some(0))
+        }
+    }
+
+    fn instrument_options(&self) -> pepper_wasm::InstrumentOptions {
+        pepper_wasm::InstrumentOptions {
+            mode: self.mode,
+            ephemeral_windows: self.window.is_some(),
+            switch: self.placement,
+            ..Default::default()
+        }
+    }
+}
+
+struct Variant {
+    config: Config,
     inst: pepper_wasm::Instrumented,
     prepared: pepper_runtime::Prepared,
     times: Vec<f64>,
@@ -30,61 +77,81 @@ struct Variant {
     accuracy: Vec<[f64; 3]>,
 }
 
-pub fn main(args: &Args, root: &Path) -> Result<()> {
-    let rounds = if args.quick { 1 } else { args.rounds.max(1) };
-    let build = root.join("bench/workloads/build");
-    type Config = (String, Mode, Option<u32>, Duration, Option<Duration>);
-    let mut configs: Vec<Config> = vec![
-        ("none".into(), Mode::None, None, EPOCH, None),
-        ("none A/A".into(), Mode::None, None, EPOCH, None),
-        ("exact-edges".into(), Mode::ExactEdges, None, EPOCH, None),
+/// "rel / biases" for the worst-round column (empty for variants without accuracy).
+fn worst_pair([rel, biases]: [f64; 2]) -> String {
+    match rel.is_nan() {
+        true => String::new(),
+        false => format!("{} / {}", pct(rel), pct(biases)),
+    }
+}
+
+/// Every configuration the benchmark knows; the first three (baseline, its A/A and the
+/// exact-edges reference) always run.
+fn configs() -> Vec<Config> {
+    let mut configs = vec![
+        Config::new("none".into(), Mode::None, None),
+        Config::new("none A/A".into(), Mode::None, None),
+        Config::new("exact-edges".into(), Mode::ExactEdges, None),
     ];
     // P=0: never armed, the clean code's cost alone (the floor of this design).
     for p in [0, 10, 1000] {
-        configs.push((
+        configs.push(Config::new(
             format!("ephemeral P={p}"),
             Mode::Ephemeral,
             Some(p),
-            EPOCH,
-            None,
         ));
     }
-    let longer = Duration::from_millis(100);
     for p in [1000, 100] {
-        configs.push((
-            format!("ephemeral P={p}@100ms"),
-            Mode::Ephemeral,
-            Some(p),
-            longer,
-            None,
-        ));
+        configs.push(Config {
+            epoch: Duration::from_millis(100),
+            ..Config::new(format!("ephemeral P={p}@100ms"), Mode::Ephemeral, Some(p))
+        });
     }
     // Windows: one module-wide flag; W=0 never opens one, the clean code's cost alone.
+    let ms = Duration::from_millis;
     for us in [0, 250, 500, 1000] {
-        configs.push((
-            format!("ephemeral windows W={us}us"),
-            Mode::Ephemeral,
-            Some(0),
-            EPOCH,
-            Some(Duration::from_micros(us)),
-        ));
+        configs.push(Config::windows(us, EPOCH, SwitchPlacement::Outer));
     }
+    // `pepper run`'s default: 50 µs every 2 ms at `outer`.
+    configs.push(Config::windows(50, ms(2), SwitchPlacement::Outer));
+    for (us, epoch) in [(0, EPOCH), (250, EPOCH), (50, ms(2)), (25, ms(1))] {
+        configs.push(Config::windows(us, epoch, SwitchPlacement::Shallow));
+    }
+    for (us, epoch) in [(0, EPOCH), (50, ms(2))] {
+        configs.push(Config::windows(us, epoch, SwitchPlacement::Deep));
+    }
+    configs
+}
+
+pub fn main(args: &Args, root: &Path) -> Result<()> {
+    let rounds = if args.quick { 1 } else { args.rounds.max(1) };
+    let build = root.join("bench/workloads/build");
+    // `--variants` narrows the run; the baseline and the reference always run.
+    let configs: Vec<Config> = configs()
+        .into_iter()
+        .enumerate()
+        .filter(|(k, c)| {
+            *k < 3
+                || args.variants.is_empty()
+                || args
+                    .variants
+                    .iter()
+                    .any(|v| crate::harness::picks(v, &c.label, false))
+        })
+        .map(|(_, c)| c)
+        .collect();
     let mut table = String::new();
-    writeln!(table, "| workload | variant | median run ms | overhead | edge rel | edge abs | hot biases within 5 points | epochs |")?;
-    writeln!(table, "|---|---|---|---|---|---|---|---|")?;
+    writeln!(table, "| workload | variant | median run ms | overhead | edge rel | edge abs | hot biases within 5 points | worst round: rel / hot biases | epochs |")?;
+    writeln!(table, "|---|---|---|---|---|---|---|---|---|")?;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     let mut accs: Vec<Vec<[f64; 3]>> = vec![Vec::new(); configs.len()];
+    // The worst single round anywhere (edge rel, hot biases): a run whose windows missed
+    // a hot loop nest altogether shows here, not in the medians.
+    let mut worst_rounds = vec![[f64::NAN; 2]; configs.len()];
     for (w, wasm, cache) in selected(args, &build)? {
         let mut variants = Vec::new();
-        for (label, mode, persistence, epoch, window) in &configs {
-            let inst = pepper_wasm::instrument(
-                &wasm,
-                &pepper_wasm::InstrumentOptions {
-                    mode: *mode,
-                    ephemeral_windows: window.is_some(),
-                    ..Default::default()
-                },
-            )?;
+        for config in &configs {
+            let inst = pepper_wasm::instrument(&wasm, &config.instrument_options())?;
             let prepared = pepper_runtime::Prepared::new(
                 &inst.wasm,
                 &pepper_runtime::EngineOptions {
@@ -94,11 +161,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 },
             )?;
             variants.push(Variant {
-                label: label.clone(),
-                mode: *mode,
-                persistence: *persistence,
-                epoch: *epoch,
-                window: *window,
+                config: config.clone(),
                 inst,
                 prepared,
                 times: Vec::new(),
@@ -108,17 +171,14 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         let mut epochs = vec![0u64; variants.len()];
         for round in 0..=rounds {
             let results = shuffled(&mut variants, round, |v| {
+                let c = &v.config;
                 let cfg = w
                     .options(
-                        pepper_wasm::InstrumentOptions {
-                            mode: v.mode,
-                            ephemeral_windows: v.window.is_some(),
-                            ..Default::default()
-                        },
+                        c.instrument_options(),
                         pepper_runtime::SamplingOptions {
-                            persistence: v.persistence.unwrap_or_default(),
-                            epoch: v.epoch,
-                            window: v.window.unwrap_or_default(),
+                            persistence: c.persistence.unwrap_or_default(),
+                            epoch: c.epoch,
+                            window: c.window.unwrap_or_default(),
                             ..Default::default()
                         },
                     )
@@ -133,7 +193,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             if round > 0 {
                 let reference = profile_of(&variants[2].inst, &results[2]);
                 for (k, (v, r)) in variants.iter_mut().zip(&results).enumerate() {
-                    if v.mode != Mode::Ephemeral {
+                    if v.config.mode != Mode::Ephemeral {
                         continue;
                     }
                     epochs[k] = r.epochs;
@@ -154,17 +214,23 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 &v.accuracy,
                 (&mut ratios[k], &mut accs[k]),
             );
+            let worst = |i: usize| v.accuracy.iter().map(|a| a[i]).fold(f64::NAN, f64::min);
+            let round = [worst(0), worst(2)];
+            for (all, this) in worst_rounds[k].iter_mut().zip(round) {
+                *all = all.min(this);
+            }
             writeln!(
                 table,
-                "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} |",
+                "| {} | {} | {:.1} | {:+.1}% | {} | {} | {} | {} | {} |",
                 w.name,
-                v.label,
+                v.config.label,
                 median(&v.times),
                 (ratio - 1.0) * 100.0,
                 pct(acc[0]),
                 pct(acc[1]),
                 pct(acc[2]),
-                if v.persistence.is_some() {
+                worst_pair(round),
+                if v.config.persistence.is_some() {
                     epochs[k].to_string()
                 } else {
                     String::new()
@@ -173,9 +239,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         }
     }
     let mut summary = String::new();
-    writeln!(summary, "| variant | overhead (geomean) | worst | edge rel (mean / worst) | edge abs (mean / worst) | hot biases within 5 points (mean / worst) |")?;
-    writeln!(summary, "|---|---|---|---|---|---|")?;
-    for (k, (label, ..)) in configs.iter().enumerate() {
+    writeln!(summary, "| variant | overhead (geomean) | worst | edge rel (mean / worst) | edge abs (mean / worst) | hot biases within 5 points (mean / worst) | worst round: rel / hot biases |")?;
+    writeln!(summary, "|---|---|---|---|---|---|---|")?;
+    for (k, Config { label, .. }) in configs.iter().enumerate() {
         let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
         let acc = |i: usize| {
             let vals: Vec<f64> = accs[k]
@@ -187,12 +253,13 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         };
         writeln!(
             summary,
-            "| {label} | {:+.1}% | {:+.1}% | {} | {} | {} |",
+            "| {label} | {:+.1}% | {:+.1}% | {} | {} | {} | {} |",
             geomean_pct(&ratios[k]),
             (worst - 1.0) * 100.0,
             acc(0),
             acc(1),
-            acc(2)
+            acc(2),
+            worst_pair(worst_rounds[k])
         )?;
     }
     let doc = format!(
@@ -201,16 +268,18 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          the persistence (`--persistence`: function entries and outermost loop iterations \
          each function records per epoch); P=0 is never armed, the clean code's cost alone. \
          Windows (`--window W`): one module-wide flag open for W at the start of every \
-         epoch, nothing counted in clean code, counts scaled by the run's time over the \
-         windows' (measured; the epoch thread ends a window by spinning, so it lasts what was \
-         asked); W=0 \
-         never opens one after the start, the clean code's cost alone. \
+         epoch, checked by clean code where the label's placement says (`--switch`; \
+         `pepper run`'s default is W=50us@2ms outer), nothing counted in clean code, \
+         counts scaled by the run's time over the windows' (measured; the epoch thread \
+         ends a window by spinning, so it lasts what was asked); W=0 never opens one after \
+         the start, the clean code's cost alone. \
          Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up). Overhead: median over rounds of the per-round ratio to the uninstrumented \
          run (guest run time, compilation excluded). Accuracy (median over rounds) against \
          the exact-edges profile of the same round: `pepper compare`'s edge relative and \
          absolute overlap, and the share of the hottest branches carrying 95% of the \
-         executions whose bias is within 5 points.\n\n\
+         executions whose bias is within 5 points. The worst round is the lowest single \
+         round of any workload: a run whose windows missed a hot loop nest shows there.\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),

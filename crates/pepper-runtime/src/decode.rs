@@ -41,7 +41,7 @@ impl Default for Settings {
             weights: BurstWeights::Rate,
             guide: None,
             persistence: 1000,
-            epoch: Duration::from_millis(10),
+            epoch: crate::EPHEMERAL_EPOCH,
             intervals: None,
         }
     }

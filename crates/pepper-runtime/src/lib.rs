@@ -37,7 +37,7 @@ mod worker;
 pub use attach::{AttachConfig, Collected, EarlyStop, Profiled, StopReason};
 pub use command::{
     profile_command, CommandOptions, CommandRun, EarlyStopOptions, Note, SamplingOptions,
-    SwitchDrive, WasiOptions, EPHEMERAL_WINDOW, PEP_INTERVAL,
+    SwitchDrive, WasiOptions, BUDGET_EPOCH, EPHEMERAL_EPOCH, EPHEMERAL_WINDOW, PEP_INTERVAL,
 };
 pub use epochs::EphemeralConfig;
 pub use interrupt::stop_on_signals;

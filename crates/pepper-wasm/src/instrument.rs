@@ -84,6 +84,9 @@ impl<'a, 'f> Build<'a, 'f> {
         let (mode, contexts) = (opts.mode, opts.contexts);
         let ephemeral = mode == Mode::Ephemeral;
         let switch = match ephemeral {
+            true if opts.ephemeral_windows => {
+                Some(opts.switch.unwrap_or(crate::plan::EPHEMERAL_PLACEMENT))
+            }
             true => Some(SwitchPlacement::Outer),
             false => opts.switch.filter(|_| mode == Mode::Pep),
         }

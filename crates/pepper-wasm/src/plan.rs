@@ -216,7 +216,9 @@ pub struct InstrumentOptions {
     pub loop_counts: bool,
     /// PEP: keep a clean copy of every function next to its instrumented one and run the
     /// instrumented copy only while pepper's switch flag is set (`crate::switch`), with
-    /// the flag checked where this says. Not with shadow stacks or call logs.
+    /// the flag checked where this says. Not with shadow stacks or call logs. Ephemeral
+    /// windows check where this says too ([`EPHEMERAL_PLACEMENT`] when it does not), and
+    /// ephemeral budgets always at `Outer`'s checks, which count what they spend.
     pub switch: Option<SwitchPlacement>,
     /// Switch, for tests: every check steps a pseudo-random generator kept in the flag
     /// word and switches on one of its bits, so copies change at random checks in both
@@ -433,6 +435,11 @@ pub enum SwitchPlacement {
     /// the instrumented copy leaves at every one of them, where under `Loops` it runs on to
     /// the end of the outermost iteration.
     Shallow,
+    /// As `Shallow`, with no limit on the constructs on the way in: every loop that calls
+    /// or holds loops is checked and left at. The copies pay more tests on the way into
+    /// such loops, but a window finds frames in deep loop nests (a sort's) between their
+    /// outermost iterations: ephemeral windows' default.
+    Deep,
     /// Function entries and every loop header.
     All,
 }
@@ -443,12 +450,23 @@ pub enum SwitchPlacement {
 /// has dozens.
 pub const SHALLOW_DETOURS: usize = 2;
 
+/// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
+/// say. `shallow` measured the same as `outer` (cost and accuracy), and `deep`, the only
+/// placement whose windows never missed bzip2's sorting loops for a whole run, cost 5-7
+/// points more (bench/results/ephemeral-windows.md).
+pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Outer;
+
+/// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`], high enough for a sort's loops nested in
+/// `if`s and low enough to leave out a dispatch `br_table`'s cases.
+pub const DEEP_DETOURS: usize = 8;
+
 impl SwitchPlacement {
-    pub const ALL: [SwitchPlacement; 5] = [
+    pub const ALL: [SwitchPlacement; 6] = [
         SwitchPlacement::Entries,
         SwitchPlacement::Outer,
         SwitchPlacement::Loops,
         SwitchPlacement::Shallow,
+        SwitchPlacement::Deep,
         SwitchPlacement::All,
     ];
 
@@ -458,6 +476,7 @@ impl SwitchPlacement {
             SwitchPlacement::Outer => "outer",
             SwitchPlacement::Loops => "loops",
             SwitchPlacement::Shallow => "shallow",
+            SwitchPlacement::Deep => "deep",
             SwitchPlacement::All => "all",
         }
     }
@@ -473,7 +492,10 @@ impl SwitchPlacement {
     pub fn entry_check(self, outside: bool) -> bool {
         match self {
             SwitchPlacement::Entries | SwitchPlacement::All => true,
-            SwitchPlacement::Outer | SwitchPlacement::Loops | SwitchPlacement::Shallow => outside,
+            SwitchPlacement::Outer
+            | SwitchPlacement::Loops
+            | SwitchPlacement::Shallow
+            | SwitchPlacement::Deep => outside,
         }
     }
 }

@@ -186,6 +186,17 @@ fn random_modules_behave_identically_and_profile_consistently() {
             },
         ),
         (
+            // Copies enter and leave at loops behind up to eight constructs.
+            "pep every 1, switch deep at random",
+            InstrumentOptions {
+                mode: Mode::Pep,
+                pep_every: Some(1),
+                switch: Some(SwitchPlacement::Deep),
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
             // A burst that ends in the guest: on from the start, off once the ring head
             // has passed its limit.
             "pep ring, switch outer, limited",
@@ -241,6 +252,17 @@ fn random_modules_behave_identically_and_profile_consistently() {
             InstrumentOptions {
                 mode: Mode::Ephemeral,
                 ephemeral_windows: true,
+                switch_chaos: true,
+                ..Default::default()
+            },
+        ),
+        (
+            // Copies enter and leave at inner loops too.
+            "ephemeral windows at shallow, random",
+            InstrumentOptions {
+                mode: Mode::Ephemeral,
+                ephemeral_windows: true,
+                switch: Some(SwitchPlacement::Shallow),
                 switch_chaos: true,
                 ..Default::default()
             },

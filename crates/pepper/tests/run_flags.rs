@@ -181,3 +181,36 @@ fn pep_defaults_to_the_switch_where_it_can_run() {
     assert_eq!(o.status.code(), Some(2 + 123), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("drop --switch off"));
 }
+
+/// Ephemeral windows open every 2 ms unless told otherwise, budgets every 10 ms (the
+/// paper's epoch); the windows' copies need the switch, and budgets count at `outer`'s
+/// checks, so `--switch off`, and any placement with `--persistence`, are refused.
+#[test]
+fn ephemeral_epochs_default_by_design_and_placements_are_checked() {
+    let f = fixture("mod3.wat");
+    let epoch_us = |extra: &[&str]| {
+        let (c, _, err, p) = run("ephemeral", &f, extra, &[]);
+        assert_eq!(c, 0, "{extra:?}: {err}");
+        p.sampling
+            .expect("ephemeral records its epochs")
+            .interval_us
+    };
+    assert_eq!(epoch_us(&[]), 2_000);
+    assert_eq!(epoch_us(&["--switch", "deep"]), 2_000);
+    assert_eq!(epoch_us(&["--persistence", "10"]), 10_000);
+    assert_eq!(epoch_us(&["--epoch", "5ms"]), 5_000);
+    for (extra, says) in [
+        (&["--switch", "off"][..], "--switch off is not available"),
+        (
+            &["--switch", "deep", "--persistence", "10"][..],
+            "--switch is for windows",
+        ),
+    ] {
+        let mut args = vec!["run", "--mode", "ephemeral"];
+        args.extend_from_slice(extra);
+        args.push(f.to_str().unwrap());
+        let o = pepper(&args);
+        assert_eq!(o.status.code(), Some(2 + 123), "{extra:?}: {o:?}");
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{o:?}");
+    }
+}

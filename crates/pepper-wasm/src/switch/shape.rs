@@ -54,11 +54,12 @@ impl Shape {
 
     /// Whether, under `placement`, the instrumented copy leaves at checked loop `k` (and
     /// the clean copy `F_clean` can be entered there): at outermost loops, and under
-    /// `Shallow` at every checked loop. Elsewhere the tests that skip to the loop would
+    /// `Shallow` and `Deep` at every checked loop. Elsewhere the tests that skip to the loop would
     /// run each time their construct starts, for as long as the frame lives in
     /// `F_clean`.
     pub fn leaves_at(&self, placement: SwitchPlacement, k: usize) -> bool {
-        self.loops[k].outermost || placement == SwitchPlacement::Shallow
+        self.loops[k].outermost
+            || matches!(placement, SwitchPlacement::Shallow | SwitchPlacement::Deep)
     }
 }
 
@@ -243,6 +244,9 @@ fn wants(placement: SwitchPlacement, l: &ShapeLoop) -> bool {
         SwitchPlacement::Loops => l.calls || !l.innermost || l.outermost,
         SwitchPlacement::Shallow => {
             l.outermost || ((l.calls || !l.innermost) && l.detours <= crate::plan::SHALLOW_DETOURS)
+        }
+        SwitchPlacement::Deep => {
+            l.outermost || ((l.calls || !l.innermost) && l.detours <= crate::plan::DEEP_DETOURS)
         }
         SwitchPlacement::All => true,
     }

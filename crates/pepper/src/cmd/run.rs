@@ -86,17 +86,20 @@ pub struct Args {
     /// (function entries and outermost loop iterations) each function records per epoch
     /// before it turns its instrumentation off (persistence, e.g. 1000). Exact entry
     /// counts, but it costs more and measured less accurate than windows
-    /// (bench/results/ephemeral.md: +13.7% against +4.0%).
+    /// (bench/results/ephemeral.md: +9.7% against +2.0% for the default windows).
     #[arg(long, conflicts_with = "window", value_parser = clap::value_parser!(u32).range(1..))]
     persistence: Option<u32>,
     /// Ephemeral: how often every function's instrumentation is switched back on
-    /// (periodicity; the paper's epoch is 10 ms).
-    #[arg(long, default_value = "10ms", value_parser = parse_duration)]
-    epoch: std::time::Duration,
+    /// (periodicity). Default 2 ms with windows; 10 ms, the paper's epoch, with
+    /// --persistence.
+    #[arg(long, value_parser = parse_duration)]
+    epoch: Option<std::time::Duration>,
     /// Ephemeral (the default design): every function's instrumented copy runs for this
-    /// long at the start of each --epoch, e.g. `500us`. Clean code counts nothing, and the
-    /// counts are the windows' executions scaled to the run's time. Default 250 µs
-    /// (bench/results/ephemeral.md: +4.0%, 98.2% edge relative overlap).
+    /// long at the start of each --epoch, e.g. `250us`. Clean code counts nothing, and the
+    /// counts are the windows' executions scaled to the run's time. Default 50 µs
+    /// (bench/results/ephemeral-windows.md: as cheap as 250 µs every 10 ms, and more of
+    /// the hot branches' biases within 5 points). Clean code checks where --switch says
+    /// (default `outer`).
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
@@ -129,7 +132,8 @@ pub struct Args {
     /// from outside the module, through tables or by tail calls; `loops`: as `outer`, and
     /// the headers of loops that call or hold loops; `shallow`: as `loops` where the way
     /// into the loop passes at most two constructs that are not loops, such as an
-    /// interpreter's dispatch loop, and the instrumented copy leaves there too; `all`:
+    /// interpreter's dispatch loop, and the instrumented copy leaves there too; `deep`: as
+    /// `shallow` with up to eight such constructs; `all`:
     /// every entry and every loop header) and moves into the instrumented copy while the
     /// sampler has it set, for each tick's burst (each burst then takes every path end of
     /// its SAMPLES × STRIDE span).
@@ -143,6 +147,9 @@ pub struct Args {
     /// samples are taken during bursts, and their path windows read the burst's path
     /// ends. Three bodies per function cost about 3x the compile time. The checks are
     /// hinted unlikely, and wasmtime's branch hinting is turned on for them.
+    /// With --mode ephemeral: where clean code checks for its windows (default `outer`;
+    /// `deep` costs 5-7 points more, and its windows find loops nested deep in long
+    /// iterations in every run, bench/results/ephemeral-windows.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
@@ -545,6 +552,12 @@ impl Args {
         {
             bail!("--window and --persistence are for --mode ephemeral");
         }
+        if self.mode == ModeArg::Ephemeral && self.switch == Some(SwitchArg::Off) {
+            bail!("--mode ephemeral switches between copies; --switch off is not available");
+        }
+        if self.mode == ModeArg::Ephemeral && self.switch.is_some() && self.persistence.is_some() {
+            bail!("--persistence counts at outermost loops; --switch is for windows");
+        }
         let ia = &self.intervals;
         let switch = self.switch.unwrap_or_else(|| self.default_switch(contexts));
         ia.check(
@@ -589,7 +602,10 @@ impl Args {
                 SwitchDrive::Sampler
             },
             persistence: self.persistence.unwrap_or(1000),
-            epoch: self.epoch,
+            epoch: self.epoch.unwrap_or(match self.persistence {
+                Some(_) => pepper_runtime::BUDGET_EPOCH,
+                None => pepper_runtime::EPHEMERAL_EPOCH,
+            }),
             window: self.window.unwrap_or(pepper_runtime::EPHEMERAL_WINDOW),
             live: None,
         };
@@ -690,6 +706,7 @@ pub(crate) enum SwitchArg {
     Outer,
     Loops,
     Shallow,
+    Deep,
     All,
 }
 
@@ -702,6 +719,7 @@ impl SwitchArg {
             SwitchArg::Outer => Some(P::Outer),
             SwitchArg::Loops => Some(P::Loops),
             SwitchArg::Shallow => Some(P::Shallow),
+            SwitchArg::Deep => Some(P::Deep),
             SwitchArg::All => Some(P::All),
         }
     }
