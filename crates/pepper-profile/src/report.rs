@@ -299,6 +299,22 @@ fn sampling_how(p: &Profile, s: &crate::Sampling) -> String {
              times exact entry and loop counts)",
             s.samples, s.ticks, s.interval_us
         )
+    } else if s.design == "ephemeral-windows" {
+        // The decoder scaled the windows' counts by the run's time over theirs.
+        let on_ms = s.switched_on_us as f64 / 1e3;
+        let share = match p.run.run_ms > 0.0 && on_ms > 0.0 {
+            true => format!(
+                " ({:.1}% of the run; branch counts: recorded times {:.1})",
+                100.0 * (on_ms / p.run.run_ms).min(1.0),
+                (p.run.run_ms / on_ms).max(1.0)
+            ),
+            false => String::new(),
+        };
+        format!(
+            "ephemeral windows, every function's branches recorded while a window was \
+             open: {on_ms:.1} ms over {} epochs of {} us{share}",
+            s.ticks, s.interval_us
+        )
     } else if s.design == "phase-aware" || s.design == "periodic-intervals" {
         let intervals = p.timeline.as_ref().map_or(&[][..], |t| &t.intervals[..]);
         let profiled = intervals.iter().filter(|i| i.profiled).count();
@@ -710,6 +726,32 @@ mod tests {
             ),
             "{switched}"
         );
+    }
+
+    /// Ephemeral windows say how long they were open and the scale their counts took,
+    /// not PEP's bursts.
+    #[test]
+    fn ephemeral_windows_say_how_much_of_the_run_they_saw() {
+        let mut p = profile(vec![branch(0, &[30, 10])], vec![]);
+        p.mode = Mode::Ephemeral;
+        p.run.run_ms = 400.0;
+        p.sampling = Some(crate::Sampling {
+            design: "ephemeral-windows".into(),
+            interval_us: 2000,
+            ticks: 200,
+            switched_on_us: 10_000,
+            ..Default::default()
+        });
+        let t = text(&p, &ReportOptions::default());
+        assert!(
+            t.contains(
+                "ephemeral windows, every function's branches recorded while a window was \
+                 open: 10.0 ms over 200 epochs of 2000 us (2.5% of the run; branch counts: \
+                 recorded times 40.0)"
+            ),
+            "{t}"
+        );
+        assert!(!t.contains("PEP("), "{t}");
     }
 
     /// A sampled tree's line says how long native samples' signals took to reach the
