@@ -102,8 +102,8 @@ pub struct SamplingOptions {
 pub const PEP_INTERVAL: Duration = Duration::from_micros(500);
 
 /// Default for [`SamplingOptions::window`]: 50 µs every [`EPHEMERAL_EPOCH`]. Five times as
-/// many windows as 250 µs every 10 ms, open as long in all, cost the same and estimate
-/// biases better: each window is one more independent sample of where the run is
+/// many windows as 250 µs every 10 ms, open as long in all, cost the same within noise and
+/// estimate biases better: each window is one more independent sample of where the run is
 /// (bench/results/analysis.md, ephemeral instrumentation).
 pub const EPHEMERAL_WINDOW: Duration = Duration::from_micros(50);
 

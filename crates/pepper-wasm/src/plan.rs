@@ -435,10 +435,11 @@ pub enum SwitchPlacement {
     /// the instrumented copy leaves at every one of them, where under `Loops` it runs on to
     /// the end of the outermost iteration.
     Shallow,
-    /// As `Shallow`, with no limit on the constructs on the way in: every loop that calls
-    /// or holds loops is checked and left at. The copies pay more tests on the way into
-    /// such loops, but a window finds frames in deep loop nests (a sort's) between their
-    /// outermost iterations: ephemeral windows' default.
+    /// As `Shallow`, and the headers of loops that hold loops where the way in passes at
+    /// most [`DEEP_DETOURS`] constructs that are not loops, left at too: a window then
+    /// finds frames in deep loop nests (a sort's, behind `if`s) between their outermost
+    /// iterations. Loops that only call are left to `Shallow`'s rule: their iterations
+    /// can be short, and a check would cost each of them.
     Deep,
     /// Function entries and every loop header.
     All,
@@ -452,12 +453,13 @@ pub const SHALLOW_DETOURS: usize = 2;
 
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
 /// say. `shallow` measured the same as `outer` (cost and accuracy), and `deep`, the only
-/// placement whose windows never missed bzip2's sorting loops for a whole run, cost 5-7
-/// points more (bench/results/ephemeral-windows.md).
+/// placement whose windows never missed bzip2's sorting loops for a whole run, costs
+/// about as much as exact edges (bench/results/ephemeral-windows.md).
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Outer;
 
-/// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`], high enough for a sort's loops nested in
-/// `if`s and low enough to leave out a dispatch `br_table`'s cases.
+/// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough
+/// for a sort's loops nested in `if`s and low enough to leave out most of a dispatch
+/// `br_table`'s cases.
 pub const DEEP_DETOURS: usize = 8;
 
 impl SwitchPlacement {

@@ -246,7 +246,8 @@ fn wants(placement: SwitchPlacement, l: &ShapeLoop) -> bool {
             l.outermost || ((l.calls || !l.innermost) && l.detours <= crate::plan::SHALLOW_DETOURS)
         }
         SwitchPlacement::Deep => {
-            l.outermost || ((l.calls || !l.innermost) && l.detours <= crate::plan::DEEP_DETOURS)
+            wants(SwitchPlacement::Shallow, l)
+                || (!l.innermost && l.detours <= crate::plan::DEEP_DETOURS)
         }
         SwitchPlacement::All => true,
     }

@@ -72,31 +72,33 @@ fn shallow_checks_inner_loops_that_call_with_few_constructs_around() {
     assert!(s.leaves_at(SwitchPlacement::Outer, 0));
 }
 
-/// `deep` checks, and leaves at, inner loops that call or hold loops behind up to eight
-/// constructs (a sort's loops nested in `if`s), but not behind more (a dispatch
-/// `br_table`'s cases), nor call-free innermost loops.
+/// `deep` checks, and leaves at, what `shallow` does, and loops that hold loops behind up
+/// to eight constructs (a sort's loops nested in `if`s), but not behind more (a dispatch
+/// `br_table`'s cases), nor loops that only call behind more than two.
 #[test]
-fn deep_checks_inner_loops_behind_up_to_eight_constructs() {
-    let nested = |n: usize| {
+fn deep_checks_loops_that_hold_loops_behind_up_to_eight_constructs() {
+    let nested = |n: usize, body: &str| {
         format!(
-            "{}(loop (call $f (i32.const 0)) (br_if 0 (local.get 0))){}",
+            "{}(loop {body} (br_if 0 (local.get 0))){}",
             "(block ".repeat(n),
             ")".repeat(n)
         )
     };
+    let holds = "(loop (br_if 0 (local.get 0)))";
+    let calls = "(call $f (i32.const 0))";
     let s = shape_of(&format!(
         r#"(module (func $f (param i32)
              (loop                                ;; outermost
                {}
                {}
-               (block (block (block (block
-                 (loop (br_if 0 (local.get 0))))))) ;; call-free, innermost
+               {}
                (br_if 0 (local.get 0)))))"#,
-        nested(8),
-        nested(9)
+        nested(8, holds),
+        nested(9, holds),
+        nested(3, calls)
     ));
     let detours: Vec<usize> = s.loops.iter().map(|l| l.detours).collect();
-    assert_eq!(detours, vec![0, 8, 9, 4]);
+    assert_eq!(detours, vec![0, 8, 8, 9, 9, 3]);
     assert_eq!(s.targets(SwitchPlacement::Shallow), vec![0]);
     assert_eq!(s.targets(SwitchPlacement::Deep), vec![0, 1]);
     assert!(s.leaves_at(SwitchPlacement::Deep, 1));
