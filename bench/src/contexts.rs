@@ -339,12 +339,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let specs: Vec<Spec> = specs()
         .into_iter()
         .filter(|s| {
-            args.variants.is_empty()
-                || ["none", "exact-calls", "native-0.1ms"].contains(&s.label)
-                || args
-                    .variants
-                    .iter()
-                    .any(|v| crate::harness::picks(v, s.label, false))
+            ["none", "exact-calls", "native-0.1ms"].contains(&s.label)
+                || crate::harness::selects(args, s.label, false)
         })
         .collect();
     let find = |l: &str| specs.iter().position(|s| s.label == l).unwrap();

@@ -130,14 +130,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let configs: Vec<Config> = configs()
         .into_iter()
         .enumerate()
-        .filter(|(k, c)| {
-            *k < 3
-                || args.variants.is_empty()
-                || args
-                    .variants
-                    .iter()
-                    .any(|v| crate::harness::picks(v, &c.label, false))
-        })
+        .filter(|(k, c)| *k < 3 || crate::harness::selects(args, &c.label, false))
         .map(|(_, c)| c)
         .collect();
     let mut table = String::new();

@@ -272,9 +272,14 @@ pub(crate) fn profile_of(
     )
 }
 
+/// Whether `--variants` (any of them; all when none is given) selects `label`.
+pub(crate) fn selects(args: &crate::Args, label: &str, substring: bool) -> bool {
+    args.variants.is_empty() || args.variants.iter().any(|v| picks(v, label, substring))
+}
+
 /// Whether `--variants v` selects `label`: `=LABEL` exactly, else by substring (or, for
 /// tables whose labels contain each other, exactly).
-pub(crate) fn picks(v: &str, label: &str, substring: bool) -> bool {
+fn picks(v: &str, label: &str, substring: bool) -> bool {
     match v.strip_prefix('=') {
         Some(exact) => label == exact,
         None if substring => label.contains(v),

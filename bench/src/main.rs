@@ -193,13 +193,7 @@ fn main() -> Result<()> {
         .into_iter()
         .enumerate()
         .filter(|(k, s)| {
-            *k == 0
-                || s.label == "exact-paths"
-                || args.variants.is_empty()
-                || args
-                    .variants
-                    .iter()
-                    .any(|v| harness::picks(v, s.label, true))
+            *k == 0 || s.label == "exact-paths" || harness::selects(&args, s.label, true)
         })
         .map(|(_, s)| s)
         .collect();

@@ -124,7 +124,7 @@ impl Default for SamplingOptions {
             intervals: None,
             switch: SwitchDrive::Sampler,
             persistence: d.persistence,
-            epoch: EPHEMERAL_EPOCH,
+            epoch: d.epoch,
             window: EPHEMERAL_WINDOW,
             live: None,
         }
