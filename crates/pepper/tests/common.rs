@@ -87,10 +87,46 @@ pub fn unique_path(name: impl AsRef<str>) -> PathBuf {
     tempdir().join(format!("{stem}.{n}.{ext}"))
 }
 
+/// This test process's scratch directory, `pepper-tests-PID` under the system's temp
+/// directory. A test binary cannot clean up after itself (statics are not dropped and a
+/// failing test may still want its files read), so the first call removes the
+/// directories of test processes that are gone: without that, every `cargo test` left
+/// hundreds of megabytes of modules and profiles behind.
 pub fn tempdir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("pepper-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        remove_stale_tempdirs(&tmp);
+        let d = tmp.join(format!("pepper-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    })
+    .clone()
+}
+
+/// Removes `pepper-tests-PID` directories whose process no longer runs. Only where
+/// `/proc` says which processes run: elsewhere a live run's directory could go.
+fn remove_stale_tempdirs(tmp: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("pepper-tests-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+            // Another test process may be sweeping the same directory: ignore races.
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The index of function `func` (by name).
