@@ -223,6 +223,25 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
+            label: "pep+native-500us-2ms-stacks+switch-shallow",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_millis(2)),
+            bursts: Duration::from_micros(500),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "pepper's default with a stack sample at every fourth burst (`--stack-interval 2ms`)",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+native-500us-nocounts+switch-shallow",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(500)),
+            bursts: Duration::from_micros(500),
+            counters: false,
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            what: "pepper's default without call-site counters (`--no-call-counts`: each site's calls estimated from the sampled paths)",
+            ..native.clone()
+        },
+        Spec {
             label: "pep+switch-shallow-500us",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(500)),

@@ -9,6 +9,7 @@ use crate::{
 use anyhow::Result;
 use pepper_profile::compare::compare;
 use pepper_profile::Mode;
+use pepper_runtime::WindowPhase;
 use pepper_wasm::switch::SwitchPlacement;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -29,6 +30,8 @@ struct Config {
     /// Where clean code checks the windows' flag (`--switch`); budgets always check at
     /// `outer`'s places.
     placement: Option<SwitchPlacement>,
+    /// Where in its epoch a window opens.
+    phase: WindowPhase,
 }
 
 impl Config {
@@ -40,6 +43,7 @@ impl Config {
             epoch: EPOCH,
             window: None,
             placement: None,
+            phase: WindowPhase::default(),
         }
     }
 
@@ -114,7 +118,19 @@ fn configs() -> Vec<Config> {
     }
     // `pepper run`'s default: 50 µs every 2 ms at `outer`.
     configs.push(Config::windows(50, ms(2), SwitchPlacement::Outer));
-    for (us, epoch) in [(0, EPOCH), (250, EPOCH), (50, ms(2)), (25, ms(1))] {
+    // The same, opening at the start of every epoch instead of anywhere in it.
+    let mut fixed = Config::windows(50, ms(2), SwitchPlacement::Outer);
+    fixed.label.push_str(" at epoch starts");
+    fixed.phase = WindowPhase::Start;
+    configs.push(fixed);
+    configs.push(Config::windows(100, ms(4), SwitchPlacement::Outer));
+    for (us, epoch) in [
+        (0, EPOCH),
+        (250, EPOCH),
+        (50, ms(2)),
+        (100, ms(4)),
+        (25, ms(1)),
+    ] {
         configs.push(Config::windows(us, epoch, SwitchPlacement::Shallow));
     }
     for (us, epoch) in [(0, EPOCH), (50, ms(2))] {
@@ -172,6 +188,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                             persistence: c.persistence.unwrap_or_default(),
                             epoch: c.epoch,
                             window: c.window.unwrap_or_default(),
+                            window_phase: c.phase,
                             ..Default::default()
                         },
                     )
@@ -260,8 +277,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          Machine: {}. wasmtime 48.0.8. Epoch {} ms unless the variant says otherwise; P is \
          the persistence (`--persistence`: function entries and outermost loop iterations \
          each function records per epoch); P=0 is never armed, the clean code's cost alone. \
-         Windows (`--window W`): one module-wide flag open for W at the start of every \
-         epoch, checked by clean code where the label's placement says (`--switch`; \
+         Windows (`--window W`): one module-wide flag open for W once every epoch, at a \
+         random point of it unless the label says otherwise, checked by clean code where \
+         the label's placement says (`--switch`; \
          `pepper run`'s default is W=50us@2ms outer), nothing counted in clean code, \
          counts scaled by the run's time over the windows' (measured; the epoch thread \
          ends a window by spinning, so it lasts what was asked); W=0 never opens one after \

@@ -92,6 +92,8 @@ pub struct SamplingOptions {
     /// Ephemeral in windows (`InstrumentOptions::ephemeral_windows`): how long every
     /// epoch's window is open.
     pub window: Duration,
+    /// Ephemeral in windows: where in its epoch each window opens (default: anywhere).
+    pub window_phase: crate::WindowPhase,
     /// Counts the sampler keeps up to date while the guest runs (a progress display).
     pub live: Option<Arc<crate::LiveCounts>>,
 }
@@ -126,6 +128,7 @@ impl Default for SamplingOptions {
             persistence: d.persistence,
             epoch: d.epoch,
             window: EPHEMERAL_WINDOW,
+            window_phase: Default::default(),
             live: None,
         }
     }
@@ -293,6 +296,7 @@ impl CommandOptions {
                 persistence: s.persistence,
                 epoch: s.epoch,
                 window: guest.ephemeral_windows.then_some(s.window),
+                phase: s.window_phase,
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched)
                 .then_some(guest.layout.switch_flag),

@@ -6,10 +6,13 @@
 //! function is clean again. This thread re-arms every budget once per epoch.
 //!
 //! In windows (`EphemeralConfig::window`) there is one flag for the whole module, and
-//! this thread sets it for the window at the start of every epoch: every function runs
-//! its instrumented copy from its next check until the window closes.
+//! this thread sets it for one window in every epoch: every function runs its
+//! instrumented copy from its next check until the window closes. Each window opens at a
+//! random point of its epoch ([`WindowPhase`]): stratified sampling in time, so a program
+//! whose own period divides the epoch is not always seen at the same point of its cycle.
 
 use crate::memview::MemView;
+use crate::pick::Pick;
 use crate::worker::{Stop, Worker};
 use std::time::{Duration, Instant};
 
@@ -27,6 +30,32 @@ pub struct EphemeralConfig {
     /// Windows: how long the module-wide flag at `budgets` stays set every epoch
     /// (`functions` and `persistence` unused).
     pub window: Option<Duration>,
+    /// Windows: where in its epoch each window opens.
+    pub phase: WindowPhase,
+}
+
+/// Where in its epoch an ephemeral window opens.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum WindowPhase {
+    /// At a uniformly random point that leaves the window inside the epoch (the default):
+    /// every instant of the run is equally likely to be in a window, whatever the
+    /// program's own rhythm.
+    #[default]
+    Random,
+    /// At the start of every epoch: a fixed period, which a periodic program can alias
+    /// with (kept to measure the difference).
+    Start,
+}
+
+impl WindowPhase {
+    /// How long after its epoch starts a window of `window` opens.
+    fn offset(self, pick: &mut Pick, epoch: Duration, window: Duration) -> Duration {
+        let room = epoch.saturating_sub(window).as_nanos() as u64;
+        match self {
+            WindowPhase::Start => Duration::ZERO,
+            WindowPhase::Random => Duration::from_nanos(pick.below(room + 1)),
+        }
+    }
 }
 
 /// The running armer thread; `finish` says how many epochs it armed, and for how long
@@ -64,8 +93,9 @@ impl Armer {
     }
 }
 
-/// Windows: the flag set for `window` every epoch (the first window is open already, since
-/// `opened`); returns the epochs and the time the windows were open.
+/// Windows: the flag set for `window` once every epoch, epochs counted from `opened`
+/// (when the first window, open already, opened); returns the epochs and the time the
+/// windows were open.
 fn windows(
     mem: MemView,
     cfg: &EphemeralConfig,
@@ -74,13 +104,17 @@ fn windows(
     mut opened: Instant,
 ) -> (u64, Duration) {
     crate::worker::least_timer_slack();
-    let (mut epochs, mut on) = (1, Duration::ZERO);
+    let first = opened;
+    let mut pick = Pick(Pick::SEED);
+    let (mut epochs, mut on) = (1u32, Duration::ZERO);
     loop {
         let stopped = stop.sleep_precisely(window.saturating_sub(opened.elapsed()));
         mem.set_u32(cfg.budgets, 0);
         on += opened.elapsed();
-        if stopped || stop.sleep(cfg.epoch.saturating_sub(window)) {
-            return (epochs, on);
+        // The next epoch's window; at once if this thread fell behind.
+        let at = first + cfg.epoch * epochs + cfg.phase.offset(&mut pick, cfg.epoch, window);
+        if stopped || stop.sleep_until(at) {
+            return (epochs.into(), on);
         }
         mem.set_u32(cfg.budgets, 1);
         opened = Instant::now();
@@ -93,5 +127,38 @@ fn arm(mem: MemView, cfg: &EphemeralConfig) {
         // The guest decrements with a plain load and store: a re-arm that lands between
         // them is lost, and the function waits for the next epoch. Rare, and harmless.
         mem.set_u32(cfg.budgets + 4 * f, cfg.persistence);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random windows open anywhere that keeps them inside their epoch, and cover it
+    /// evenly; `Start` windows open as their epoch starts.
+    #[test]
+    fn window_offsets_stay_in_the_epoch_and_spread_over_it() {
+        let (epoch, window) = (Duration::from_millis(2), Duration::from_micros(50));
+        let room = epoch - window;
+        let mut pick = Pick(Pick::SEED);
+        let mut quarters = [0u32; 4];
+        for _ in 0..4000 {
+            let at = WindowPhase::Random.offset(&mut pick, epoch, window);
+            assert!(at <= room, "{at:?} leaves the window past its epoch");
+            quarters[(4 * at.as_nanos() / (room.as_nanos() + 1)) as usize] += 1;
+        }
+        assert!(
+            quarters.iter().all(|&q| (850..1150).contains(&q)),
+            "{quarters:?}"
+        );
+        assert_eq!(
+            WindowPhase::Start.offset(&mut pick, epoch, window),
+            Duration::ZERO
+        );
+        // A window as long as its epoch has no room to move.
+        assert_eq!(
+            WindowPhase::Random.offset(&mut pick, epoch, epoch),
+            Duration::ZERO
+        );
     }
 }

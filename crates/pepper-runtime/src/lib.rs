@@ -30,6 +30,7 @@ mod interrupt;
 mod intervals;
 mod memview;
 mod native;
+mod pick;
 mod profiler;
 mod sampler;
 mod worker;
@@ -39,7 +40,7 @@ pub use command::{
     profile_command, CommandOptions, CommandRun, EarlyStopOptions, Note, SamplingOptions,
     SwitchDrive, WasiOptions, BUDGET_EPOCH, EPHEMERAL_EPOCH, EPHEMERAL_WINDOW, PEP_INTERVAL,
 };
-pub use epochs::EphemeralConfig;
+pub use epochs::{EphemeralConfig, WindowPhase};
 pub use interrupt::stop_on_signals;
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, TimelineSource, EVERY_PATH_END_RING_LOG2,

@@ -70,7 +70,9 @@ impl Stop {
         self.sleep_until(Instant::now() + period)
     }
 
-    fn sleep_until(&self, deadline: Instant) -> bool {
+    /// Sleeps until `deadline` (at once if it has passed) or until stopped. Returns whether
+    /// a stop was requested.
+    pub(crate) fn sleep_until(&self, deadline: Instant) -> bool {
         while !self.requested() {
             let now = Instant::now();
             if now >= deadline {

@@ -502,6 +502,27 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
     panic!("no run within bounds: {misses:#?}");
 }
 
+/// Ephemeral windows on a program with a 2 ms rhythm, as long as the windows' epoch: a
+/// window opens at a random point of its epoch, so the windows see both halves of the
+/// program's period and estimate its 50% branch as such. Windows at one fixed point of
+/// each epoch would all see the same half (a bias of 0 or 1).
+#[test]
+fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
+    let f = fixture("periodic.wat");
+    let (c, _, err, eph) = run("ephemeral", &f, &["--epoch", "2ms"], &[]);
+    assert_eq!(c, 0, "{err}");
+    let s = eph.sampling.as_ref().expect("windows recorded");
+    assert!(s.ticks >= 50, "only {} windows", s.ticks);
+    let got = branch(&eph, "phase", If, 0);
+    let share = got[0] as f64 / (got[0] + got[1]).max(1) as f64;
+    // About 200 windows, each seeing one half (a 50 µs window rarely spans both):
+    // binomial, so 0.3-0.7 is more than five standard deviations either way.
+    assert!(
+        (0.3..=0.7).contains(&share),
+        "the windows saw {got:?} of `phase`'s outcomes: {share:.3} in its first half"
+    );
+}
+
 /// Ephemeral instrumentation on known biases: the estimates match exact edges, each
 /// function's copy records about `--persistence` executions per epoch and then stops
 /// (counted), and every epoch arms it again.

@@ -2,6 +2,7 @@
 //! machine from the guest's ring, weighted by the guest's path-end rate at that moment.
 
 use super::{BurstWeights, MemView, SamplerConfig, SamplerResult};
+use crate::pick::Pick;
 use pepper_sampling::{ArnoldGrove, Decision, SampleTable};
 use std::time::{Duration, Instant};
 
@@ -67,7 +68,7 @@ impl Bursts {
             rate_weights: cfg.weights == BurstWeights::Rate,
             last_burst: Instant::now(),
             total_weight: 0.0,
-            pick: Pick(0x9E37_79B9_7F4A_7C15),
+            pick: Pick(Pick::SEED),
             taken: (Vec::new(), 0.0),
             reads: Vec::new(),
         }
@@ -441,20 +442,5 @@ fn per_second(ends: u32, time: Duration) -> f64 {
     match time.is_zero() {
         true => 0.0,
         false => ends as f64 / time.as_secs_f64(),
-    }
-}
-
-/// Where in a watched stretch a burst starts: a xorshift generator, seeded the same way
-/// every run (like the Arnold-Grove skip it extends), so a run's choices repeat.
-#[derive(Clone)]
-struct Pick(u64);
-
-impl Pick {
-    /// Uniform in `0..n` (`n` > 0; the modulo bias is below 2^-40 for the stretches here).
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
     }
 }

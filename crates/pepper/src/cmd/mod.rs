@@ -65,7 +65,7 @@ pub enum ModeArg {
     /// runs twice: only for programs without side effects you mind repeating.
     Staged,
     /// Ephemeral instrumentation: every function records its branches during a --window
-    /// at the start of each --epoch and runs clean code the rest of the time; branch
+    /// once in each --epoch and runs clean code the rest of the time; branch
     /// counts are the windows' scaled to the run (or, with --persistence, each function's
     /// first executions per epoch, propagated from exact entry counts). An edge profile
     /// for a few percent, without paths.

@@ -96,8 +96,10 @@ pub struct Args {
     #[arg(long, value_parser = parse_duration)]
     epoch: Option<std::time::Duration>,
     /// Ephemeral (the default design): every function's instrumented copy runs for this
-    /// long at the start of each --epoch, e.g. `250us`. Clean code counts nothing, and the
-    /// counts are the windows' executions scaled to the run's time. Default 50 µs
+    /// long once in each --epoch, at a random point of it (so a program with a rhythm of
+    /// its own is not always seen at one point of it), e.g. `250us`. Clean code counts
+    /// nothing, and the counts are the windows' executions scaled to the run's time.
+    /// Default 50 µs
     /// (bench/results/ephemeral-windows.md: as cheap as 250 µs every 10 ms, and more of
     /// the hot branches' biases within 5 points). Clean code checks where --switch says
     /// (default `outer`).
@@ -608,6 +610,7 @@ impl Args {
                 None => pepper_runtime::EPHEMERAL_EPOCH,
             }),
             window: self.window.unwrap_or(pepper_runtime::EPHEMERAL_WINDOW),
+            window_phase: Default::default(),
             live: None,
         };
         Ok(CommandOptions {
