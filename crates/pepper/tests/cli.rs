@@ -604,7 +604,8 @@ fn exits_zero_with_hints_on(module: &std::path::Path) {
         "--mode",
         "none",
         "--branch-hints",
-        // Not the default `X.pepper.json` beside the working directory: the crate's own.
+        // The profile goes to the temp dir, not to `X.pepper.json` in the working
+        // directory (the crate's own).
         "-o",
         unique_path("hints-on.pepper.json").to_str().unwrap(),
         module.to_str().unwrap(),
