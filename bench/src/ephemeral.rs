@@ -32,6 +32,9 @@ struct Config {
     placement: Option<SwitchPlacement>,
     /// Where in its epoch a window opens.
     phase: WindowPhase,
+    /// Windows' flag in the program's memory where its layout allows
+    /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
+    guest_flag: bool,
 }
 
 impl Config {
@@ -44,6 +47,7 @@ impl Config {
             window: None,
             placement: None,
             phase: WindowPhase::default(),
+            guest_flag: true,
         }
     }
 
@@ -67,6 +71,7 @@ impl Config {
             mode: self.mode,
             ephemeral_windows: self.window.is_some(),
             switch: self.placement,
+            guest_flag: self.guest_flag,
             ..Default::default()
         }
     }
@@ -123,6 +128,15 @@ fn configs() -> Vec<Config> {
     fixed.label.push_str(" at epoch starts");
     fixed.phase = WindowPhase::Start;
     configs.push(fixed);
+    // The default and its floor with the flag in pepper's memory, as before the flag could
+    // live in the program's.
+    for us in [0, 50] {
+        let mut own = Config::windows(us, ms(2), SwitchPlacement::Outer);
+        own.label.push_str(", flag in pepper's memory");
+        own.guest_flag = false;
+        configs.push(own);
+    }
+    configs.push(Config::windows(0, ms(2), SwitchPlacement::Outer));
     configs.push(Config::windows(100, ms(4), SwitchPlacement::Outer));
     for (us, epoch) in [
         (0, EPOCH),

@@ -91,9 +91,9 @@ impl<T: 'static> Profiled<T> {
         module: &Module,
         cfg: &AttachConfig,
     ) -> Result<Profiled<T>> {
-        let view = counters_view(&mut store, instance, cfg);
+        let views = views(&mut store, instance, cfg);
         let code = native::CodeSource::Module(module);
-        let attached = Attached::start_with(&mut store, view, code, cfg, &OnceLock::new())?;
+        let attached = Attached::start_with(&mut store, views, code, cfg, &OnceLock::new())?;
         Ok(Profiled { attached, store })
     }
 
@@ -155,6 +155,9 @@ pub struct Collected {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows_on: Duration,
+    /// Ephemeral in windows: the program wrote the flag word (in its own memory), and
+    /// the windows stopped.
+    pub windows_overwritten: bool,
 }
 
 impl Attached {
@@ -162,18 +165,27 @@ impl Attached {
     /// keeps `store` alive until `finish` ([`Profiled`], `Prepared::run`).
     pub(crate) fn start_with<T: 'static>(
         store: &mut Store<T>,
-        memory: Option<MemView>,
+        views: Views,
         code: native::CodeSource<'_>,
         cfg: &AttachConfig,
         code_map: &OnceLock<native::CodeMap>,
     ) -> Result<Attached> {
+        let memory = views.counters;
         if let Some(at) = cfg.switch_on {
             let mem = memory.context("switch: the module has no counters memory")?;
             mem.set_u32(at, 1);
         }
         let armer = match &cfg.ephemeral {
             Some(e) => {
-                let mem = memory.context("ephemeral: the module has no counters memory")?;
+                let mem = match e.in_guest_memory {
+                    true => views.guest.with_context(|| {
+                        format!(
+                            "ephemeral: the module does not export its memory 0 as `{}`",
+                            pepper_layout::GUEST_MEMORY_EXPORT
+                        )
+                    })?,
+                    false => memory.context("ephemeral: the module has no counters memory")?,
+                };
                 Some(epochs::Armer::start(mem, e.clone()))
             }
             None => None,
@@ -205,15 +217,16 @@ impl Attached {
         drop(self.watcher.take());
         let counters = self.counters();
         let sampler = take(&self.sampler);
-        let (epochs, windows_on) = self
+        let armed = self
             .armer
             .take()
-            .map_or((0, Duration::ZERO), epochs::Armer::finish);
+            .map_or_else(Default::default, epochs::Armer::finish);
         Collected {
             counters,
             samples: sampler.map(sampler::Sampler::finish),
-            epochs,
-            windows_on,
+            epochs: armed.epochs,
+            windows_on: armed.windows_on,
+            windows_overwritten: armed.overwritten,
         }
     }
 }
@@ -335,15 +348,31 @@ fn start_sampler<T: 'static>(
     ))
 }
 
-/// Pepper's memory in a core module's instance: its export.
-pub(crate) fn counters_view<T: 'static>(
+/// The memories the profiling threads read and write.
+#[derive(Copy, Clone, Default)]
+pub(crate) struct Views {
+    /// Pepper's memory.
+    pub(crate) counters: Option<MemView>,
+    /// The program's memory 0, where ephemeral windows keep their flag in modules that
+    /// leave a word there free (`pepper_layout::Guest::guest_flag`). Its base does not
+    /// move when the program grows it (a 32-bit memory, inside wasmtime's default 4 GiB
+    /// reservation), and the threads touch only that word.
+    pub(crate) guest: Option<MemView>,
+}
+
+/// The memories of a core module's instance: pepper's export, and the program's memory
+/// 0 where the module exports it for pepper.
+pub(crate) fn views<T: 'static>(
     store: &mut Store<T>,
     instance: &Instance,
     cfg: &AttachConfig,
-) -> Option<MemView> {
-    let memory = cfg
-        .counters_export
-        .as_ref()
-        .and_then(|name| instance.get_memory(&mut *store, name))?;
-    Some(MemView::of(Some(&memory), &*store))
+) -> Views {
+    let mut view = |name: Option<&str>| {
+        let memory = name.and_then(|name| instance.get_memory(&mut *store, name))?;
+        Some(MemView::of(Some(&memory), &*store))
+    };
+    Views {
+        counters: view(cfg.counters_export.as_deref()),
+        guest: view(Some(pepper_layout::GUEST_MEMORY_EXPORT)),
+    }
 }

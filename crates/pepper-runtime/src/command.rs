@@ -291,12 +291,13 @@ impl CommandOptions {
             epoch: None,
             branch_hints: self.branch_hints || module.wants_branch_hinting(),
             ephemeral: (guest.mode == Mode::Ephemeral && switched).then(|| EphemeralConfig {
-                budgets: guest.layout.switch_flag,
+                budgets: guest.guest_flag.unwrap_or(guest.layout.switch_flag),
                 functions: (guest.num_funcs - guest.num_imports) as u32,
                 persistence: s.persistence,
                 epoch: s.epoch,
                 window: guest.ephemeral_windows.then_some(s.window),
                 phase: s.window_phase,
+                in_guest_memory: guest.guest_flag.is_some(),
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched)
                 .then_some(guest.layout.switch_flag),
@@ -382,7 +383,10 @@ pub fn profile_command(
     } else {
         None
     };
-    let iopts = opts.instrument_options(guide);
+    let mut iopts = opts.instrument_options(guide);
+    // A component's memories are found by their size (`hostmem`), not by export: its
+    // windows' flag stays in pepper's memory.
+    iopts.guest_flag &= unit.component.is_none();
     let inst = Arc::new(pepper_wasm::instrument(&unit.core, &iopts)?);
     let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
     note(Note::Instrumented {

@@ -58,6 +58,8 @@ pub struct Results<'a> {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows_on: std::time::Duration,
+    /// Ephemeral in windows: the program wrote the flag word, and the windows stopped.
+    pub windows_overwritten: bool,
 }
 
 impl Collected {
@@ -68,6 +70,7 @@ impl Collected {
             samples: self.samples.as_ref(),
             epochs: self.epochs,
             windows_on: self.windows_on,
+            windows_overwritten: self.windows_overwritten,
         }
     }
 }
@@ -80,6 +83,7 @@ impl RunResult {
             samples: self.samples.as_ref(),
             epochs: self.epochs,
             windows_on: self.windows_on,
+            windows_overwritten: self.windows_overwritten,
         }
     }
 }
@@ -166,10 +170,20 @@ pub fn profile(
         info.weights = String::new();
     }
     let stacks = sampler.and_then(|s| s.stacks.as_ref().map(|st| (st, s.stack_interval())));
+    let mut warnings = Vec::new();
+    if collected.windows_overwritten {
+        warnings.push(format!(
+            "the program wrote the word of its memory 0 that ephemeral windows use as their \
+             flag (address {}): the windows stopped there, and its clean code then ran \
+             instrumented whenever it read the program's value, so the counts are not a \
+             time sample; profile it with `--persistence` instead",
+            instrumented.guest.guest_flag.unwrap_or_default()
+        ));
+    }
     let outcome = pepper_wasm::RunOutcome {
         module,
         run,
-        warnings: Vec::new(),
+        warnings,
         sampling,
         contexts: stacks.and_then(|(sc, every)| samples.and_then(|r| sc.collected(r, every))),
     };

@@ -32,6 +32,9 @@ pub struct EphemeralConfig {
     pub window: Option<Duration>,
     /// Windows: where in its epoch each window opens.
     pub phase: WindowPhase,
+    /// Windows: the flag at `budgets` is a word of the program's memory 0, not of
+    /// pepper's (`pepper_layout::Guest::guest_flag`).
+    pub in_guest_memory: bool,
 }
 
 /// Where in its epoch an ephemeral window opens.
@@ -58,9 +61,20 @@ impl WindowPhase {
     }
 }
 
-/// The running armer thread; `finish` says how many epochs it armed, and for how long
-/// windows were open.
-pub(crate) struct Armer(Worker<(u64, Duration)>);
+/// What the armer thread did.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Armed {
+    pub(crate) epochs: u64,
+    /// Windows: how long they were open.
+    pub(crate) windows_on: Duration,
+    /// Windows: the flag word held something this thread had not written, so the
+    /// program wrote it (a flag in its memory, [`EphemeralConfig::in_guest_memory`]); the
+    /// thread stopped writing it from then on.
+    pub(crate) overwritten: bool,
+}
+
+/// The running armer thread; `finish` says what it did.
+pub(crate) struct Armer(Worker<Armed>);
 
 impl Armer {
     /// Arms every budget (or, in windows, opens the first window) now, so the first epoch
@@ -68,11 +82,18 @@ impl Armer {
     /// alive until `finish`.
     pub(crate) fn start(mem: MemView, cfg: EphemeralConfig) -> Armer {
         if let Some(window) = cfg.window {
-            mem.set_u32(cfg.budgets, 1);
+            let open = mem.cas_u32(cfg.budgets, 0, 1);
             let opened = Instant::now();
-            return Armer(Worker::spawn("pepper-epochs", move |stop: &Stop| {
-                windows(mem, &cfg, window, stop, opened)
-            }));
+            return Armer(Worker::spawn(
+                "pepper-epochs",
+                move |stop: &Stop| match open {
+                    true => windows(mem, &cfg, window, stop, opened),
+                    false => Armed {
+                        overwritten: true,
+                        ..Armed::default()
+                    },
+                },
+            ));
         }
         arm(mem, &cfg);
         Armer(Worker::spawn("pepper-epochs", move |stop: &Stop| {
@@ -81,42 +102,57 @@ impl Armer {
                 arm(mem, &cfg);
                 epochs += 1;
             }
-            (epochs, Duration::ZERO)
+            Armed {
+                epochs,
+                ..Armed::default()
+            }
         }))
     }
 
-    pub(crate) fn finish(self) -> (u64, Duration) {
+    pub(crate) fn finish(self) -> Armed {
         self.0.finish().unwrap_or_else(|why| {
             eprintln!("pepper: warning: {why}; epochs were not armed after it");
-            (0, Duration::ZERO)
+            Armed::default()
         })
     }
 }
 
 /// Windows: the flag set for `window` once every epoch, epochs counted from `opened`
-/// (when the first window, open already, opened); returns the epochs and the time the
-/// windows were open.
+/// (when the first window, open already, opened). The flag is only ever swapped from
+/// the value this thread left in it: a flag in the program's memory that the program
+/// wrote (a write through a null pointer, say) is left as the program wrote it, and
+/// the windows end there.
 fn windows(
     mem: MemView,
     cfg: &EphemeralConfig,
     window: Duration,
     stop: &Stop,
     mut opened: Instant,
-) -> (u64, Duration) {
+) -> Armed {
     crate::worker::least_timer_slack();
     let first = opened;
     let mut pick = Pick(Pick::SEED);
     let (mut epochs, mut on) = (1u32, Duration::ZERO);
     loop {
         let stopped = stop.sleep_precisely(window.saturating_sub(opened.elapsed()));
-        mem.set_u32(cfg.budgets, 0);
+        let closed = mem.cas_u32(cfg.budgets, 1, 0);
         on += opened.elapsed();
         // The next epoch's window; at once if this thread fell behind.
         let at = first + cfg.epoch * epochs + cfg.phase.offset(&mut pick, cfg.epoch, window);
-        if stopped || stop.sleep_until(at) {
-            return (epochs.into(), on);
+        let armed = |overwritten| Armed {
+            epochs: epochs.into(),
+            windows_on: on,
+            overwritten,
+        };
+        if !closed {
+            return armed(true);
         }
-        mem.set_u32(cfg.budgets, 1);
+        if stopped || stop.sleep_until(at) {
+            return armed(false);
+        }
+        if !mem.cas_u32(cfg.budgets, 0, 1) {
+            return armed(true);
+        }
         opened = Instant::now();
         epochs += 1;
     }

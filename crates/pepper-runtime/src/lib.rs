@@ -206,6 +206,8 @@ pub struct RunResult {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows_on: Duration,
+    /// Ephemeral in windows: the program wrote the flag word, and the windows stopped.
+    pub windows_overwritten: bool,
 }
 
 impl RunResult {
@@ -373,6 +375,7 @@ impl Prepared {
             samples: collected.samples,
             epochs: collected.epochs,
             windows_on: collected.windows_on,
+            windows_overwritten: collected.windows_overwritten,
         })
     }
 
@@ -429,10 +432,10 @@ impl Prepared {
                 let entry = Entry::find(&instance, &mut store, cfg.invoke.as_ref())?;
                 let setup = Instant::now();
                 let attach = cfg.attach_config();
-                let view = attach::counters_view(&mut store, &instance, &attach);
+                let views = attach::views(&mut store, &instance, &attach);
                 let attached = attach::Attached::start_with(
                     &mut store,
-                    view,
+                    views,
                     native::CodeSource::Module(module),
                     &attach,
                     &self.code_map,
@@ -491,7 +494,10 @@ impl Prepared {
         };
         let attached = attach::Attached::start_with(
             &mut store,
-            view,
+            attach::Views {
+                counters: view,
+                guest: None,
+            },
             native::CodeSource::Component(component, program, program_at),
             &cfg.attach_config(),
             &self.code_map,

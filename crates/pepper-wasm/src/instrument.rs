@@ -142,6 +142,10 @@ fn build(
         dropped_sections: Vec::new(),
         switch_hints: 0,
         ephemeral_windows: b.ephemeral && !b.budgets,
+        guest_flag: (b.ephemeral && !b.budgets && b.switch.is_some() && opts.guest_flag)
+            .then(|| crate::guest_flag::guest_flag_fits(wasm))
+            .filter(|&fits| fits)
+            .map(|_| crate::guest_flag::GUEST_FLAG_ADDRESS),
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (b.mode == Mode::None && !context_code) || facts.bodies.is_empty() {

@@ -20,6 +20,7 @@ pub mod decode;
 pub mod dwarf;
 pub mod emit;
 pub mod entries;
+pub mod guest_flag;
 pub mod hints;
 pub mod inline;
 mod instrument;

@@ -233,6 +233,11 @@ pub struct InstrumentOptions {
     /// clean code. The counts are the windows' executions, scaled to the run (see
     /// `decode::ephemeral`). `false`: budgets, as `pepper run --persistence`.
     pub ephemeral_windows: bool,
+    /// Ephemeral in windows: keep the flag in the program's memory 0 where the module's
+    /// layout leaves a word there free ([`crate::guest_flag`]), so that checks need no
+    /// base address of pepper's memory, and export that memory for the runtime. `false`
+    /// where the runtime cannot reach the program's memory (components).
+    pub guest_flag: bool,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -267,6 +272,7 @@ impl Default for InstrumentOptions {
             switch_chaos: false,
             switch_hints: true,
             ephemeral_windows: true,
+            guest_flag: true,
         }
     }
 }
@@ -396,6 +402,9 @@ pub struct Plan {
     pub switch_hints: usize,
     /// Ephemeral in windows ([`InstrumentOptions::ephemeral_windows`]).
     pub ephemeral_windows: bool,
+    /// Ephemeral in windows: the flag's address in the program's memory 0, when it lives
+    /// there ([`InstrumentOptions::guest_flag`]).
+    pub guest_flag: Option<u32>,
     pub warnings: Vec<String>,
     /// Custom sections (or parts of them) the instrumented module leaves out because they
     /// locate code by offset and rewriting moved it: DWARF, branch hints of rewritten

@@ -25,6 +25,8 @@ pub struct Additions {
     pub globals: Vec<ValType>,
     /// Branch hints for rewritten functions and pepper's own (the switch's checks).
     pub hints: Vec<crate::hints::Hint>,
+    /// Export the program's memory 0 for the runtime ([`pepper_layout::GUEST_MEMORY_EXPORT`]).
+    pub export_guest_memory: bool,
 }
 
 struct Writer<'a, 'f> {
@@ -91,6 +93,9 @@ impl Writer<'_, '_> {
     }
     fn add_export(&mut self, s: &mut ExportSection) {
         s.export(COUNTERS_EXPORT, ExportKind::Memory, self.add.memory_index);
+        if self.add.export_guest_memory {
+            s.export(pepper_layout::GUEST_MEMORY_EXPORT, ExportKind::Memory, 0);
+        }
         self.export_done = true;
     }
     fn add_data(&mut self, s: &mut DataSection) {

@@ -46,8 +46,10 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub a: &'a crate::analysis::FunctionAnalysis,
     pub wrapper: BlockType,
     pub mem: u32,
-    /// Address of the flag word in pepper's memory.
-    pub flag: u32,
+    /// The flag word: (memory index, address). Pepper's memory, or the program's memory
+    /// 0 for ephemeral windows where the module leaves a word there free
+    /// (`crate::guest_flag`).
+    pub flag: (u32, u32),
     pub params: &'a [wasm_encoder::ValType],
     pub shape: &'a Shape,
     pub placement: SwitchPlacement,
@@ -353,7 +355,7 @@ impl SwitchedFunction<'_, '_> {
         targets: &[usize],
         scratch: &mut Scratch,
     ) -> Result<Checks, crate::plan::InstrumentError> {
-        let at = crate::emit::memarg(self.mem, self.flag, 2);
+        let at = crate::emit::memarg(self.flag.0, self.flag.1, 2);
         // An atomic load: the sampler thread writes the flag, and Cranelift would take a
         // plain load in a loop without stores for the same as the one at the function's
         // entry (redundant load elimination), so the loop never switched.
@@ -409,8 +411,11 @@ impl SwitchedFunction<'_, '_> {
         // flag is cleared, so that the burst ends in the guest whether or not the
         // sampler thread runs at that moment.
         let over = self.ring_head.map(|head| {
-            let limit =
-                crate::emit::memarg(self.mem, self.flag + pepper_layout::SWITCH_LIMIT_OFFSET, 2);
+            let limit = crate::emit::memarg(
+                self.mem,
+                self.flag.1 + pepper_layout::SWITCH_LIMIT_OFFSET,
+                2,
+            );
             let head = crate::emit::memarg(self.mem, head, 2);
             vec![
                 I::I32Const(0),

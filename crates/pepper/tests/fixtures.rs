@@ -505,10 +505,21 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
 /// Ephemeral windows on a program with a 2 ms rhythm, as long as the windows' epoch: a
 /// window opens at a random point of its epoch, so the windows see both halves of the
 /// program's period and estimate its 50% branch as such. Windows at one fixed point of
-/// each epoch would all see the same half (a bias of 0 or 1).
+/// each epoch would all see the same half (a bias of 0 or 1). The flag lives in the
+/// program's memory here, so the windows are opened through that memory's export.
 #[test]
 fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
     let f = fixture("periodic.wat");
+    // Laid out as LLVM lays modules out, so the flag is a word of its own memory 0.
+    let inst = pepper_wasm::instrument(
+        &wat::parse_file(&f).unwrap(),
+        &pepper_wasm::InstrumentOptions {
+            mode: pepper_profile::Mode::Ephemeral,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(inst.guest.guest_flag, Some(0));
     let (c, _, err, eph) = run("ephemeral", &f, &["--epoch", "2ms"], &[]);
     assert_eq!(c, 0, "{err}");
     let s = eph.sampling.as_ref().expect("windows recorded");
@@ -520,6 +531,24 @@ fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
     assert!(
         (0.3..=0.7).contains(&share),
         "the windows saw {got:?} of `phase`'s outcomes: {share:.3} in its first half"
+    );
+}
+
+/// Ephemeral windows whose flag lives in the program's memory, in a program that writes
+/// that word itself: the program keeps what it wrote (it exits with it), the windows stop
+/// rather than write over it, and the profile says why its counts are not to be trusted.
+#[test]
+fn ephemeral_windows_leave_a_flag_word_the_program_wrote_alone() {
+    let f = fixture("flag_word.wat");
+    let (c, _, err, eph) = run("ephemeral", &f, &[], &[]);
+    assert_eq!(
+        c, 7,
+        "the program's own value at address 0 came back changed: {err}"
+    );
+    assert!(
+        eph.warnings.iter().any(|w| w.contains("wrote the word")),
+        "{:?}",
+        eph.warnings
     );
 }
 

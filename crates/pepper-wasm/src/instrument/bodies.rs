@@ -181,9 +181,10 @@ impl Build<'_, '_> {
                 a,
                 wrapper,
                 mem,
-                flag: match self.budgets {
-                    true => layout.switch_flag + 4 * k as u32,
-                    false => layout.switch_flag,
+                flag: match (self.budgets, c.plan.guest_flag) {
+                    (true, _) => (mem, layout.switch_flag + 4 * k as u32),
+                    (false, Some(word)) => (0, word),
+                    (false, None) => (mem, layout.switch_flag),
                 },
                 budget: self.budgets.then(|| Budget {
                     entries: layout.entry_counts + 8 * k as u32,
@@ -367,6 +368,7 @@ impl Build<'_, '_> {
             data: (tables.start, tables.bytes.clone()),
             hints,
             globals,
+            export_guest_memory: plan.guest_flag.is_some(),
         }
     }
 }
