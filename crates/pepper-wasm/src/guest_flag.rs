@@ -8,10 +8,11 @@
 //! pepper's if no correct program touches it: here, address 0 of a module laid out by
 //! LLVM's `wasm-ld`, which leaves the first bytes to the null page, or to the bottom of a
 //! stack placed first (reached only by a stack at its very last bytes). The module must
-//! show that layout: its memory 0 defined by itself, 32-bit and not shared; a mutable i32
-//! global named `__stack_pointer` (LLVM's stack pointer, named in the name section); no
-//! data segment that writes the word, and no passive ones (`memory.init` writes where
-//! the program says). Anything else keeps the flag in pepper's memory.
+//! show that layout: its memory 0 defined by itself, 32-bit, not shared and at least a
+//! page from the start (the runtime opens the first window before the program runs); a
+//! mutable i32 global named `__stack_pointer` (LLVM's stack pointer, named in the name
+//! section); no data segment that writes the word, and no passive ones (`memory.init`
+//! writes where the program says). Anything else keeps the flag in pepper's memory.
 
 use wasmparser::{DataKind, Name, Operator, Parser, Payload, TypeRef};
 
@@ -41,7 +42,8 @@ pub fn guest_flag_fits(wasm: &[u8]) -> bool {
                 let Some(Ok(m)) = r.into_iter().next() else {
                     return false;
                 };
-                own_memory = !m.memory64 && !m.shared;
+                // At least a page from the start: the word exists before the program runs.
+                own_memory = !m.memory64 && !m.shared && m.initial >= 1;
             }
             Payload::GlobalSection(r) => {
                 for (k, g) in r.into_iter().enumerate() {
@@ -131,8 +133,9 @@ mod tests {
             r#"(module (import "env" "memory" (memory 1))
                  (global $__stack_pointer (mut i32) (i32.const 0)))"#
         ));
-        // A 64-bit memory.
+        // A 64-bit memory, and one with no page until the program grows it.
         assert!(!fits(&LLVM.replace("(memory 2)", "(memory i64 2)")));
+        assert!(!fits(&LLVM.replace("(memory 2)", "(memory 0)")));
         // An immutable global of that name is not a stack pointer.
         assert!(!fits(&LLVM.replace("(mut i32)", "i32")));
     }
