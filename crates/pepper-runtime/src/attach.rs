@@ -361,7 +361,7 @@ pub(crate) struct Views {
 }
 
 /// The memories of a core module's instance: pepper's export, and the program's memory
-/// 0 where the module exports it for pepper.
+/// 0 when ephemeral windows keep their flag there.
 pub(crate) fn views<T: 'static>(
     store: &mut Store<T>,
     instance: &Instance,
@@ -373,6 +373,11 @@ pub(crate) fn views<T: 'static>(
     };
     Views {
         counters: view(cfg.counters_export.as_deref()),
-        guest: view(Some(pepper_layout::GUEST_MEMORY_EXPORT)),
+        guest: view(
+            cfg.ephemeral
+                .as_ref()
+                .filter(|e| e.in_guest_memory)
+                .map(|_| pepper_layout::GUEST_MEMORY_EXPORT),
+        ),
     }
 }

@@ -124,6 +124,7 @@ fn build(
     let tables = b.arm_tables(&planned.functions, &mut mem);
     let laid = b.lay_out(&planned, &mut mem)?;
     let counters = b.contexts != ContextMode::Off && opts.site_counters;
+    let windows = b.ephemeral && !b.budgets;
     let plan = Plan {
         mode: b.mode,
         functions: planned.functions,
@@ -141,11 +142,12 @@ fn build(
         warnings: planned.warnings,
         dropped_sections: Vec::new(),
         switch_hints: 0,
-        ephemeral_windows: b.ephemeral && !b.budgets,
-        guest_flag: (b.ephemeral && !b.budgets && b.switch.is_some() && opts.guest_flag)
-            .then(|| crate::guest_flag::guest_flag_fits(wasm))
-            .filter(|&fits| fits)
-            .map(|_| crate::guest_flag::GUEST_FLAG_ADDRESS),
+        ephemeral_windows: windows,
+        guest_flag: (windows
+            && b.switch.is_some()
+            && opts.guest_flag
+            && crate::guest_flag::guest_flag_fits(wasm))
+        .then_some(crate::guest_flag::GUEST_FLAG_ADDRESS),
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (b.mode == Mode::None && !context_code) || facts.bodies.is_empty() {

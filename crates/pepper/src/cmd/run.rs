@@ -99,10 +99,9 @@ pub struct Args {
     /// long once in each --epoch, at a random point of it (so a program with a rhythm of
     /// its own is not always seen at one point of it), e.g. `250us`. Clean code counts
     /// nothing, and the counts are the windows' executions scaled to the run's time.
-    /// Default 50 µs
-    /// (bench/results/ephemeral-windows.md: as cheap as 250 µs every 10 ms, and more of
-    /// the hot branches' biases within 5 points). Clean code checks where --switch says
-    /// (default `outer`).
+    /// Default 50 µs (bench/results/ephemeral-windows.md: as cheap as 250 µs every 10 ms,
+    /// and more of the hot branches' biases within 5 points). Clean code checks where
+    /// --switch says (default `outer`).
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
