@@ -36,6 +36,9 @@ struct Spec {
     switch: Option<pepper_wasm::switch::SwitchPlacement>,
     /// wasmtime's guest profiler at this period.
     guest_profiler: Option<Duration>,
+    /// The switch's flag in the program's memory where its layout allows
+    /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
+    guest_flag: bool,
     what: &'static str,
 }
 
@@ -52,6 +55,7 @@ fn specs() -> Vec<Spec> {
         bursts: crate::specs::PEP_INTERVAL,
         switch: None,
         guest_profiler: None,
+        guest_flag: true,
         what: "uninstrumented",
     };
     let native = Spec {
@@ -242,6 +246,26 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
+            label: "pep+native-500us+switch-shallow, flag in pepper's memory",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(500)),
+            bursts: Duration::from_micros(500),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            guest_flag: false,
+            what: "pepper's default with the switch's flag in pepper's memory, as before it could live in the program's",
+            ..native.clone()
+        },
+        Spec {
+            label: "pep+switch-shallow-500us, flag in pepper's memory",
+            mode: Mode::Pep,
+            interval: Some(Duration::from_micros(500)),
+            bursts: Duration::from_micros(500),
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+            guest_flag: false,
+            what: "pep+switch-shallow-500us with the flag in pepper's memory",
+            ..base.clone()
+        },
+        Spec {
             label: "pep+switch-shallow-500us",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(500)),
@@ -379,6 +403,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 call_log_log2: spec.windows.then_some(14),
                 path_windows: spec.path_windows,
                 switch: spec.switch,
+                guest_flag: spec.guest_flag,
                 ..Default::default()
             };
             let inst = pepper_wasm::instrument(&wasm, &opts)?;

@@ -113,6 +113,7 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         loop_counts: spec.loop_counts,
         switch: spec.switch,
         switch_hints: spec.switch_hints,
+        guest_flag: spec.guest_flag,
         ..Default::default()
     };
     if !spec.register_loops {

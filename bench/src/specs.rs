@@ -66,6 +66,9 @@ pub(crate) struct Spec {
     pub(crate) switch: Option<SwitchPlacement>,
     /// Switch: hint the checks unlikely (`InstrumentOptions::switch_hints`).
     pub(crate) switch_hints: bool,
+    /// The switch's flag in the program's memory where its layout allows
+    /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
+    pub(crate) guest_flag: bool,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
@@ -88,6 +91,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         interval: INTERVAL,
         switch: None,
         switch_hints: true,
+        guest_flag: true,
         component: false,
         what: "uninstrumented (the baseline)",
     };
@@ -174,6 +178,10 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("switch-shallow-never", None, SwitchPlacement::Shallow, "PEP with switchable instrumentation, the flag checked at entries, outermost loop headers and the headers of loops that call or hold loops with at most two other constructs on the way in, never set"),
         switched("switch-all-never", None, SwitchPlacement::All, "PEP with switchable instrumentation, the flag checked at entries and every loop header, never set"),
         Spec {
+            guest_flag: false,
+            ..switched("switch-shallow-never, flag in pepper's memory", None, SwitchPlacement::Shallow, "as switch-shallow-never with the flag in pepper's memory, as before it could live in the program's (whose memory base the program's loops keep anyway)")
+        },
+        Spec {
             switch_hints: false,
             ..switched("switch-outer-never-unhinted", None, SwitchPlacement::Outer, "as switch-outer-never without branch hints on the checks (the engine lays out their switching code in line)")
         },
@@ -188,6 +196,11 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             interval: Duration::from_micros(500),
             ..switched("pep(64,17)+switch-shallow@500us", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "pepper's default: as pep(64,17)+switch-shallow with bursts every 500 µs, half as many")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
+            guest_flag: false,
+            ..switched("pep(64,17)+switch-shallow@500us, flag in pepper's memory", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us with the flag in pepper's memory")
         },
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),

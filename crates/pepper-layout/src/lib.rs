@@ -20,7 +20,7 @@ use std::collections::HashMap;
 pub const COUNTERS_EXPORT: &str = "pepper:counters";
 
 /// Name under which an instrumented module also exports the program's memory 0 when
-/// ephemeral windows keep their flag there ([`Guest::guest_flag`]).
+/// the switch keeps its flag there ([`Guest::guest_flag`]).
 pub const GUEST_MEMORY_EXPORT: &str = "pepper:guest-memory";
 
 /// log2 of PEP's ring length with path windows, at least: each stack sample copies the
@@ -84,8 +84,9 @@ pub struct Guest {
     /// Ephemeral in windows: `layout.switch_flag` is one module-wide flag, not a budget
     /// per function.
     pub ephemeral_windows: bool,
-    /// Ephemeral in windows: the flag is this word of the program's memory 0 (exported as
-    /// [`GUEST_MEMORY_EXPORT`]) instead of `layout.switch_flag`.
+    /// A module-wide switch flag (PEP's bursts, ephemeral windows) is this word of the
+    /// program's memory 0 (exported as [`GUEST_MEMORY_EXPORT`]) instead of
+    /// `layout.switch_flag`; PEP's burst limit stays in pepper's memory.
     pub guest_flag: Option<u32>,
     /// What the guest keeps for calling contexts.
     pub contexts: ContextMode,

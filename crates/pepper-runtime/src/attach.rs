@@ -3,6 +3,7 @@
 //! embedder attaches around the calls its own host makes into its own instance (its
 //! `Store`, its `Linker`, its host functions, WASI or not).
 
+use crate::flag::Flag;
 use crate::memview::MemView;
 use crate::worker::Worker;
 use crate::{epochs, native, sampler, EphemeralConfig, SamplerConfig, SamplerResult};
@@ -21,10 +22,20 @@ pub struct AttachConfig {
     pub sampler: Option<SamplerConfig>,
     /// Ephemeral instrumentation: the thread that re-arms budgets every epoch.
     pub ephemeral: Option<EphemeralConfig>,
-    /// Switchable instrumentation: set the flag at this address once and leave it set.
-    pub switch_on: Option<u32>,
+    /// Switchable instrumentation: set this flag once and leave it set.
+    pub switch_on: Option<crate::FlagWord>,
     /// Ending the run early: a watcher thread collects what the run has so far.
     pub early_stop: Option<EarlyStop>,
+}
+
+impl AttachConfig {
+    /// Whether some thread writes a flag in the program's memory 0.
+    fn flag_in_guest_memory(&self) -> bool {
+        let sampler = self.sampler.as_ref().and_then(|s| s.switch);
+        self.ephemeral.as_ref().is_some_and(|e| e.in_guest_memory)
+            || sampler.is_some_and(|w| w.flag.in_guest_memory)
+            || self.switch_on.is_some_and(|w| w.in_guest_memory)
+    }
 }
 
 /// Why a run was stopped early.
@@ -142,6 +153,8 @@ pub(crate) struct Attached {
     memory: Option<MemView>,
     sampler: Arc<Mutex<Option<sampler::Sampler>>>,
     armer: Option<epochs::Armer>,
+    /// `AttachConfig::switch_on` found the flag written by the program.
+    always_on_overwritten: bool,
 }
 
 /// What profiling collected.
@@ -155,9 +168,10 @@ pub struct Collected {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows_on: Duration,
-    /// Ephemeral in windows: the program wrote the flag word (in its own memory), and
-    /// the windows stopped.
-    pub windows_overwritten: bool,
+    /// The program wrote the switch's flag word (in its own memory 0), and pepper left
+    /// it as the program wrote it: ephemeral windows stopped there, PEP's bursts ran
+    /// whenever the program's value said so.
+    pub flag_overwritten: bool,
 }
 
 impl Attached {
@@ -171,27 +185,19 @@ impl Attached {
         code_map: &OnceLock<native::CodeMap>,
     ) -> Result<Attached> {
         let memory = views.counters;
-        if let Some(at) = cfg.switch_on {
-            let mem = memory.context("switch: the module has no counters memory")?;
-            mem.set_u32(at, 1);
-        }
+        let always_on_overwritten = match cfg.switch_on {
+            Some(word) => !Flag::new(word, views)?.set(true),
+            None => false,
+        };
         let armer = match &cfg.ephemeral {
             Some(e) => {
-                let mem = match e.in_guest_memory {
-                    true => views.guest.with_context(|| {
-                        format!(
-                            "ephemeral: the module does not export its memory 0 as `{}`",
-                            pepper_layout::GUEST_MEMORY_EXPORT
-                        )
-                    })?,
-                    false => memory.context("ephemeral: the module has no counters memory")?,
-                };
+                let mem = views.holding(e.in_guest_memory).context("ephemeral")?;
                 Some(epochs::Armer::start(mem, e.clone()))
             }
             None => None,
         };
         let sampler = match &cfg.sampler {
-            Some(sc) => Some(start_sampler(store, memory, code, sc, code_map)?),
+            Some(sc) => Some(start_sampler(store, views, code, sc, code_map)?),
             None => None,
         };
         let sampler = Arc::new(Mutex::new(sampler));
@@ -204,6 +210,7 @@ impl Attached {
             memory,
             sampler,
             armer,
+            always_on_overwritten,
         })
     }
 
@@ -221,12 +228,15 @@ impl Attached {
             .armer
             .take()
             .map_or_else(Default::default, epochs::Armer::finish);
+        let samples = sampler.map(sampler::Sampler::finish);
         Collected {
             counters,
-            samples: sampler.map(sampler::Sampler::finish),
+            flag_overwritten: armed.overwritten
+                || self.always_on_overwritten
+                || samples.as_ref().is_some_and(|s| s.flag_overwritten),
+            samples,
             epochs: armed.epochs,
             windows_on: armed.windows_on,
-            windows_overwritten: armed.overwritten,
         }
     }
 }
@@ -294,11 +304,13 @@ fn watch(
 /// handler is free.
 fn start_sampler<T: 'static>(
     store: &mut Store<T>,
-    memory: Option<MemView>,
+    views: Views,
     code: native::CodeSource<'_>,
     sc: &SamplerConfig,
     code_map: &OnceLock<native::CodeMap>,
 ) -> Result<sampler::Sampler> {
+    let memory = views.counters;
+    let flag = sc.switch.map(|w| Flag::new(w.flag, views)).transpose()?;
     let native_only = sc.entries == 0 && sc.stacks.as_ref().is_some_and(|s| s.native.is_some());
     anyhow::ensure!(
         memory.is_some() || native_only,
@@ -342,6 +354,7 @@ fn start_sampler<T: 'static>(
     };
     Ok(sampler::Sampler::start(
         memory.unwrap_or(MemView { ptr: 0, len: 0 }),
+        flag,
         sc,
         in_host,
         native,
@@ -353,15 +366,30 @@ fn start_sampler<T: 'static>(
 pub(crate) struct Views {
     /// Pepper's memory.
     pub(crate) counters: Option<MemView>,
-    /// The program's memory 0, where ephemeral windows keep their flag in modules that
-    /// leave a word there free (`pepper_layout::Guest::guest_flag`). Its base does not
+    /// The program's memory 0, where the switch keeps its module-wide flag in modules
+    /// that leave a word there free (`pepper_layout::Guest::guest_flag`). Its base does not
     /// move when the program grows it (a 32-bit memory, inside wasmtime's default 4 GiB
     /// reservation), and the threads touch only that word.
     pub(crate) guest: Option<MemView>,
 }
 
+impl Views {
+    /// The memory a switch flag is in: the program's memory 0 or pepper's.
+    pub(crate) fn holding(self, in_guest_memory: bool) -> Result<MemView> {
+        match in_guest_memory {
+            true => self.guest.with_context(|| {
+                format!(
+                    "the module does not export its memory 0 as `{}`",
+                    pepper_layout::GUEST_MEMORY_EXPORT
+                )
+            }),
+            false => self.counters.context("the module has no counters memory"),
+        }
+    }
+}
+
 /// The memories of a core module's instance: pepper's export, and the program's memory
-/// 0 when ephemeral windows keep their flag there.
+/// 0 when the switch keeps its flag there.
 pub(crate) fn views<T: 'static>(
     store: &mut Store<T>,
     instance: &Instance,
@@ -374,10 +402,8 @@ pub(crate) fn views<T: 'static>(
     Views {
         counters: view(cfg.counters_export.as_deref()),
         guest: view(
-            cfg.ephemeral
-                .as_ref()
-                .filter(|e| e.in_guest_memory)
-                .map(|_| pepper_layout::GUEST_MEMORY_EXPORT),
+            cfg.flag_in_guest_memory()
+                .then_some(pepper_layout::GUEST_MEMORY_EXPORT),
         ),
     }
 }

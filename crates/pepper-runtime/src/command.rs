@@ -4,7 +4,9 @@
 //! [`CommandOptions::instrument_options`] and [`CommandOptions::run_config`] so that they
 //! measure what users run.
 
-use crate::{decode, BurstWeights, EphemeralConfig, IntervalConfig, RunConfig, SamplerConfig};
+use crate::{
+    decode, BurstWeights, EphemeralConfig, FlagWord, IntervalConfig, RunConfig, SamplerConfig,
+};
 use anyhow::{Context, Result};
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
 use pepper_sampling::PepParams;
@@ -291,16 +293,15 @@ impl CommandOptions {
             epoch: None,
             branch_hints: self.branch_hints || module.wants_branch_hinting(),
             ephemeral: (guest.mode == Mode::Ephemeral && switched).then(|| EphemeralConfig {
-                budgets: guest.guest_flag.unwrap_or(guest.layout.switch_flag),
+                budgets: FlagWord::of(guest).at,
                 functions: (guest.num_funcs - guest.num_imports) as u32,
                 persistence: s.persistence,
                 epoch: s.epoch,
                 window: guest.ephemeral_windows.then_some(s.window),
                 phase: s.window_phase,
-                in_guest_memory: guest.guest_flag.is_some(),
+                in_guest_memory: FlagWord::of(guest).in_guest_memory,
             }),
-            switch_on: (s.switch == SwitchDrive::AlwaysOn && switched)
-                .then_some(guest.layout.switch_flag),
+            switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then(|| FlagWord::of(guest)),
             sampler,
             invoke: self
                 .invoke

@@ -58,8 +58,9 @@ pub struct Results<'a> {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows_on: std::time::Duration,
-    /// Ephemeral in windows: the program wrote the flag word, and the windows stopped.
-    pub windows_overwritten: bool,
+    /// The program wrote the switch's flag word in its memory 0 (see
+    /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
+    pub flag_overwritten: bool,
 }
 
 impl Collected {
@@ -70,7 +71,7 @@ impl Collected {
             samples: self.samples.as_ref(),
             epochs: self.epochs,
             windows_on: self.windows_on,
-            windows_overwritten: self.windows_overwritten,
+            flag_overwritten: self.flag_overwritten,
         }
     }
 }
@@ -83,7 +84,7 @@ impl RunResult {
             samples: self.samples.as_ref(),
             epochs: self.epochs,
             windows_on: self.windows_on,
-            windows_overwritten: self.windows_overwritten,
+            flag_overwritten: self.flag_overwritten,
         }
     }
 }
@@ -171,12 +172,16 @@ pub fn profile(
     }
     let stacks = sampler.and_then(|s| s.stacks.as_ref().map(|st| (st, s.stack_interval())));
     let mut warnings = Vec::new();
-    if collected.windows_overwritten {
+    if collected.flag_overwritten {
+        let what = match instrumented.guest.mode {
+            Mode::Ephemeral => "the windows stopped there",
+            _ => "pepper left it as the program wrote it",
+        };
         warnings.push(format!(
-            "the program wrote the word of its memory 0 that ephemeral windows use as their \
-             flag (address {}): the windows stopped there, and its clean code then ran \
-             instrumented whenever it read the program's value, so the counts are not a \
-             time sample; profile it with `--persistence` instead",
+            "the program wrote the word of its memory 0 that pepper's switch uses as its \
+             flag (address {}): {what}, and its clean code ran instrumented whenever it \
+             read the program's value, so the counts are not a time sample; profile it \
+             with `--switch-flag pepper` instead",
             instrumented.guest.guest_flag.unwrap_or_default()
         ));
     }

@@ -12,6 +12,7 @@
 //!   whole intervals, periodic or one representative interval per new phase, while the
 //!   sampler reads every path end the instrumented copies write.
 
+use crate::flag::Flag;
 use crate::memview::MemView;
 use pepper_phases::{sampling::PhaseProfiles, Detector, DetectorConfig, Signature, Tracker};
 use pepper_profile::{DetectedPhases, Interval, PhaseSpan, Timeline};
@@ -271,7 +272,9 @@ impl<'a> Filling<'a> {
 pub(crate) struct Intervals {
     cfg: IntervalConfig,
     ring: (u32, u32, u32),
-    flag: Option<u32>,
+    flag: Option<Flag>,
+    /// The flag held a value this thread had not written (see `SamplerResult`).
+    pub(crate) flag_overwritten: bool,
     drain: Drain,
     current: Dense,
     interval_start: (u64, Instant),
@@ -297,7 +300,7 @@ pub(crate) struct Intervals {
 }
 
 impl Intervals {
-    pub(crate) fn new(cfg: IntervalConfig, ring: (u32, u32, u32), flag: Option<u32>) -> Intervals {
+    pub(crate) fn new(cfg: IntervalConfig, ring: (u32, u32, u32), flag: Option<Flag>) -> Intervals {
         let (length, detector, tracker) = match &cfg {
             IntervalConfig::Timeline {
                 length, detector, ..
@@ -324,6 +327,7 @@ impl Intervals {
             cfg,
             ring,
             flag,
+            flag_overwritten: false,
             drain,
             current: Dense::default(),
             intervals: Vec::new(),
@@ -500,7 +504,7 @@ impl Intervals {
             self.pending = Some(SampleTable::with_capacity(1 << 20));
         }
         if let Some(flag) = self.flag {
-            mem.set_u32(flag, (next && !last) as u32);
+            self.flag_overwritten |= !flag.set(next && !last);
         }
     }
 

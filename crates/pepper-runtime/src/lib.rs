@@ -25,6 +25,7 @@ mod attach;
 mod command;
 pub mod decode;
 mod epochs;
+mod flag;
 mod hostmem;
 mod interrupt;
 mod intervals;
@@ -41,6 +42,7 @@ pub use command::{
     SwitchDrive, WasiOptions, BUDGET_EPOCH, EPHEMERAL_EPOCH, EPHEMERAL_WINDOW, PEP_INTERVAL,
 };
 pub use epochs::{EphemeralConfig, WindowPhase};
+pub use flag::FlagWord;
 pub use interrupt::stop_on_signals;
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, TimelineSource, EVERY_PATH_END_RING_LOG2,
@@ -48,7 +50,9 @@ pub use intervals::{
 };
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use profiler::{Profiler, ProfilerOptions};
-pub use sampler::{BurstWeights, LiveCounts, SamplerConfig, SamplerResult, StackConfig};
+pub use sampler::{
+    BurstWeights, LiveCounts, SamplerConfig, SamplerResult, StackConfig, SwitchWords,
+};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -122,9 +126,9 @@ pub struct RunConfig {
     /// each tick. Benchmarks use both as references: the epoch-enabled baseline and the
     /// sampling profiler wasmtime users have today.
     pub epoch: Option<EpochConfig>,
-    /// Switchable instrumentation: set the flag at this address of the counters memory
-    /// before the guest starts, and leave it set (the instrumented copies run all along).
-    pub switch_on: Option<u32>,
+    /// Switchable instrumentation: set this flag before the guest starts, and leave it
+    /// set (the instrumented copies run all along).
+    pub switch_on: Option<FlagWord>,
     /// Compile with wasmtime's branch hinting on: the module's `metadata.code.branch_hint`
     /// section marks the unlikely side of hinted branches cold in Cranelift.
     pub branch_hints: bool,
@@ -206,8 +210,9 @@ pub struct RunResult {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows_on: Duration,
-    /// Ephemeral in windows: the program wrote the flag word, and the windows stopped.
-    pub windows_overwritten: bool,
+    /// The program wrote the switch's flag word in its memory 0 (see
+    /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
+    pub flag_overwritten: bool,
 }
 
 impl RunResult {
@@ -375,7 +380,7 @@ impl Prepared {
             samples: collected.samples,
             epochs: collected.epochs,
             windows_on: collected.windows_on,
-            windows_overwritten: collected.windows_overwritten,
+            flag_overwritten: collected.flag_overwritten,
         })
     }
 

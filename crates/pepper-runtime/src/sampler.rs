@@ -31,6 +31,7 @@ mod stacks;
 
 pub use stack_config::StackConfig;
 
+use crate::flag::{Flag, FlagWord};
 pub(crate) use crate::memview::MemView;
 use crate::worker::{Stop, Worker};
 use bursts::Bursts;
@@ -66,15 +67,34 @@ pub struct SamplerConfig {
     /// anyway) and gain accuracy from more ticks, while every native stack sample
     /// interrupts the guest, so stacks keep their own, longer period.
     pub stack_every: u32,
-    /// Switchable instrumentation: the address of the flag word that sends the guest into
-    /// its instrumented copies. Each tick sets it, lets the guest run instrumented until
-    /// the burst's path ends are written, and clears it (see `sample_loop`).
-    pub switch: Option<u32>,
+    /// Switchable instrumentation: the flag word that sends the guest into its
+    /// instrumented copies. Each tick sets it, lets the guest run instrumented until the
+    /// burst's path ends are written, and clears it (see `sample_loop`).
+    pub switch: Option<SwitchWords>,
     /// Intervals: a time line read from the ring (on top of the bursts), or interval
     /// sampling on the switch (instead of them). See `crate::intervals`.
     pub intervals: Option<crate::IntervalConfig>,
     /// Counts kept up to date at every tick, for a progress display.
     pub live: Option<Arc<LiveCounts>>,
+}
+
+/// Switchable instrumentation's words for PEP's bursts.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SwitchWords {
+    /// The module-wide flag.
+    pub flag: FlagWord,
+    /// The burst's limit, in pepper's memory (`pepper_layout::SWITCH_LIMIT_OFFSET`).
+    pub limit: u32,
+}
+
+impl SwitchWords {
+    /// The switch's words in `guest`.
+    pub fn of(guest: &pepper_layout::Guest) -> SwitchWords {
+        SwitchWords {
+            flag: FlagWord::of(guest),
+            limit: guest.layout.switch_flag + pepper_layout::SWITCH_LIMIT_OFFSET,
+        }
+    }
 }
 
 /// What the sampler has counted so far, readable while the guest runs (`pepper run`'s
@@ -158,7 +178,7 @@ impl SamplerConfig {
         let stacks = StackConfig::for_guest(guest);
         if guest.mode == pepper_profile::Mode::Pep && ring {
             let mut c = SamplerConfig::new(guest.layout.ring(), params, interval);
-            c.switch = guest.switch.map(|_| guest.layout.switch_flag);
+            c.switch = guest.switch.map(|_| SwitchWords::of(guest));
             c.params = c.burst_params();
             c.stacks = stacks.map(|mut s| {
                 if s.native.is_some() && s.call_log.is_none() {
@@ -235,6 +255,10 @@ pub struct SamplerResult {
     pub switched_on: Duration,
     /// Path ends the instrumented copies wrote (switch).
     pub instrumented_ends: u64,
+    /// Switch: the flag word held a value this thread had not written, so the program
+    /// wrote it (a flag in its memory 0, [`FlagWord::in_guest_memory`]); this thread
+    /// left it as the program wrote it.
+    pub flag_overwritten: bool,
     /// The time line, detected phases and interval sampling's estimate.
     pub intervals: Option<crate::IntervalResult>,
 }
@@ -289,6 +313,7 @@ impl Sampler {
     /// `in_host` is set by the store's call hook while the guest is in a host call.
     pub(crate) fn start(
         mem: MemView,
+        flag: Option<Flag>,
         cfg: SamplerConfig,
         in_host: Arc<AtomicBool>,
         native: Option<Native>,
@@ -317,7 +342,7 @@ impl Sampler {
         let mailbox = snapshots.clone();
         Sampler(
             Worker::spawn("pepper-sampler", move |stop| {
-                sample_loop(mem, &cfg, stop, &in_host, native, &mailbox)
+                sample_loop((mem, flag), &cfg, stop, &in_host, native, &mailbox)
             }),
             snapshots,
         )
@@ -366,8 +391,10 @@ impl bursts::BurstStack for InBurst<'_, '_> {
     }
 }
 
+/// The sampler thread's work, on pepper's memory and the switch's flag (when
+/// `cfg.switch` asks for one).
 fn sample_loop(
-    mem: MemView,
+    (mem, flag): (MemView, Option<Flag>),
     cfg: &SamplerConfig,
     stop: &Stop,
     in_host: &AtomicBool,
@@ -377,11 +404,12 @@ fn sample_loop(
     let mut stacks = cfg.stacks.as_ref().map(StackSamples::new);
     let ring = cfg.entries > 0;
     let mut res = SamplerResult::default();
-    let mut bursts = Bursts::new(mem, cfg);
+    let mut bursts = Bursts::new(mem, cfg, flag);
     let mut tick_no: u64 = 0;
-    let mut intervals = cfg.intervals.clone().filter(|_| ring).map(|ic| {
-        crate::intervals::Intervals::new(ic, (cfg.head, cfg.base, cfg.entries), cfg.switch)
-    });
+    let mut intervals =
+        cfg.intervals.clone().filter(|_| ring).map(|ic| {
+            crate::intervals::Intervals::new(ic, (cfg.head, cfg.base, cfg.entries), flag)
+        });
     loop {
         if snapshots.wanted() {
             // What the run has so far (a time line's intervals are not part of it).
@@ -489,6 +517,7 @@ fn sample_loop(
         }
     }
     bursts.finish(mem, cfg, &mut res);
+    res.flag_overwritten |= intervals.as_ref().is_some_and(|iv| iv.flag_overwritten);
     if let Some(ir) = intervals.map(crate::intervals::Intervals::finish) {
         if let Some(words) = &ir.words {
             // Interval sampling: the profiled intervals' path ends, scaled per phase.

@@ -1,4 +1,5 @@
-//! Where ephemeral windows' flag can live in the program's own memory.
+//! Where the switch's module-wide flag (PEP's bursts, ephemeral windows) can live in the
+//! program's own memory.
 //!
 //! A check reads one flag word. In pepper's memory, its base address is one more value
 //! the program's loops keep in a register (Cranelift loads it once per call), and that
@@ -9,7 +10,7 @@
 //! LLVM's `wasm-ld`, which leaves the first bytes to the null page, or to the bottom of a
 //! stack placed first (reached only by a stack at its very last bytes). The module must
 //! show that layout: its memory 0 defined by itself, 32-bit, not shared and at least a
-//! page from the start (the runtime opens the first window before the program runs); a
+//! page from the start (the runtime may set the flag before the program runs); a
 //! mutable i32 global named `__stack_pointer` (LLVM's stack pointer, named in the name
 //! section); no data segment that writes the word, and no passive ones (`memory.init`
 //! writes where the program says). Anything else keeps the flag in pepper's memory.
@@ -19,7 +20,7 @@ use wasmparser::{DataKind, Name, Operator, Parser, Payload, TypeRef};
 /// The flag's address in memory 0.
 pub const GUEST_FLAG_ADDRESS: u32 = 0;
 
-/// Whether `wasm`'s memory 0 can hold the windows' flag at [`GUEST_FLAG_ADDRESS`].
+/// Whether `wasm`'s memory 0 can hold the switch's flag at [`GUEST_FLAG_ADDRESS`].
 pub fn guest_flag_fits(wasm: &[u8]) -> bool {
     let (mut own_memory, mut stack_pointer, mut segments_clear) = (false, None, true);
     let mut mutable_i32_globals = std::collections::HashSet::new();

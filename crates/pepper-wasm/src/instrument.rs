@@ -143,8 +143,11 @@ fn build(
         dropped_sections: Vec::new(),
         switch_hints: 0,
         ephemeral_windows: windows,
-        guest_flag: (windows
-            && b.switch.is_some()
+        // One module-wide flag (PEP's bursts, ephemeral windows) that the program's
+        // memory can hold; chaos modules write their flag from the guest.
+        guest_flag: (b.switch.is_some()
+            && !b.budgets
+            && !opts.switch_chaos
             && opts.guest_flag
             && crate::guest_flag::guest_flag_fits(wasm))
         .then_some(crate::guest_flag::GUEST_FLAG_ADDRESS),

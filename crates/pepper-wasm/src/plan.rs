@@ -233,10 +233,11 @@ pub struct InstrumentOptions {
     /// clean code. The counts are the windows' executions, scaled to the run (see
     /// `decode::ephemeral`). `false`: budgets, as `pepper run --persistence`.
     pub ephemeral_windows: bool,
-    /// Ephemeral in windows: keep the flag in the program's memory 0 where the module's
-    /// layout leaves a word there free ([`crate::guest_flag`]), so that checks need no
-    /// base address of pepper's memory, and export that memory for the runtime. `false`
-    /// where the runtime cannot reach the program's memory (components).
+    /// A module-wide switch flag (PEP's bursts, ephemeral windows): keep it in the
+    /// program's memory 0 where the module's layout leaves a word there free
+    /// ([`crate::guest_flag`]), so that checks need no base address of pepper's memory,
+    /// and export that memory for the runtime. `false` where the runtime cannot reach the
+    /// program's memory (components).
     pub guest_flag: bool,
 }
 
@@ -402,8 +403,8 @@ pub struct Plan {
     pub switch_hints: usize,
     /// Ephemeral in windows ([`InstrumentOptions::ephemeral_windows`]).
     pub ephemeral_windows: bool,
-    /// Ephemeral in windows: the flag's address in the program's memory 0, when it lives
-    /// there ([`InstrumentOptions::guest_flag`]).
+    /// The switch flag's address in the program's memory 0, when it lives there
+    /// ([`InstrumentOptions::guest_flag`]).
     pub guest_flag: Option<u32>,
     pub warnings: Vec<String>,
     /// Custom sections (or parts of them) the instrumented module leaves out because they

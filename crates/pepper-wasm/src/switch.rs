@@ -47,7 +47,7 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub wrapper: BlockType,
     pub mem: u32,
     /// The flag word: (memory index, address). Pepper's memory, or the program's memory
-    /// 0 for ephemeral windows where the module leaves a word there free
+    /// 0 for one module-wide flag where the module leaves a word there free
     /// (`crate::guest_flag`).
     pub flag: (u32, u32),
     pub params: &'a [wasm_encoder::ValType],
@@ -65,9 +65,18 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub budget: Option<Budget>,
     /// Function indices of `F_inst` and `F_clean`.
     pub copies: (u32, u32),
-    /// PEP's ring head, when the flag has a burst limit (`pepper_layout::SWITCH_LIMIT_OFFSET`):
-    /// `F_inst`'s checks also leave, and clear the flag, once the head has passed it.
-    pub ring_head: Option<u32>,
+    /// PEP's burst limit, when the flag has one: `F_inst`'s checks also leave, and clear
+    /// the flag, once the ring head has passed it.
+    pub lease: Option<Lease>,
+}
+
+/// The words in pepper's memory that bound a PEP burst (`pepper_layout::SWITCH_LIMIT_OFFSET`).
+#[derive(Copy, Clone, Debug)]
+pub struct Lease {
+    /// PEP's ring head.
+    pub head: u32,
+    /// The head at which the burst ends (0: none).
+    pub limit: u32,
 }
 
 /// Where a check hands a loop's live locals over to the copy it moves to: mutable globals
@@ -410,13 +419,9 @@ impl SwitchedFunction<'_, '_> {
         // Burst limit L (0: none): over = L != 0 && (head - L) as i32 >= 0, and then the
         // flag is cleared, so that the burst ends in the guest whether or not the
         // sampler thread runs at that moment.
-        let over = self.ring_head.map(|head| {
-            let limit = crate::emit::memarg(
-                self.mem,
-                self.flag.1 + pepper_layout::SWITCH_LIMIT_OFFSET,
-                2,
-            );
-            let head = crate::emit::memarg(self.mem, head, 2);
+        let over = self.lease.map(|lease| {
+            let limit = crate::emit::memarg(self.mem, lease.limit, 2);
+            let head = crate::emit::memarg(self.mem, lease.head, 2);
             vec![
                 I::I32Const(0),
                 I::I32AtomicLoad(limit),
@@ -434,7 +439,15 @@ impl SwitchedFunction<'_, '_> {
                 I::End,
             ]
         });
-        let clear = vec![I::I32Const(0), I::I32Const(0), I::I32AtomicStore(at)];
+        // 1 -> 0, never a plain store: in the program's memory, a word the program wrote
+        // (a bug there, but its own) keeps its value.
+        let clear = vec![
+            I::I32Const(0),
+            I::I32Const(1),
+            I::I32Const(0),
+            I::I32AtomicRmwCmpxchg(at),
+            I::Drop,
+        ];
         Ok(Checks {
             flag,
             over,
@@ -486,7 +499,7 @@ struct Checks {
     /// Leaves non-zero on the stack when the instrumented copy should run.
     flag: Vec<I<'static>>,
     /// Leaves non-zero on the stack once the burst's limit is passed (see
-    /// `SwitchedFunction::ring_head`).
+    /// `SwitchedFunction::lease`).
     over: Option<Vec<I<'static>>>,
     /// Clears the flag.
     clear: Vec<I<'static>>,

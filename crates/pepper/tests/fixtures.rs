@@ -534,22 +534,33 @@ fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
     );
 }
 
-/// Ephemeral windows whose flag lives in the program's memory, in a program that writes
-/// that word itself: the program keeps what it wrote (it exits with it), the windows stop
-/// rather than write over it, and the profile says why its counts are not to be trusted.
+/// A switch flag in the program's memory (ephemeral windows, PEP's bursts), in a program
+/// that writes that word itself: the program keeps what it wrote (it exits with it),
+/// pepper's threads and the instrumented copies' own clear leave it alone, and the
+/// profile says why its counts are not to be trusted and how to avoid it.
 #[test]
-fn ephemeral_windows_leave_a_flag_word_the_program_wrote_alone() {
+fn a_switch_flag_the_program_wrote_is_left_alone() {
     let f = fixture("flag_word.wat");
-    let (c, _, err, eph) = run("ephemeral", &f, &[], &[]);
-    assert_eq!(
-        c, 7,
-        "the program's own value at address 0 came back changed: {err}"
-    );
-    assert!(
-        eph.warnings.iter().any(|w| w.contains("wrote the word")),
-        "{:?}",
-        eph.warnings
-    );
+    for mode in ["ephemeral", "pep"] {
+        let (c, _, err, p) = run(mode, &f, &[], &[]);
+        assert_eq!(
+            c, 7,
+            "{mode}: the program's own value at address 0 came back changed: {err}"
+        );
+        assert!(
+            p.warnings.iter().any(|w| w.contains("wrote the word")),
+            "{mode}: {:?}",
+            p.warnings
+        );
+        // What the warning advises: the flag in pepper's memory, out of the program's way.
+        let (c, _, err, p) = run(mode, &f, &["--switch-flag", "pepper"], &[]);
+        assert_eq!(c, 7, "{mode}, flag in pepper's memory: {err}");
+        assert!(
+            !p.warnings.iter().any(|w| w.contains("wrote the word")),
+            "{mode}: {:?}",
+            p.warnings
+        );
+    }
 }
 
 /// Ephemeral instrumentation on known biases: the estimates match exact edges, each

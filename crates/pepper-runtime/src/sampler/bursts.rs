@@ -2,6 +2,7 @@
 //! machine from the guest's ring, weighted by the guest's path-end rate at that moment.
 
 use super::{BurstWeights, MemView, SamplerConfig, SamplerResult};
+use crate::flag::Flag;
 use crate::pick::Pick;
 use pepper_sampling::{ArnoldGrove, Decision, SampleTable};
 use std::time::{Duration, Instant};
@@ -45,10 +46,12 @@ pub(super) struct Bursts {
     taken: (Vec<(u64, u64)>, f64),
     /// The rate watch's reads of the head, `(head, when)`.
     reads: Vec<(u32, Instant)>,
+    /// Switch: the flag this thread sets for each burst.
+    flag: Option<Flag>,
 }
 
 impl Bursts {
-    pub(super) fn new(mem: MemView, cfg: &SamplerConfig) -> Bursts {
+    pub(super) fn new(mem: MemView, cfg: &SamplerConfig, flag: Option<Flag>) -> Bursts {
         let n = cfg.entries as u64;
         let head32 = if cfg.entries > 0 {
             mem.u32_at(cfg.head)
@@ -71,6 +74,7 @@ impl Bursts {
             pick: Pick(Pick::SEED),
             taken: (Vec::new(), 0.0),
             reads: Vec::new(),
+            flag,
         }
     }
 
@@ -88,12 +92,12 @@ impl Bursts {
         // Switch: the guest runs instrumented code from its next check on; the first
         // path ends after that come from wherever the checks are, so the burst is drawn
         // only after a warm-up.
-        let switched = cfg.switch.filter(|_| !last).map(|flag| {
-            self.renew(mem, cfg, flag);
-            mem.set_u32(flag, 1);
+        let switched = self.flag.filter(|_| !last).map(|flag| {
+            self.renew(mem, cfg);
+            res.flag_overwritten |= !flag.set(true);
             let from = (mem.u32_at(cfg.head), Instant::now());
             watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT, None);
-            self.renew(mem, cfg, flag);
+            self.renew(mem, cfg);
             (flag, from.0)
         });
         let switch_from = Instant::now();
@@ -137,8 +141,8 @@ impl Bursts {
             self.reads = reads;
             (h, rate) = (h1, Some(per_second(ends, time)));
         }
-        if let Some((flag, _)) = switched {
-            self.renew(mem, cfg, flag);
+        if switched.is_some() {
+            self.renew(mem, cfg);
         }
         let delta = h.wrapping_sub(self.head32) as u64;
         self.head += delta;
@@ -146,7 +150,7 @@ impl Bursts {
         self.unrepresented += delta;
         res.ticks += 1;
         self.taken.0.clear();
-        if let Some((flag, set_at)) = switched.filter(|&(flag, _)| mem.u32_at(flag) == 0) {
+        if let Some((flag, set_at)) = switched.filter(|&(flag, _)| !flag.is_set()) {
             // The guest reached the burst's limit and ended it before the rate was
             // measured (this thread was descheduled meanwhile): the rate describes clean
             // code, which writes nothing. No burst this tick; the next one stands for
@@ -273,11 +277,13 @@ impl Bursts {
     /// the guest has written that many path ends since the last renewal, so a sampler
     /// descheduled in the middle of a burst (two runs on two cores) no longer leaves the
     /// guest instrumented until it runs again.
-    fn renew(&self, mem: MemView, cfg: &SamplerConfig, flag: u32) {
-        let limit = mem
-            .u32_at(cfg.head)
-            .wrapping_add((BURST_LIMIT_RINGS * self.n) as u32);
-        mem.set_u32(flag + pepper_layout::SWITCH_LIMIT_OFFSET, limit.max(1));
+    fn renew(&self, mem: MemView, cfg: &SamplerConfig) {
+        if let Some(words) = cfg.switch {
+            let limit = mem
+                .u32_at(cfg.head)
+                .wrapping_add((BURST_LIMIT_RINGS * self.n) as u32);
+            mem.set_u32(words.limit, limit.max(1));
+        }
     }
 
     /// Switch: the end of a tick's burst. A stack sample not taken yet (`stack`, given
@@ -289,18 +295,18 @@ impl Bursts {
         &self,
         mem: MemView,
         cfg: &SamplerConfig,
-        (flag, set_at): (u32, u32),
+        (flag, set_at): (Flag, u32),
         since: Instant,
         stack: Option<&mut dyn BurstStack>,
         res: &mut SamplerResult,
     ) {
-        self.renew(mem, cfg, flag);
+        self.renew(mem, cfg);
         if let Some(st) = stack {
             if st.request(set_at) {
                 st.collect();
             }
         }
-        mem.set_u32(flag, 0);
+        res.flag_overwritten |= !flag.set(false);
         res.switched_on += since.elapsed();
     }
 

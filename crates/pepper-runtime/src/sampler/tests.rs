@@ -53,7 +53,14 @@ fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, Hash
     cfg.weights = weights;
     let in_host = Arc::new(AtomicBool::new(false));
     let sampler = Worker::spawn("test-sampler", move |stop| {
-        sample_loop(view, &cfg, stop, &in_host, None, &Default::default())
+        sample_loop(
+            (view, None),
+            &cfg,
+            stop,
+            &in_host,
+            None,
+            &Default::default(),
+        )
     });
     // SAFETY: the first word of `mem`, aligned and alive for the whole test; every access
     // to it is atomic (the sampler's too).
@@ -118,11 +125,25 @@ fn switched_bursts_set_the_flag_only_for_the_burst() {
 fn switched_run() -> (f64, f64) {
     const FLAG: u32 = 8;
     let (mem, view, mut cfg) = simulated_memory();
-    cfg.switch = Some(FLAG);
+    cfg.switch = Some(SwitchWords {
+        flag: FlagWord {
+            at: FLAG,
+            in_guest_memory: false,
+        },
+        limit: FLAG + pepper_layout::SWITCH_LIMIT_OFFSET,
+    });
+    let flag = Some(Flag::at(view, FLAG));
     cfg.params = cfg.burst_params();
     let in_host = Arc::new(AtomicBool::new(false));
     let sampler = Worker::spawn("test-sampler", move |stop| {
-        sample_loop(view, &cfg, stop, &in_host, None, &Default::default())
+        sample_loop(
+            (view, flag),
+            &cfg,
+            stop,
+            &in_host,
+            None,
+            &Default::default(),
+        )
     });
     // SAFETY: words of `mem`, aligned and alive for the whole test; every access is
     // atomic (the sampler's too).

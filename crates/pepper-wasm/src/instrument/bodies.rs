@@ -204,8 +204,11 @@ impl Build<'_, '_> {
                 copies: (first, first + 1),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
-                ring_head: (!self.ephemeral && !self.opts.switch_chaos && layout.ring_entries > 0)
-                    .then_some(layout.ring_head),
+                lease: (!self.ephemeral && !self.opts.switch_chaos && layout.ring_entries > 0)
+                    .then_some(crate::switch::Lease {
+                        head: layout.ring_head,
+                        limit: layout.switch_flag + pepper_layout::SWITCH_LIMIT_OFFSET,
+                    }),
             };
             let no_counters = vec![None; a.cfg.num_edges()];
             let clean = || EmitKind::Edges {

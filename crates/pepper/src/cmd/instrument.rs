@@ -7,9 +7,10 @@ use std::path::PathBuf;
 /// Write the instrumented module without running it.
 ///
 /// The output imports nothing new: counters live in an extra memory exported as
-/// `pepper:counters` (needs multi-memory, on by default in wasmtime). For ephemeral
-/// windows in a module laid out by LLVM's `wasm-ld`, the windows' flag is address 0 of
-/// the program's own memory, which is then also exported as `pepper:guest-memory`.
+/// `pepper:counters` (needs multi-memory, on by default in wasmtime). Where the module
+/// switches between clean and instrumented code (PEP's bursts, ephemeral windows) and was
+/// laid out by LLVM's `wasm-ld`, the switch's flag is address 0 of the program's own
+/// memory, which is then also exported as `pepper:guest-memory`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// What to instrument for.

@@ -154,6 +154,14 @@ pub struct Args {
     /// long iterations in every run, bench/results/ephemeral-windows.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
+    /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
+    /// (default): address 0 of the program's own memory 0, where its layout (LLVM's
+    /// `wasm-ld`: a `__stack_pointer`, no data there) leaves that word free, so the clean
+    /// code's checks need no base address of pepper's memory; other modules and components
+    /// keep it in pepper's memory. `pepper`: always in pepper's memory, for a program
+    /// that uses address 0 (pepper warns in the profile when it finds the word written).
+    #[arg(long, value_enum, default_value = "program")]
+    switch_flag: SwitchFlagArg,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
     /// through the instrumented copies, so `--every 1` counts what exact-paths counts).
     #[arg(long, hide = true)]
@@ -580,6 +588,7 @@ impl Args {
             pep_every: self.every,
             switch: switch.placement(),
             switch_chaos: self.switch_chaos,
+            guest_flag: self.switch_flag == SwitchFlagArg::Program,
             guide,
             cold_threshold: self.guided.cold_threshold,
             loop_threshold: self.guided.loop_threshold,
@@ -699,6 +708,13 @@ impl From<BurstWeightsArg> for pepper_runtime::BurstWeights {
             BurstWeightsArg::Ticks => pepper_runtime::BurstWeights::Ticks,
         }
     }
+}
+
+/// `--switch-flag`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SwitchFlagArg {
+    Program,
+    Pepper,
 }
 
 /// `--switch`.
