@@ -369,7 +369,8 @@ pub(crate) struct Views {
     /// The program's memory 0, where the switch keeps its module-wide flag in modules
     /// that leave a word there free (`pepper_layout::Guest::guest_flag`). Its base does not
     /// move when the program grows it (a 32-bit memory, inside wasmtime's default 4 GiB
-    /// reservation), and the threads touch only that word.
+    /// reservation, which `crate::engine` keeps; embedders opt in,
+    /// `ProfilerOptions::flag_in_program_memory`), and the threads touch only that word.
     pub(crate) guest: Option<MemView>,
 }
 

@@ -240,7 +240,9 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 
 /// A wasmtime engine with the proposals real toolchains emit (multi-memory is what pepper's
 /// counters memory needs; exceptions are what yosys needs), optionally with epoch
-/// interruption and branch hinting.
+/// interruption and branch hinting. Memories keep wasmtime's default reservation, in
+/// which a 32-bit memory never moves: pepper's threads write the switch's flag in the
+/// program's memory 0 while it runs (`pepper_layout::Guest::guest_flag`).
 pub fn engine(opts: &EngineOptions) -> Result<Engine> {
     engine_with(opts, None)
 }

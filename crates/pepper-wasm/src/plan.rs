@@ -237,7 +237,9 @@ pub struct InstrumentOptions {
     /// program's memory 0 where the module's layout leaves a word there free
     /// ([`crate::guest_flag`]), so that checks need no base address of pepper's memory,
     /// and export that memory for the runtime. `false` where the runtime cannot reach the
-    /// program's memory (components).
+    /// program's memory (components), or where that memory may move while it runs (an
+    /// engine whose memories are not reserved up front): the runtime writes the word from
+    /// another thread.
     pub guest_flag: bool,
 }
 
