@@ -266,6 +266,11 @@ pub struct Sampling {
     /// `loops`); empty when the instrumented code always runs.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub switch: String,
+    /// Switch (PEP's bursts, ephemeral windows): where its flag was, `program` (a word of
+    /// the program's memory 0) or `pepper` (pepper's memory); empty without a switch and
+    /// in older profiles.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub switch_flag: String,
     /// Switch: microseconds the flag was set (the instrumented copies ran from each
     /// function's next check until their next check after it was cleared).
     #[serde(default, skip_serializing_if = "is_zero")]

@@ -311,9 +311,11 @@ fn sampling_how(p: &Profile, s: &crate::Sampling) -> String {
             false => String::new(),
         };
         format!(
-            "ephemeral windows, every function's branches recorded while a window was \
+            "ephemeral windows{}, every function's branches recorded while a window was \
              open: {on_ms:.1} ms over {} epochs of {} us{share}",
-            s.ticks, s.interval_us
+            flag_place(s),
+            s.ticks,
+            s.interval_us
         )
     } else if s.design == "phase-aware" || s.design == "periodic-intervals" {
         let intervals = p.timeline.as_ref().map_or(&[][..], |t| &t.intervals[..]);
@@ -361,6 +363,15 @@ fn sampling_how(p: &Profile, s: &crate::Sampling) -> String {
 }
 
 /// How the profile was sampled, and what the switch ran.
+/// `, flag in ...` for a switch's flag whose place the profile records.
+fn flag_place(s: &crate::Sampling) -> &'static str {
+    match s.switch_flag.as_str() {
+        "program" => ", flag in the program's memory",
+        "pepper" => ", flag in pepper's memory",
+        _ => "",
+    }
+}
+
 fn sampling_text(o: &mut String, p: &Profile) {
     let Some(s) = &p.sampling else { return };
     let how = sampling_how(p, s);
@@ -386,9 +397,10 @@ fn sampling_text(o: &mut String, p: &Profile) {
         };
         let _ = writeln!(
             o,
-            "switch ({}): instrumented copies on for {on}, {} path ends \
+            "switch ({}{}): instrumented copies on for {on}, {} path ends \
              ({:.2}% of the estimated {})",
             s.switch,
+            flag_place(s),
             s.instrumented_path_ends,
             100.0 * s.instrumented_path_ends as f64 / (s.path_ends.max(1)) as f64,
             s.path_ends
@@ -719,6 +731,12 @@ mod tests {
         assert!(
             switched.contains("switch (outer): instrumented copies on for"),
             "{switched}"
+        );
+        p.sampling.as_mut().unwrap().switch_flag = "program".into();
+        let t = text(&p, &ReportOptions::default());
+        assert!(
+            t.contains("switch (outer, flag in the program's memory): instrumented"),
+            "{t}"
         );
         assert!(
             switched.contains(

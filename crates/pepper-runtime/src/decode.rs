@@ -89,6 +89,15 @@ impl RunResult {
     }
 }
 
+/// Where a module-wide switch flag was (`Sampling::switch_flag`); empty without one.
+fn flag_place(guest: &pepper_layout::Guest) -> &'static str {
+    match (guest.switch, guest.guest_flag) {
+        (None, _) => "",
+        (Some(_), Some(_)) => "program",
+        (Some(_), None) => "pepper",
+    }
+}
+
 /// The profile of a run of `instrumented`: `collected` (pepper's memory and the sampler's
 /// results), `sampler` (the configuration the run used, for its stack samples), `lines`
 /// (source lines of original code offsets, when known).
@@ -118,6 +127,7 @@ pub fn profile(
             lost: s.lost,
             idle_ticks: s.idle_ticks,
             switch: guest.switch.unwrap_or_default().into(),
+            switch_flag: flag_place(guest).into(),
             switched_on_us: s.switched_on.as_micros() as u64,
             instrumented_path_ends: s.instrumented_ends,
             guide: settings.guide.clone(),
@@ -145,6 +155,7 @@ pub fn profile(
             interval_us: settings.epoch.as_micros() as u64,
             ticks: collected.epochs,
             switched_on_us: collected.windows_on.as_micros() as u64,
+            switch_flag: if windows { flag_place(guest) } else { "" }.into(),
             ..Default::default()
         };
         sampling = Some((info, Vec::new()));
