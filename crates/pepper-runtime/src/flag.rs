@@ -66,3 +66,36 @@ impl Flag {
         self.view.u32_at(self.at) != 0
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flag swaps 0 and 1 only: setting an already set flag, or clearing a clear one
+    /// (the guest ended the burst first), is no overwrite; any other value is the
+    /// program's, and stays.
+    #[test]
+    fn only_zero_and_one_are_swapped() {
+        let mut words = vec![0u32; 4];
+        // Every access below goes through the view, as the guest's and the threads' do.
+        let view = MemView {
+            ptr: words.as_mut_ptr() as usize,
+            len: 16,
+        };
+        let flag = Flag::at(view, 8);
+        assert!(flag.set(true) && flag.is_set());
+        assert!(flag.set(true), "set twice");
+        assert!(flag.set(false) && !flag.is_set());
+        assert!(flag.set(false), "cleared twice");
+        assert_eq!(view.u32_at(8), 0);
+        // The program writes 7 there.
+        view.set_u32(8, 7);
+        assert!(!flag.set(true) && !flag.set(false));
+        assert_eq!(view.u32_at(8), 7, "the program's value was overwritten");
+        assert!(
+            flag.is_set(),
+            "7 reads as set, as the guest's checks read it"
+        );
+        drop(words);
+    }
+}
