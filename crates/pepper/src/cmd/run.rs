@@ -157,9 +157,11 @@ pub struct Args {
     /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
     /// (default): address 0 of the program's own memory 0, where its layout (LLVM's
     /// `wasm-ld`: a `__stack_pointer`, no data there) leaves that word free, so the clean
-    /// code's checks need no base address of pepper's memory; other modules and components
-    /// keep it in pepper's memory. `pepper`: always in pepper's memory, for a program
-    /// that uses address 0 (pepper warns in the profile when it finds the word written).
+    /// code's checks need no base address of pepper's memory (PEP's default: +6.6%
+    /// against +8.9% with the flag in pepper's memory, bench/results/switch-guest-flag.md);
+    /// other modules and components keep it in pepper's memory. `pepper`: always in
+    /// pepper's memory, for a program that uses address 0, which reads 1 there while the
+    /// flag is set (pepper warns in the profile when it finds the word written).
     #[arg(long, value_enum, default_value = "program")]
     switch_flag: SwitchFlagArg,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
