@@ -183,7 +183,8 @@ pub fn profile(
     }
     let stacks = sampler.and_then(|s| s.stacks.as_ref().map(|st| (st, s.stack_interval())));
     let mut warnings = Vec::new();
-    if collected.flag_overwritten {
+    // (A run stopped early hands over the sampler's result alone.)
+    if collected.flag_overwritten || samples.is_some_and(|s| s.flag_overwritten) {
         let what = match instrumented.guest.mode {
             Mode::Ephemeral => "the windows stopped there",
             _ => "pepper left it as the program wrote it",

@@ -72,7 +72,7 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
 
 /// The words in pepper's memory that bound a PEP burst (`pepper_layout::SWITCH_LIMIT_OFFSET`).
 #[derive(Copy, Clone, Debug)]
-pub struct Lease {
+pub(crate) struct Lease {
     /// PEP's ring head.
     pub head: u32,
     /// The head at which the burst ends (0: none).
