@@ -266,6 +266,7 @@ impl CommandOptions {
     pub fn run_config(&self, module: &Instrumented) -> RunConfig {
         let (s, guest) = (&self.sampling, &module.guest);
         let switched = guest.switch.is_some();
+        let flag = FlagWord::of(guest);
         let sampler = SamplerConfig::for_module(
             module,
             self.instrument.pep_every.is_none(),
@@ -293,15 +294,15 @@ impl CommandOptions {
             epoch: None,
             branch_hints: self.branch_hints || module.wants_branch_hinting(),
             ephemeral: (guest.mode == Mode::Ephemeral && switched).then(|| EphemeralConfig {
-                budgets: FlagWord::of(guest).at,
+                budgets: flag.at,
                 functions: (guest.num_funcs - guest.num_imports) as u32,
                 persistence: s.persistence,
                 epoch: s.epoch,
                 window: guest.ephemeral_windows.then_some(s.window),
                 phase: s.window_phase,
-                in_guest_memory: FlagWord::of(guest).in_guest_memory,
+                in_guest_memory: flag.in_guest_memory,
             }),
-            switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then(|| FlagWord::of(guest)),
+            switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then_some(flag),
             sampler,
             invoke: self
                 .invoke
