@@ -55,6 +55,18 @@ impl Counting {
             _ => 1,
         }
     }
+
+    /// The register of a switched copy entered at a loop header (`crate::switch`): its
+    /// first path end, at that header, ends no path of the program. The ring takes an
+    /// empty word (0), which the sampler skips; a counted function takes path number
+    /// `num_paths`, one past the last, which array functions give a slot of its own
+    /// (`count[0]` would be the function's path 0) and the decoder drops.
+    pub fn entered_register(self, num_paths: u64) -> i64 {
+        match self {
+            Counting::Ring => 0,
+            _ => (num_paths * self.scale()) as i64,
+        }
+    }
 }
 
 /// Default entries in each hashed function's path cache (4 KB per function).

@@ -65,6 +65,9 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub budget: Option<Budget>,
     /// Function indices of `F_inst` and `F_clean`.
     pub copies: (u32, u32),
+    /// What `F_inst`'s path register starts at when it is entered at a loop
+    /// (`crate::plan::Counting::entered_register`).
+    pub entered_register: i64,
     /// PEP's burst limit, when the flag has one: `F_inst`'s checks also leave, and clear
     /// the flag, once the ring head has passed it.
     pub lease: Option<Lease>,
@@ -323,8 +326,8 @@ impl SwitchedFunction<'_, '_> {
         };
         let checked = spliced(only, self.shape, &f_how);
 
-        // F_inst: entered at a loop, the path so far is nobody's (0, which the sampler
-        // drops) until the loop's header starts one.
+        // F_inst: entered at a loop, the path so far is nobody's (a register that ends
+        // no path of the program) until the loop's header starts one.
         let inst = self.body(instrumented, ctx(), BodyCopy::Entered, Some(redirect))?;
         let r = inst.locals_at.r;
         let to_clean = |id| checks.switch_to(clean_fn, false, id);
@@ -333,7 +336,7 @@ impl SwitchedFunction<'_, '_> {
             checks: leaves.clone(),
             entries: ids.clone(),
             at_start: checks
-                .arrival(entry, &[I::I64Const(0), I::LocalSet(r)])
+                .arrival(entry, &[I::I64Const(self.entered_register), I::LocalSet(r)])
                 .into(),
             check: &to_clean,
         };

@@ -534,6 +534,30 @@ fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
     );
 }
 
+/// Ephemeral windows mostly find `$work` inside its long loop and enter its instrumented
+/// copy at the loop's header. That entry's first path end belongs to no path; counted
+/// as path 0 (the early return, never taken), it gave real branches outcomes they never
+/// had (Lua's `fmod` 40% one way where every call went the other). Array and hashed
+/// counting alike.
+#[test]
+fn ephemeral_copies_entered_at_a_loop_count_no_false_path() {
+    let f = fixture("entered_loop.wat");
+    for extra in [&[][..], &["--array-max-paths", "0"][..]] {
+        let (c, _, err, eph) = run("ephemeral", &f, extra, &[]);
+        assert_eq!(c, 0, "{err}");
+        let early = branch(&eph, "work", If, 0);
+        assert_eq!(
+            early[0], 0,
+            "{extra:?}: the early return was never taken: {early:?}"
+        );
+        assert!(early[1] > 0, "{extra:?}: no entry recorded: {early:?}");
+        // The loop's own branches were recorded, in the windows' share of the run.
+        let inner = branch(&eph, "work", If, 1);
+        let share = inner[0] as f64 / (inner[0] + inner[1]).max(1) as f64;
+        assert!((0.2..=0.3).contains(&share), "{extra:?}: {inner:?}");
+    }
+}
+
 /// A switch flag in the program's memory (ephemeral windows, PEP's bursts), in a program
 /// that writes that word itself: the program keeps what it wrote (it exits with it),
 /// pepper's threads and the instrumented copies' own clear leave it alone, and the

@@ -188,8 +188,13 @@ impl Build<'_, '_> {
         let (mode, opts) = (self.mode, self.opts);
         let n = nd.numbering.total();
         // Targeted: slots n..2n catch poisoned registers (see `FunctionPlan::poison`), so
-        // a path end needs no test.
-        let slots = if mode == Mode::Targeted { 2 * n } else { n };
+        // a path end needs no test. Ephemeral: slot n is the path end of a copy entered
+        // at a loop header (`Counting::entered_register`).
+        let slots = match mode {
+            Mode::Targeted => 2 * n,
+            Mode::Ephemeral => n + 1,
+            _ => n,
+        };
         fp.counting = if mode == Mode::Pep {
             match opts.pep_every {
                 Some(k) => {
