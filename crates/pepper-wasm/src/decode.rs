@@ -324,11 +324,11 @@ impl Plan {
                         }
                     }
                 }
-                // Copies entered at a loop count their first path end as one past the
-                // last (`Counting::entered_register`): no path of the program.
+                // Copies entered at a loop count their first path end past the last
+                // (`Counting::entered_register`): no path of the program.
                 let n = fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total());
-                if fp.counting != Counting::Ring {
-                    v.retain(|&(r, _)| r != n);
+                if let Counting::Hash { .. } = fp.counting {
+                    v.retain(|&(r, _)| r < n);
                 }
                 if let Counting::Every { k } = fp.counting {
                     // Each sample stands for k path ends.

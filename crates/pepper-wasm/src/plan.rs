@@ -58,9 +58,11 @@ impl Counting {
 
     /// The register of a switched copy entered at a loop header (`crate::switch`): its
     /// first path end, at that header, ends no path of the program. The ring takes an
-    /// empty word (0), which the sampler skips; a counted function takes path number
-    /// `num_paths`, one past the last, which array functions give a slot of its own
-    /// (`count[0]` would be the function's path 0) and the decoder drops.
+    /// empty word (0), which the sampler skips. A counted function starts at path number
+    /// `num_paths` (from 0, `count[0]` was the function's path 0): the increments on the
+    /// way to the header (a forced `if` arm's) lie on one path from the entry, so they
+    /// add less than `num_paths` and the path end lands in `num_paths..2 * num_paths`,
+    /// slots array functions keep for it and the decoder drops.
     pub fn entered_register(self, num_paths: u64) -> i64 {
         match self {
             Counting::Ring => 0,

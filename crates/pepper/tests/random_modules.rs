@@ -512,6 +512,25 @@ fn random_modules_behave_identically_and_profile_consistently() {
             branch_counts(exact),
             "seed {seed}: ephemeral windows always on differ from exact-paths"
         );
+        // Windows switched at random points record part of the run, never more: a copy
+        // entered at a loop header counts no path of the program there.
+        for label in [
+            "ephemeral windows, random",
+            "ephemeral windows at shallow, random",
+        ] {
+            let exact_counts: HashMap<(u32, u64), Vec<u64>> = branch_counts(exact)
+                .into_iter()
+                .map(|(f, o, c)| ((f, o), c))
+                .collect();
+            for (f, o, c) in branch_counts(&profiles[label]) {
+                let e = &exact_counts[&(f, o)];
+                assert!(
+                    c.iter().zip(e).all(|(c, e)| c <= e),
+                    "seed {seed}: {label} recorded more than ran at function {f}, \
+                     offset {o}: {c:?} against {e:?}"
+                );
+            }
+        }
         // Random switching ran both copies: some path ends counted, not all of them.
         let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>();
         let random = total(&profiles["pep every 1, switch all, random"]);

@@ -188,11 +188,10 @@ impl Build<'_, '_> {
         let (mode, opts) = (self.mode, self.opts);
         let n = nd.numbering.total();
         // Targeted: slots n..2n catch poisoned registers (see `FunctionPlan::poison`), so
-        // a path end needs no test. Ephemeral: slot n is the path end of a copy entered
-        // at a loop header (`Counting::entered_register`).
+        // a path end needs no test. Ephemeral: slots n..2n take the first path end of a
+        // copy entered at a loop header (`Counting::entered_register`).
         let slots = match mode {
-            Mode::Targeted => 2 * n,
-            Mode::Ephemeral => n + 1,
+            Mode::Targeted | Mode::Ephemeral => 2 * n,
             _ => n,
         };
         fp.counting = if mode == Mode::Pep {
