@@ -306,7 +306,7 @@ impl Plan {
         let l = &self.layout;
         let counts: Vec<(u64, u64)> = match fp.counting {
             Counting::Array { base } => {
-                let n = fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total());
+                let n = fp.num_paths();
                 (0..n)
                     .map(|r| (r, read_u64(mem, base as u64 + 8 * r)))
                     .filter(|&(_, c)| c > 0)
@@ -326,7 +326,7 @@ impl Plan {
                 }
                 // Copies entered at a loop count their first path end past the last
                 // (`Counting::entered_register`): no path of the program.
-                let n = fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total());
+                let n = fp.num_paths();
                 if let Counting::Hash { .. } = fp.counting {
                     v.retain(|&(r, _)| r < n);
                 }

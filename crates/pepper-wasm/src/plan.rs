@@ -344,6 +344,11 @@ pub struct FunctionPlan {
 }
 
 impl FunctionPlan {
+    /// Its numbered paths (0 when it counts none).
+    pub fn num_paths(&self) -> u64 {
+        self.numbered.as_ref().map_or(0, |nd| nd.numbering.total())
+    }
+
     /// A function that counts nothing yet: `first_branch` and `first_site` are the
     /// module-wide ids its branches and call sites start at.
     pub(crate) fn new(

@@ -514,14 +514,14 @@ fn random_modules_behave_identically_and_profile_consistently() {
         );
         // Windows switched at random points record part of the run, never more: a copy
         // entered at a loop header counts no path of the program there.
+        let exact_counts: HashMap<(u32, u64), Vec<u64>> = branch_counts(exact)
+            .into_iter()
+            .map(|(f, o, c)| ((f, o), c))
+            .collect();
         for label in [
             "ephemeral windows, random",
             "ephemeral windows at shallow, random",
         ] {
-            let exact_counts: HashMap<(u32, u64), Vec<u64>> = branch_counts(exact)
-                .into_iter()
-                .map(|(f, o, c)| ((f, o), c))
-                .collect();
             for (f, o, c) in branch_counts(&profiles[label]) {
                 let e = &exact_counts[&(f, o)];
                 assert!(

@@ -202,9 +202,7 @@ impl Build<'_, '_> {
                             || c.entered_clean.contains(&f),
                     ),
                 copies: (first, first + 1),
-                entered_register: fp
-                    .counting
-                    .entered_register(fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total())),
+                entered_register: fp.counting.entered_register(fp.num_paths()),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
                 lease: (!self.ephemeral && !self.opts.switch_chaos && layout.ring_entries > 0)
