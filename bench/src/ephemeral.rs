@@ -53,9 +53,10 @@ impl Config {
 
     /// Windows of `us` µs every `epoch`, clean code checking at `placement`.
     fn windows(us: u64, epoch: Duration, placement: SwitchPlacement) -> Config {
-        let every = match epoch == EPOCH {
-            true => String::new(),
-            false => format!("@{}ms", epoch.as_millis()),
+        let every = match (epoch == EPOCH, epoch.subsec_micros() % 1000) {
+            (true, _) => String::new(),
+            (false, 0) => format!("@{}ms", epoch.as_millis()),
+            (false, _) => format!("@{}us", epoch.as_micros()),
         };
         Config {
             label: format!("ephemeral windows W={us}us{every} {}", placement.name()),
@@ -122,7 +123,7 @@ fn configs() -> Vec<Config> {
     for us in [0, 250, 500, 1000] {
         configs.push(Config::windows(us, EPOCH, SwitchPlacement::Outer));
     }
-    // `pepper run`'s default: 50 µs every 2 ms at `outer`.
+    // `pepper run`'s default until 1 ms epochs measured better: 50 µs every 2 ms at `outer`.
     configs.push(Config::windows(50, ms(2), SwitchPlacement::Outer));
     // The same, opening at the start of every epoch instead of anywhere in it.
     let mut fixed = Config::windows(50, ms(2), SwitchPlacement::Outer);
@@ -139,6 +140,19 @@ fn configs() -> Vec<Config> {
     }
     configs.push(Config::windows(0, ms(2), SwitchPlacement::Outer));
     configs.push(Config::windows(100, ms(4), SwitchPlacement::Outer));
+    // A higher duty cycle, by longer windows or by more of them (1 ms: `pepper run`'s
+    // default): a run records more of a loop nest whose stretches between checks are long.
+    let micros = Duration::from_micros;
+    for (w, epoch) in [
+        (100, ms(2)),
+        (150, ms(2)),
+        (200, ms(2)),
+        (0, ms(1)),
+        (50, ms(1)),
+        (25, micros(500)),
+    ] {
+        configs.push(Config::windows(w, epoch, SwitchPlacement::Outer));
+    }
     for (us, epoch) in [
         (0, EPOCH),
         (250, EPOCH),
@@ -295,7 +309,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          Windows (`--window W`): one module-wide flag open for W once every epoch, at a \
          random point of it unless the label says otherwise, checked by clean code where \
          the label's placement says (`--switch`; \
-         `pepper run`'s default is W=50us@2ms outer), nothing counted in clean code, \
+         `pepper run`'s default is W=50us@1ms outer), nothing counted in clean code, \
          counts scaled by the run's time over the windows' (measured; the epoch thread \
          ends a window by spinning, so it lasts what was asked); W=0 sets the flag and at once \
          clears it every epoch, which a few frames meet at a check: about the clean code's \

@@ -483,9 +483,10 @@ pub enum SwitchPlacement {
 pub const SHALLOW_DETOURS: usize = 2;
 
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
-/// say. `shallow` measured the same as `outer` (cost and accuracy), and `deep`, the only
-/// placement whose windows never missed bzip2's sorting loops for a whole run, costs
-/// about as much as exact edges (bench/results/ephemeral-windows.md).
+/// say. `shallow` measured the same as `outer` (cost and accuracy), and `deep`, whose
+/// checks inside loop nests kept 2 ms epochs' windows from missing bzip2's sorting for a
+/// whole run, costs about as much as exact edges (bench/results/ephemeral-entered.md);
+/// twice the windows at `outer` do that for far less (bench/results/ephemeral-epoch.md).
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Outer;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough

@@ -182,7 +182,7 @@ fn pep_defaults_to_the_switch_where_it_can_run() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("drop --switch off"));
 }
 
-/// Ephemeral windows open every 2 ms unless told otherwise, budgets every 10 ms (the
+/// Ephemeral windows open every 1 ms unless told otherwise, budgets every 10 ms (the
 /// paper's epoch); the windows' copies need the switch, and budgets count at `outer`'s
 /// checks, so `--switch off`, and any placement with `--persistence`, are refused.
 #[test]
@@ -195,8 +195,8 @@ fn ephemeral_epochs_default_by_design_and_placements_are_checked() {
             .expect("ephemeral records its epochs")
             .interval_us
     };
-    assert_eq!(epoch_us(&[]), 2_000);
-    assert_eq!(epoch_us(&["--switch", "deep"]), 2_000);
+    assert_eq!(epoch_us(&[]), 1_000);
+    assert_eq!(epoch_us(&["--switch", "deep"]), 1_000);
     assert_eq!(epoch_us(&["--persistence", "10"]), 10_000);
     assert_eq!(epoch_us(&["--epoch", "5ms"]), 5_000);
     for (extra, says) in [

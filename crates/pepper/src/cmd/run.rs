@@ -85,13 +85,13 @@ pub struct Args {
     /// Ephemeral with a budget per function instead of windows: how many executions
     /// (function entries and outermost loop iterations) each function records per epoch
     /// before it turns its instrumentation off (persistence, e.g. 1000). Exact entry
-    /// counts, but it costs more and measured less accurate than windows
-    /// (bench/results/ephemeral.md: +8.8%, 90.2% of hot biases within 5 points against
-    /// 92.9% for the default windows).
+    /// counts, but it costs more and measured less accurate than windows side by side
+    /// (bench/results/ephemeral.md: +8.8% against +6.2%, 90.2% of hot biases within 5
+    /// points against 92.9%).
     #[arg(long, conflicts_with = "window", value_parser = clap::value_parser!(u32).range(1..))]
     persistence: Option<u32>,
     /// Ephemeral: how often every function's instrumentation is switched back on
-    /// (periodicity). Default 2 ms with windows; 10 ms, the paper's epoch, with
+    /// (periodicity). Default 1 ms with windows; 10 ms, the paper's epoch, with
     /// --persistence.
     #[arg(long, value_parser = parse_duration)]
     epoch: Option<std::time::Duration>,
@@ -99,9 +99,11 @@ pub struct Args {
     /// long once in each --epoch, at a random point of it (so a program with a rhythm of
     /// its own is not always seen at one point of it), e.g. `250us`. Clean code counts
     /// nothing, and the counts are the windows' executions scaled to the run's time.
-    /// Default 50 µs (bench/results/ephemeral-windows.md: as cheap as 250 µs every 10 ms,
-    /// and more of the hot branches' biases within 5 points). Clean code checks where
-    /// --switch says (default `outer`).
+    /// Default 50 µs. The clean code's checks are most of what windows cost, so more
+    /// windows cost little more and see more (bench/results/ephemeral-epoch.md: 50 µs
+    /// every 1 ms, the default, +2.5% at 95.6% of the hot branches' biases
+    /// within 5 points, against +2.2% and 93.7% every 2 ms). Clean code checks
+    /// where --switch says (default `outer`).
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
