@@ -35,6 +35,8 @@ struct Config {
     /// Windows' flag in the program's memory where its layout allows
     /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
     guest_flag: bool,
+    /// `InstrumentOptions::switch_handover_at_start`.
+    handover_at_start: bool,
 }
 
 impl Config {
@@ -48,6 +50,7 @@ impl Config {
             placement: None,
             phase: WindowPhase::default(),
             guest_flag: true,
+            handover_at_start: false,
         }
     }
 
@@ -73,6 +76,7 @@ impl Config {
             ephemeral_windows: self.window.is_some(),
             switch: self.placement,
             guest_flag: self.guest_flag,
+            switch_handover_at_start: self.handover_at_start,
             ..Default::default()
         }
     }
@@ -152,6 +156,14 @@ fn configs() -> Vec<Config> {
         (25, micros(500)),
     ] {
         configs.push(Config::windows(w, epoch, SwitchPlacement::Outer));
+    }
+    // The clean copy taking a loop's locals over at its start instead of in front of the
+    // loop, as it did before.
+    for w in [0, 50] {
+        let mut c = Config::windows(w, ms(1), SwitchPlacement::Outer);
+        c.label.push_str(", locals handed over at the start");
+        c.handover_at_start = true;
+        configs.push(c);
     }
     for (us, epoch) in [
         (0, EPOCH),

@@ -114,6 +114,7 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         switch: spec.switch,
         switch_hints: spec.switch_hints,
         guest_flag: spec.guest_flag,
+        switch_handover_at_start: spec.handover_at_start,
         ..Default::default()
     };
     if !spec.register_loops {

@@ -194,6 +194,7 @@ impl Build<'_, '_> {
                 shape: &c.laid.shapes[k],
                 placement,
                 chaos: self.opts.switch_chaos,
+                handover_at_start: self.opts.switch_handover_at_start,
                 // Budgets are spent at every entry: calls go to the callee's `F`.
                 entry_check: self.budgets
                     || placement.entry_check(

@@ -45,6 +45,13 @@ pub struct Splice<'s> {
     pub at_start: Code,
     /// The check at target `id`'s header (after the header's own code).
     pub check: &'s dyn Fn(u32) -> Code,
+    /// Code just in front of each entry loop `id` (before its `loop`, after the skip
+    /// blocks that lead there close): where a copy takes the loop's locals over when
+    /// `at_start` has not. Values handed over at the start stay live, as values no
+    /// constant can stand for, across the code in front of the loop on the way that does
+    /// not skip it; the register allocator then kept some of them on the stack through
+    /// the loop itself.
+    pub arrive: Option<&'s dyn Fn(u32) -> Code>,
 }
 
 enum Piece {
@@ -90,7 +97,7 @@ pub fn splice<'f>(
 ) -> Spliced<'f> {
     // (position, class, sequence, piece): at one position, skip blocks open (0) and
     // test `id` (1) before a header's check (2), which comes before blocks that close
-    // there (3) and forced conditions (4).
+    // there (3), forced conditions (4) and the locals' hand-over in front of a loop (5).
     let mut pieces: Vec<(usize, u8, usize, Piece)> = Vec::new();
     let mut push = |at: usize, class: u8, p: Piece| {
         let seq = pieces.len();
@@ -110,6 +117,11 @@ pub fn splice<'f>(
     }
     for &(k, id) in &how.checks {
         push(header(k), 2, Piece::Code((how.check)(id)));
+    }
+    if let (Some(_), Some(arrive)) = (how.entry, how.arrive) {
+        for &(k, id) in &how.entries {
+            push(pos.pre_at[shape.loops[k].op], 5, Piece::Code(arrive(id)));
+        }
     }
     if let Some(e) = how.entry {
         // Per parent: its children on the way to targets, each with its range of ids.

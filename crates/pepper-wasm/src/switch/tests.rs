@@ -366,3 +366,53 @@ fn callees_of_functions_without_copies_check_at_entry() {
     // Called only from an instrumented function: no check needed.
     assert!(!tail_calls(3).contains(&quiet.0), "quiet checks at entry");
 }
+
+/// `F_clean`, where long frames run once a burst has passed, takes a loop's locals from
+/// the globals just in front of that loop, past the code the skip blocks jump over
+/// (taken at its start, those values lived across that code and Cranelift kept some on
+/// the stack through the loop); `F_inst` takes them at its start, and
+/// `switch_handover_at_start` keeps that for `F_clean` too.
+#[test]
+fn the_clean_copy_takes_a_loops_locals_in_front_of_the_loop() {
+    let wat = r#"(module
+         (func $g (param i32) (result i32) (i32.mul (local.get 0) (i32.const 3)))
+         (func (export "f") (param i32) (result i32) (local i32 i64)
+           (local.set 1 (call $g (local.get 0)))
+           (local.set 2 (i64.const 9))
+           (block
+             (loop
+               (local.set 1 (i32.add (local.get 1) (i32.wrap_i64 (local.get 2))))
+               (br_if 1 (i32.gt_u (local.get 1) (local.get 0)))
+               (br 0)))
+           (local.get 1)))"#;
+    // Per copy: global reads before the pre-loop call, and between it and the loop.
+    let reads = |handover_at_start: bool| {
+        let opts = crate::InstrumentOptions {
+            mode: pepper_profile::Mode::Pep,
+            switch: Some(SwitchPlacement::Outer),
+            switch_handover_at_start: handover_at_start,
+            ..Default::default()
+        };
+        let inst = crate::instrument(&wat::parse_str(wat).unwrap(), &opts).unwrap();
+        let bodies = crate::module::ModuleFacts::parse(&inst.wasm)
+            .unwrap()
+            .bodies;
+        let (f_inst, f_clean) = inst.plan.functions[1].copies.unwrap();
+        [f_inst, f_clean].map(|f| {
+            let mut counts = [0, 0];
+            let mut part = 0;
+            for op in bodies[f as usize].get_operators_reader().unwrap() {
+                match op.unwrap() {
+                    O::Call { .. } if part == 0 => part = 1,
+                    O::Loop { .. } if part == 1 => break,
+                    O::GlobalGet { .. } => counts[part] += 1,
+                    _ => {}
+                }
+            }
+            counts
+        })
+    };
+    // The loop id's global at the start; the i32 and the i64 the loop reads.
+    assert_eq!(reads(false), [[3, 0], [1, 2]]);
+    assert_eq!(reads(true), [[3, 0], [3, 0]]);
+}

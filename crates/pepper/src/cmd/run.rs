@@ -153,7 +153,8 @@ pub struct Args {
     /// hinted unlikely, and wasmtime's branch hinting is turned on for them.
     /// With --mode ephemeral: where clean code checks for its windows (default `outer`;
     /// `deep` costs about what exact edges do, and its windows find loops nested deep in
-    /// long iterations in every run, bench/results/ephemeral-windows.md).
+    /// long iterations even at 2 ms epochs, bench/results/ephemeral-entered.md; at the
+    /// default 1 ms, `outer`'s windows find them too, bench/results/ephemeral-epoch.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
