@@ -242,9 +242,10 @@ pub struct InstrumentOptions {
     /// so engines that read hints (wasmtime's `Config::wasm_branch_hinting`) lay the
     /// switching code out of line and the clean code falls through its checks.
     pub switch_hints: bool,
-    /// Switch: `F_clean` takes a loop's locals over at its start, as pepper did before
-    /// it took them over in front of the loop (`switch::Splice::arrive`). Kept to measure
-    /// the two against each other (bench/results/ephemeral-handover.md).
+    /// Switch: the copies entered at a loop (`F_inst`, `F_clean`) take its locals over at
+    /// their start, as pepper did before it took them over in front of the loop
+    /// (`switch::Splice::arrive`). Kept to measure the two against each other
+    /// (bench/results/ephemeral-handover.md).
     pub switch_handover_at_start: bool,
     /// Ephemeral in windows (the default): one module-wide flag, set by the runtime for a
     /// window every epoch, instead of a budget per function; no entry or loop counts in

@@ -329,39 +329,37 @@ impl SwitchedFunction<'_, '_> {
         };
         let checked = spliced(only, self.shape, &f_how);
 
+        // The copies take a loop's locals over in front of that loop rather than at their
+        // start (`Splice::arrive`): `F_clean` runs long frames for the rest of their
+        // activation once a burst has passed, and zstd's driver loop ran 12-19% slower
+        // in it than in `F` the other way.
+        let at_start = self.handover_at_start;
+        let take_over = |id| checks.take_over(entry, id);
+        let arrive: Option<&dyn Fn(u32) -> Code> = (!at_start).then_some(&take_over);
+
         // F_inst: entered at a loop, the path so far is nobody's (a register that ends
         // no path of the program) until the loop's header starts one.
         let inst = self.body(instrumented, ctx(), BodyCopy::Entered, Some(redirect))?;
         let r = inst.locals_at.r;
         let to_clean = |id| checks.switch_to(clean_fn, false, id);
+        let register = [I::I64Const(self.entered_register), I::LocalSet(r)];
         let inst_how = Splice {
             entry: Some(entry),
             checks: leaves.clone(),
             entries: ids.clone(),
-            at_start: checks
-                .arrival(entry, &[I::I64Const(self.entered_register), I::LocalSet(r)])
-                .into(),
+            at_start: checks.arrival(entry, &register, at_start).into(),
             check: &to_clean,
-            arrive: None,
+            arrive,
         };
         let instrumented = spliced(inst, self.shape, &inst_how);
 
-        // F_clean: the clean code again, enterable at a loop. It runs long frames for the
-        // rest of their activation once a burst has passed, so it takes each loop's
-        // locals over in front of that loop rather than at its start (`Splice::arrive`):
-        // zstd's driver loop ran 12-19% slower than `F` the other way.
+        // F_clean: the clean code again, enterable at a loop.
         let again = self.body(clean(), ctx(), BodyCopy::Entered, None)?;
-        let take_over = |id| checks.take_over(entry, id);
-        let (at_start, arrive): (Code, Option<&dyn Fn(u32) -> Code>) = match self.handover_at_start
-        {
-            true => (checks.arrival(entry, &[]).into(), None),
-            false => (checks.arrival_id(entry).into(), Some(&take_over)),
-        };
         let clean_how = Splice {
             entry: Some(entry),
             checks: ids,
             entries: leaves,
-            at_start,
+            at_start: checks.arrival(entry, &[], at_start).into(),
             check: &to_inst,
             arrive,
         };
@@ -535,8 +533,10 @@ struct Checks {
 }
 
 impl Checks {
-    /// A copy's start: `entry = id; if entry { id = 0; locals = their slots; then }`.
-    fn arrival(&self, entry: u32, then: &[I<'static>]) -> Vec<I<'static>> {
+    /// A copy's start: `entry = id; if entry { id = 0; then }`, and the locals from
+    /// their slots there too when `locals` (otherwise [`Checks::take_over`] takes them
+    /// in front of their loop).
+    fn arrival(&self, entry: u32, then: &[I<'static>], locals: bool) -> Vec<I<'static>> {
         let mut c = vec![
             I::GlobalGet(self.id),
             I::LocalTee(entry),
@@ -545,26 +545,13 @@ impl Checks {
             I::GlobalSet(self.id),
         ];
         for (x, slot) in self.slots.iter().enumerate() {
-            if let Some(g) = slot {
+            if let (true, Some(g)) = (locals, slot) {
                 c.extend([I::GlobalGet(*g), I::LocalSet(x as u32)]);
             }
         }
         c.extend(then.iter().cloned());
         c.push(I::End);
         c
-    }
-
-    /// A copy's start when the locals come over in front of their loop
-    /// ([`Checks::take_over`]): `entry = id; if entry { id = 0 }`.
-    fn arrival_id(&self, entry: u32) -> Vec<I<'static>> {
-        vec![
-            I::GlobalGet(self.id),
-            I::LocalTee(entry),
-            I::If(BlockType::Empty),
-            I::I32Const(0),
-            I::GlobalSet(self.id),
-            I::End,
-        ]
     }
 
     /// In front of loop `id`: `if entry == id { its live locals = their slots }`.

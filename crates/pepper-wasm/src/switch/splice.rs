@@ -45,12 +45,14 @@ pub struct Splice<'s> {
     pub at_start: Code,
     /// The check at target `id`'s header (after the header's own code).
     pub check: &'s dyn Fn(u32) -> Code,
-    /// Code just in front of each entry loop `id` (before its `loop`, after the skip
-    /// blocks that lead there close): where a copy takes the loop's locals over when
-    /// `at_start` has not. Values handed over at the start stay live, as values no
-    /// constant can stand for, across the code in front of the loop on the way that does
-    /// not skip it; the register allocator then kept some of them on the stack through
-    /// the loop itself.
+    /// Code for each entry loop `id`, just in front of the outermost loop on its way in
+    /// (the loop itself when it is outermost; before that `loop`, after the skip blocks
+    /// that lead there close): where a copy takes the loop's locals over when `at_start`
+    /// has not. Values handed over at the start stay live, as values no constant can
+    /// stand for, across the code in front of the loop on the way that does not skip
+    /// it; the register allocator then kept some of them on the stack through the loop
+    /// itself. In front of an inner loop, the code would run each time an iteration of
+    /// the loops around it starts that loop (Lua's dispatch loop, under `shallow`).
     pub arrive: Option<&'s dyn Fn(u32) -> Code>,
 }
 
@@ -119,8 +121,16 @@ pub fn splice<'f>(
         push(header(k), 2, Piece::Code((how.check)(id)));
     }
     if let (Some(_), Some(arrive)) = (how.entry, how.arrive) {
+        let loop_ops: std::collections::HashSet<usize> = shape.loops.iter().map(|l| l.op).collect();
         for &(k, id) in &how.entries {
-            push(pos.pre_at[shape.loops[k].op], 5, Piece::Code(arrive(id)));
+            let chain = shape.loops[k].chain.as_ref().expect("targets have a chain");
+            // The chain ends at the loop itself, so there is always one.
+            let front = chain
+                .iter()
+                .map(|link| link.child)
+                .find(|op| loop_ops.contains(op))
+                .unwrap_or(shape.loops[k].op);
+            push(pos.pre_at[front], 5, Piece::Code(arrive(id)));
         }
     }
     if let Some(e) = how.entry {

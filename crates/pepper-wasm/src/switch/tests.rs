@@ -367,13 +367,42 @@ fn callees_of_functions_without_copies_check_at_entry() {
     assert!(!tail_calls(3).contains(&quiet.0), "quiet checks at entry");
 }
 
-/// `F_clean`, where long frames run once a burst has passed, takes a loop's locals from
-/// the globals just in front of that loop, past the code the skip blocks jump over
-/// (taken at its start, those values lived across that code and Cranelift kept some on
-/// the stack through the loop); `F_inst` takes them at its start, and
-/// `switch_handover_at_start` keeps that for `F_clean` too.
+/// `wat`'s function 1 under `placement`, per copy (`F_inst`, `F_clean`): its global reads
+/// before its first call, between that call and its first loop, and after.
+fn global_reads(wat: &str, placement: SwitchPlacement, handover_at_start: bool) -> [[usize; 3]; 2] {
+    let opts = crate::InstrumentOptions {
+        mode: pepper_profile::Mode::Pep,
+        switch: Some(placement),
+        switch_handover_at_start: handover_at_start,
+        ..Default::default()
+    };
+    let inst = crate::instrument(&wat::parse_str(wat).unwrap(), &opts).unwrap();
+    let bodies = crate::module::ModuleFacts::parse(&inst.wasm)
+        .unwrap()
+        .bodies;
+    let (f_inst, f_clean) = inst.plan.functions[1].copies.unwrap();
+    [f_inst, f_clean].map(|f| {
+        let mut counts = [0, 0, 0];
+        let mut part = 0;
+        for op in bodies[f as usize].get_operators_reader().unwrap() {
+            match op.unwrap() {
+                O::Call { .. } if part == 0 => part = 1,
+                O::Loop { .. } if part == 1 => part = 2,
+                O::GlobalGet { .. } => counts[part] += 1,
+                _ => {}
+            }
+        }
+        counts
+    })
+}
+
+/// The copies entered at a loop take its locals from the globals just in front of that
+/// loop, past the code the skip blocks jump over (taken at the start, those values lived
+/// across that code and Cranelift kept some on the stack through the loop, in `F_clean`
+/// where long frames run once a burst has passed); `switch_handover_at_start` keeps the
+/// old way.
 #[test]
-fn the_clean_copy_takes_a_loops_locals_in_front_of_the_loop() {
+fn the_copies_take_a_loops_locals_in_front_of_the_loop() {
     let wat = r#"(module
          (func $g (param i32) (result i32) (i32.mul (local.get 0) (i32.const 3)))
          (func (export "f") (param i32) (result i32) (local i32 i64)
@@ -385,34 +414,33 @@ fn the_clean_copy_takes_a_loops_locals_in_front_of_the_loop() {
                (br_if 1 (i32.gt_u (local.get 1) (local.get 0)))
                (br 0)))
            (local.get 1)))"#;
-    // Per copy: global reads before the pre-loop call, and between it and the loop.
-    let reads = |handover_at_start: bool| {
-        let opts = crate::InstrumentOptions {
-            mode: pepper_profile::Mode::Pep,
-            switch: Some(SwitchPlacement::Outer),
-            switch_handover_at_start: handover_at_start,
-            ..Default::default()
-        };
-        let inst = crate::instrument(&wat::parse_str(wat).unwrap(), &opts).unwrap();
-        let bodies = crate::module::ModuleFacts::parse(&inst.wasm)
-            .unwrap()
-            .bodies;
-        let (f_inst, f_clean) = inst.plan.functions[1].copies.unwrap();
-        [f_inst, f_clean].map(|f| {
-            let mut counts = [0, 0];
-            let mut part = 0;
-            for op in bodies[f as usize].get_operators_reader().unwrap() {
-                match op.unwrap() {
-                    O::Call { .. } if part == 0 => part = 1,
-                    O::Loop { .. } if part == 1 => break,
-                    O::GlobalGet { .. } => counts[part] += 1,
-                    _ => {}
-                }
-            }
-            counts
-        })
-    };
     // The loop id's global at the start; the i32 and the i64 the loop reads.
-    assert_eq!(reads(false), [[3, 0], [1, 2]]);
-    assert_eq!(reads(true), [[3, 0], [3, 0]]);
+    let late = global_reads(wat, SwitchPlacement::Outer, false);
+    assert_eq!(late, [[1, 2, 0], [1, 2, 0]]);
+    let early = global_reads(wat, SwitchPlacement::Outer, true);
+    assert_eq!(early, [[3, 0, 0], [3, 0, 0]]);
+}
+
+/// An inner loop's locals come over in front of the outermost loop around it, once per
+/// entry into the nest, not in front of the inner loop, where the test would run each
+/// time an outer iteration starts it.
+#[test]
+fn an_inner_loops_locals_come_over_in_front_of_its_nest() {
+    let wat = r#"(module
+         (func $g (param i32) (result i32) (i32.mul (local.get 0) (i32.const 3)))
+         (func (export "f") (param i32) (result i32) (local i32 i64)
+           (local.set 1 (call $g (local.get 0)))
+           (loop $outer
+             (local.set 2 (i64.const 9))
+             (loop $inner
+               (local.set 1 (call $g (i32.add (local.get 1) (i32.wrap_i64 (local.get 2)))))
+               (br_if $inner (i32.lt_u (local.get 1) (i32.const 100))))
+             (br_if $outer (i32.lt_u (local.get 1) (local.get 0))))
+           (local.get 1)))"#;
+    // `shallow` enters both loops. The outer loop reads local 1 first; the inner one
+    // locals 1 and 2: three reads in front of the nest, none in it.
+    assert_eq!(
+        global_reads(wat, SwitchPlacement::Shallow, false),
+        [[1, 3, 0], [1, 3, 0]]
+    );
 }
