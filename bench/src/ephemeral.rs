@@ -56,10 +56,10 @@ impl Config {
 
     /// Windows of `us` µs every `epoch`, clean code checking at `placement`.
     fn windows(us: u64, epoch: Duration, placement: SwitchPlacement) -> Config {
-        let every = match (epoch == EPOCH, epoch.subsec_micros() % 1000) {
+        let every = match (epoch == EPOCH, epoch.as_micros().is_multiple_of(1000)) {
             (true, _) => String::new(),
-            (false, 0) => format!("@{}ms", epoch.as_millis()),
-            (false, _) => format!("@{}us", epoch.as_micros()),
+            (false, true) => format!("@{}ms", epoch.as_millis()),
+            (false, false) => format!("@{}us", epoch.as_micros()),
         };
         Config {
             label: format!("ephemeral windows W={us}us{every} {}", placement.name()),
@@ -157,8 +157,8 @@ fn configs() -> Vec<Config> {
     ] {
         configs.push(Config::windows(w, epoch, SwitchPlacement::Outer));
     }
-    // The clean copy taking a loop's locals over at its start instead of in front of the
-    // loop, as it did before.
+    // The copies taking a loop's locals over at their start instead of in front of the
+    // loop, as they did before.
     for w in [0, 50] {
         let mut c = Config::windows(w, ms(1), SwitchPlacement::Outer);
         c.label.push_str(", locals handed over at the start");

@@ -69,8 +69,8 @@ pub(crate) struct Spec {
     /// The switch's flag in the program's memory where its layout allows
     /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
     pub(crate) guest_flag: bool,
-    /// Switch: `F_clean` takes a loop's locals over at its start
-    /// (`InstrumentOptions::switch_handover_at_start`), as before it took them in front
+    /// Switch: the copies take a loop's locals over at their start
+    /// (`InstrumentOptions::switch_handover_at_start`), as before they took them in front
     /// of the loop.
     pub(crate) handover_at_start: bool,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
@@ -210,7 +210,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             interval: Duration::from_micros(500),
             handover_at_start: true,
-            ..switched("pep(64,17)+switch-shallow@500us, locals handed over at the start", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us with the clean copy taking a loop's locals over at its start, as before it took them in front of the loop")
+            ..switched("pep(64,17)+switch-shallow@500us, locals handed over at the start", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us with the copies taking a loop's locals over at their start, as before they took them in front of the loop")
         },
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),

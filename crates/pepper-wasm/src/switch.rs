@@ -544,9 +544,9 @@ impl Checks {
             I::I32Const(0),
             I::GlobalSet(self.id),
         ];
-        for (x, slot) in self.slots.iter().enumerate() {
-            if let (true, Some(g)) = (locals, slot) {
-                c.extend([I::GlobalGet(*g), I::LocalSet(x as u32)]);
+        if locals {
+            for (x, g) in self.handed(None) {
+                c.extend([I::GlobalGet(g), I::LocalSet(x)]);
             }
         }
         c.extend(then.iter().cloned());
@@ -562,14 +562,21 @@ impl Checks {
             I::I32Eq,
             I::If(BlockType::Empty),
         ];
-        let live = &self.live[id as usize - 1];
-        for (x, slot) in self.slots.iter().enumerate() {
-            if let (true, Some(g)) = (live[x], slot) {
-                c.extend([I::GlobalGet(*g), I::LocalSet(x as u32)]);
-            }
+        for (x, g) in self.handed(Some(id)) {
+            c.extend([I::GlobalGet(g), I::LocalSet(x)]);
         }
         c.push(I::End);
         c.into()
+    }
+
+    /// (local, its slot) for the locals handed over at loop `id` (those it reads before
+    /// writing), or at any checked loop when `None`.
+    fn handed(&self, id: Option<u32>) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let live = id.map(|id| &self.live[id as usize - 1]);
+        (self.slots.iter().enumerate()).filter_map(move |(x, slot)| {
+            let g = (*slot)?;
+            live.is_none_or(|l| l[x]).then_some((x as u32, g))
+        })
     }
 
     /// `if flag { slots = live locals; id = id; return_call to(params..) }` (or `if
@@ -601,11 +608,8 @@ impl Checks {
         if when_set {
             c.extend(self.spend.iter().cloned());
         }
-        let live = &self.live[id as usize - 1];
-        for (x, slot) in self.slots.iter().enumerate() {
-            if let (true, Some(g)) = (live[x], slot) {
-                c.extend([I::LocalGet(x as u32), I::GlobalSet(*g)]);
-            }
+        for (x, g) in self.handed(Some(id)) {
+            c.extend([I::LocalGet(x), I::GlobalSet(g)]);
         }
         c.extend([I::I32Const(id as i32), I::GlobalSet(self.id)]);
         c.extend((0..self.np).map(I::LocalGet));

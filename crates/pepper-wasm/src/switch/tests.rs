@@ -367,6 +367,18 @@ fn callees_of_functions_without_copies_check_at_entry() {
     assert!(!tail_calls(3).contains(&quiet.0), "quiet checks at entry");
 }
 
+/// A module whose function 1, `f`, calls `$g` first, then runs `body`, which ends in
+/// `f`'s result.
+fn after_a_call(body: &str) -> String {
+    format!(
+        r#"(module
+         (func $g (param i32) (result i32) (i32.mul (local.get 0) (i32.const 3)))
+         (func (export "f") (param i32) (result i32) (local i32 i64)
+           (local.set 1 (call $g (local.get 0)))
+           {body}))"#
+    )
+}
+
 /// `wat`'s function 1 under `placement`, per copy (`F_inst`, `F_clean`): its global reads
 /// before its first call, between that call and its first loop, and after.
 fn global_reads(wat: &str, placement: SwitchPlacement, handover_at_start: bool) -> [[usize; 3]; 2] {
@@ -403,21 +415,19 @@ fn global_reads(wat: &str, placement: SwitchPlacement, handover_at_start: bool) 
 /// old way.
 #[test]
 fn the_copies_take_a_loops_locals_in_front_of_the_loop() {
-    let wat = r#"(module
-         (func $g (param i32) (result i32) (i32.mul (local.get 0) (i32.const 3)))
-         (func (export "f") (param i32) (result i32) (local i32 i64)
-           (local.set 1 (call $g (local.get 0)))
-           (local.set 2 (i64.const 9))
+    let wat = after_a_call(
+        r#"(local.set 2 (i64.const 9))
            (block
              (loop
                (local.set 1 (i32.add (local.get 1) (i32.wrap_i64 (local.get 2))))
                (br_if 1 (i32.gt_u (local.get 1) (local.get 0)))
                (br 0)))
-           (local.get 1)))"#;
+           (local.get 1)"#,
+    );
     // The loop id's global at the start; the i32 and the i64 the loop reads.
-    let late = global_reads(wat, SwitchPlacement::Outer, false);
+    let late = global_reads(&wat, SwitchPlacement::Outer, false);
     assert_eq!(late, [[1, 2, 0], [1, 2, 0]]);
-    let early = global_reads(wat, SwitchPlacement::Outer, true);
+    let early = global_reads(&wat, SwitchPlacement::Outer, true);
     assert_eq!(early, [[3, 0, 0], [3, 0, 0]]);
 }
 
@@ -426,21 +436,19 @@ fn the_copies_take_a_loops_locals_in_front_of_the_loop() {
 /// time an outer iteration starts it.
 #[test]
 fn an_inner_loops_locals_come_over_in_front_of_its_nest() {
-    let wat = r#"(module
-         (func $g (param i32) (result i32) (i32.mul (local.get 0) (i32.const 3)))
-         (func (export "f") (param i32) (result i32) (local i32 i64)
-           (local.set 1 (call $g (local.get 0)))
-           (loop $outer
+    let wat = after_a_call(
+        r#"(loop $outer
              (local.set 2 (i64.const 9))
              (loop $inner
                (local.set 1 (call $g (i32.add (local.get 1) (i32.wrap_i64 (local.get 2)))))
                (br_if $inner (i32.lt_u (local.get 1) (i32.const 100))))
              (br_if $outer (i32.lt_u (local.get 1) (local.get 0))))
-           (local.get 1)))"#;
+           (local.get 1)"#,
+    );
     // `shallow` enters both loops. The outer loop reads local 1 first; the inner one
     // locals 1 and 2: three reads in front of the nest, none in it.
     assert_eq!(
-        global_reads(wat, SwitchPlacement::Shallow, false),
+        global_reads(&wat, SwitchPlacement::Shallow, false),
         [[1, 3, 0], [1, 3, 0]]
     );
 }
