@@ -147,6 +147,8 @@ impl Profile {
                     (&mut a.idle_ticks, b.idle_ticks),
                     (&mut a.switched_on_us, b.switched_on_us),
                     (&mut a.instrumented_path_ends, b.instrumented_path_ends),
+                    (&mut a.guest_cpu_us, b.guest_cpu_us),
+                    (&mut a.switched_on_cpu_us, b.switched_on_cpu_us),
                 ] {
                     *x = x.saturating_add(y);
                 }

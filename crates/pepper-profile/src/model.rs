@@ -279,6 +279,27 @@ pub struct Sampling {
     /// estimate of all of them, from the rate at each burst).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub instrumented_path_ends: u64,
+    /// Ephemeral windows: CPU time the guest's thread used while profiled, and of it while
+    /// a window was open (both absent where the thread's CPU clock could not be read, and
+    /// in older profiles). The windows' share of the guest's work is read from these, not
+    /// from wall time: a guest descheduled for part of a window did none of its work then.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub guest_cpu_us: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub switched_on_cpu_us: u64,
+}
+
+impl Sampling {
+    /// Ephemeral windows: what the windows' branch counts are multiplied by to stand for
+    /// the run, the guest's time over the windows' (CPU time where both were measured,
+    /// else the run's wall time `run_ms` over the windows'); `None` without window time.
+    pub fn window_scale(&self, run_ms: f64) -> Option<f64> {
+        let (total, on) = match (self.guest_cpu_us, self.switched_on_cpu_us) {
+            (all, on) if all > 0 && on > 0 => (all as f64, on as f64),
+            _ => (run_ms * 1000.0, self.switched_on_us as f64),
+        };
+        (total > 0.0 && on > 0.0).then(|| (total / on).max(1.0))
+    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -413,5 +434,33 @@ impl Profile {
                     .map(str::to_string)
             })
             .unwrap_or_else(|| format!("func[{index}]"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Sampling;
+
+    /// Windows' counts are scaled by the guest's CPU time over the windows' where both
+    /// were measured: wall time would count a descheduled window as work seen.
+    #[test]
+    fn window_scale_prefers_the_guests_cpu_time() {
+        let s = Sampling {
+            switched_on_us: 10_000,
+            guest_cpu_us: 30_000,
+            switched_on_cpu_us: 6_000,
+            ..Default::default()
+        };
+        assert_eq!(s.window_scale(40.0), Some(5.0));
+        // An older profile, or a clock that could not be read: wall time.
+        let wall = Sampling {
+            switched_on_cpu_us: 0,
+            ..s.clone()
+        };
+        assert_eq!(wall.window_scale(40.0), Some(4.0));
+        // Never below one (windows open all along), and nothing without window time.
+        assert_eq!(wall.window_scale(5.0), Some(1.0));
+        let none = Sampling::default();
+        assert_eq!(none.window_scale(40.0), None);
     }
 }

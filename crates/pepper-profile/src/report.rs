@@ -302,13 +302,12 @@ fn sampling_how(p: &Profile, s: &crate::Sampling) -> String {
     } else if s.design == "ephemeral-windows" {
         // The decoder scaled the windows' counts by the run's time over theirs.
         let on_ms = s.switched_on_us as f64 / 1e3;
-        let share = match p.run.run_ms > 0.0 && on_ms > 0.0 {
-            true => format!(
-                " ({:.1}% of the run; branch counts: recorded times {:.1})",
-                100.0 * (on_ms / p.run.run_ms).min(1.0),
-                (p.run.run_ms / on_ms).max(1.0)
+        let share = match s.window_scale(p.run.run_ms) {
+            Some(scale) => format!(
+                " ({:.1}% of the run; branch counts: recorded times {scale:.1})",
+                100.0 / scale
             ),
-            false => String::new(),
+            None => String::new(),
         };
         format!(
             "ephemeral windows{}, every function's branches recorded while a window was \

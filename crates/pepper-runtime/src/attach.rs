@@ -6,7 +6,7 @@
 use crate::flag::Flag;
 use crate::memview::MemView;
 use crate::worker::Worker;
-use crate::{epochs, native, sampler, EphemeralConfig, SamplerConfig, SamplerResult};
+use crate::{epochs, native, sampler, EphemeralConfig, SamplerConfig, SamplerResult, WindowTime};
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -167,7 +167,7 @@ pub struct Collected {
     /// Ephemeral instrumentation: the epochs armed.
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
-    pub windows_on: Duration,
+    pub windows: WindowTime,
     /// The program wrote the switch's flag word (in its own memory 0), and pepper left
     /// it as the program wrote it: ephemeral windows stopped there, PEP's bursts ran
     /// whenever the program's value said so.
@@ -236,7 +236,7 @@ impl Attached {
                 || samples.as_ref().is_some_and(|s| s.flag_overwritten),
             samples,
             epochs: armed.epochs,
-            windows_on: armed.windows_on,
+            windows: armed.windows,
         }
     }
 }

@@ -57,7 +57,7 @@ pub struct Results<'a> {
     /// Ephemeral instrumentation: the epochs armed.
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
-    pub windows_on: std::time::Duration,
+    pub windows: crate::WindowTime,
     /// The program wrote the switch's flag word in its memory 0 (see
     /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
     pub flag_overwritten: bool,
@@ -70,7 +70,7 @@ impl Collected {
             counters: self.counters.as_deref(),
             samples: self.samples.as_ref(),
             epochs: self.epochs,
-            windows_on: self.windows_on,
+            windows: self.windows,
             flag_overwritten: self.flag_overwritten,
         }
     }
@@ -83,7 +83,7 @@ impl RunResult {
             counters: self.counters.as_deref(),
             samples: self.samples.as_ref(),
             epochs: self.epochs,
-            windows_on: self.windows_on,
+            windows: self.windows,
             flag_overwritten: self.flag_overwritten,
         }
     }
@@ -136,6 +136,7 @@ pub fn profile(
             } else {
                 String::new()
             },
+            ..Default::default()
         };
         (info, s.words)
     });
@@ -154,7 +155,9 @@ pub fn profile(
             samples: if windows { 0 } else { settings.persistence },
             interval_us: settings.epoch.as_micros() as u64,
             ticks: collected.epochs,
-            switched_on_us: collected.windows_on.as_micros() as u64,
+            switched_on_us: collected.windows.wall.as_micros() as u64,
+            switched_on_cpu_us: collected.windows.cpu.as_micros() as u64,
+            guest_cpu_us: collected.windows.guest_cpu.as_micros() as u64,
             switch_flag: if windows { flag_place(guest) } else { "" }.into(),
             ..Default::default()
         };

@@ -13,7 +13,7 @@
 
 use crate::memview::MemView;
 use crate::pick::Pick;
-use crate::worker::{Stop, Worker};
+use crate::worker::{Stop, ThreadCpuClock, Worker};
 use std::time::{Duration, Instant};
 
 /// Where the budgets are and how they are refilled.
@@ -61,12 +61,24 @@ impl WindowPhase {
     }
 }
 
+/// How long ephemeral windows were open.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct WindowTime {
+    /// Wall time.
+    pub wall: Duration,
+    /// The guest thread's CPU time in them. Over `guest_cpu`, the share of the guest's
+    /// work the windows saw. Zero where the thread's CPU clock could not be read.
+    pub cpu: Duration,
+    /// The guest thread's CPU time from the first window on (zero as `cpu`).
+    pub guest_cpu: Duration,
+}
+
 /// What the armer thread did.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Armed {
     pub(crate) epochs: u64,
     /// Windows: how long they were open.
-    pub(crate) windows_on: Duration,
+    pub(crate) windows: WindowTime,
     /// Windows: the flag word held something this thread had not written, so the
     /// program wrote it (a flag in its memory, [`EphemeralConfig::in_guest_memory`]); the
     /// thread stopped writing it from then on.
@@ -78,16 +90,17 @@ pub(crate) struct Armer(Worker<Armed>);
 
 impl Armer {
     /// Arms every budget (or, in windows, opens the first window) now, so the first epoch
-    /// starts with the guest, and again every epoch. The caller keeps pepper's memory
-    /// alive until `finish`.
+    /// starts with the guest, and again every epoch. Called on the guest's thread (windows
+    /// read its CPU clock). The caller keeps pepper's memory alive until `finish`.
     pub(crate) fn start(mem: MemView, cfg: EphemeralConfig) -> Armer {
         if let Some(window) = cfg.window {
+            let clock = ThreadCpuClock::current();
             let open = mem.cas_u32(cfg.budgets, 0, 1);
-            let opened = Instant::now();
+            let opened = (Instant::now(), clock.and_then(|c| c.now()));
             return Armer(Worker::spawn(
                 "pepper-epochs",
                 move |stop: &Stop| match open {
-                    true => windows(mem, &cfg, window, stop, opened),
+                    true => windows(mem, &cfg, window, stop, (opened, clock)),
                     false => Armed {
                         overwritten: true,
                         ..Armed::default()
@@ -121,28 +134,47 @@ impl Armer {
 /// (when the first window, open already, opened). The flag is only ever swapped from
 /// the value this thread left in it: a flag in the program's memory that the program
 /// wrote (a write through a null pointer, say) is left as the program wrote it, and
-/// the windows end there.
+/// the windows end there. With the guest's CPU `clock`, each window's CPU time is read
+/// as it opens and closes (two clock reads an epoch, on this thread).
 fn windows(
     mem: MemView,
     cfg: &EphemeralConfig,
     window: Duration,
     stop: &Stop,
-    mut opened: Instant,
+    ((mut opened, mut opened_cpu), clock): ((Instant, Option<Duration>), Option<ThreadCpuClock>),
 ) -> Armed {
     crate::worker::least_timer_slack();
-    let first = opened;
+    let (first, first_cpu) = (opened, opened_cpu);
+    let cpu = || clock.and_then(|c| c.now());
     let mut pick = Pick(Pick::SEED);
-    let (mut epochs, mut on) = (1u32, Duration::ZERO);
+    let (mut epochs, mut on, mut on_cpu) = (1u32, Duration::ZERO, Some(Duration::ZERO));
     loop {
         let stopped = stop.sleep_precisely(window.saturating_sub(opened.elapsed()));
         let closed = mem.cas_u32(cfg.budgets, 1, 0);
         on += opened.elapsed();
+        let now_cpu = cpu();
+        on_cpu = match (on_cpu, now_cpu, opened_cpu) {
+            (Some(sum), Some(now), Some(then)) => Some(sum + now.saturating_sub(then)),
+            _ => None,
+        };
         // The next epoch's window; at once if this thread fell behind.
         let at = first + cfg.epoch * epochs + cfg.phase.offset(&mut pick, cfg.epoch, window);
-        let armed = |overwritten| Armed {
-            epochs: epochs.into(),
-            windows_on: on,
-            overwritten,
+        let armed = |overwritten| {
+            // The guest's CPU time from the first window on; unknown if any read failed.
+            let all = match (cpu().or(now_cpu), first_cpu, on_cpu) {
+                (Some(now), Some(first), Some(on)) => Some((now.saturating_sub(first), on)),
+                _ => None,
+            };
+            let (guest_cpu, cpu) = all.unwrap_or_default();
+            Armed {
+                epochs: epochs.into(),
+                windows: WindowTime {
+                    wall: on,
+                    cpu,
+                    guest_cpu,
+                },
+                overwritten,
+            }
         };
         if !closed {
             return armed(true);
@@ -154,6 +186,7 @@ fn windows(
             return armed(true);
         }
         opened = Instant::now();
+        opened_cpu = cpu();
         epochs += 1;
     }
 }

@@ -41,7 +41,7 @@ pub use command::{
     profile_command, CommandOptions, CommandRun, EarlyStopOptions, Note, SamplingOptions,
     SwitchDrive, WasiOptions, BUDGET_EPOCH, EPHEMERAL_EPOCH, EPHEMERAL_WINDOW, PEP_INTERVAL,
 };
-pub use epochs::{EphemeralConfig, WindowPhase};
+pub use epochs::{EphemeralConfig, WindowPhase, WindowTime};
 pub use flag::FlagWord;
 pub use interrupt::stop_on_signals;
 pub use intervals::{
@@ -209,7 +209,7 @@ pub struct RunResult {
     /// Ephemeral instrumentation: how many epochs armed the budgets.
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
-    pub windows_on: Duration,
+    pub windows: WindowTime,
     /// The program wrote the switch's flag word in its memory 0 (see
     /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
     pub flag_overwritten: bool,
@@ -381,7 +381,7 @@ impl Prepared {
             counters: collected.counters,
             samples: collected.samples,
             epochs: collected.epochs,
-            windows_on: collected.windows_on,
+            windows: collected.windows,
             flag_overwritten: collected.flag_overwritten,
         })
     }

@@ -425,8 +425,8 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
 
 /// Ephemeral in windows on known biases: every function's copy runs only while a window
 /// is open, so what it records is a time sample of the run; the biases still match exact
-/// edges, and the counts, scaled by the run's time over the windows', are near the exact
-/// totals.
+/// edges, and the counts, scaled by the guest's CPU time over the windows', are near the
+/// exact totals where a function runs through many windows.
 #[test]
 fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
     let f = fixture("biased.wat");
@@ -434,19 +434,14 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
     assert_eq!(c0, 0, "{err}");
     let share = |c: &[u64]| c[0] as f64 / (c[0] + c[1]).max(1) as f64;
     let total = |c: &[u64]| c.iter().sum::<u64>();
-    // The estimates are a time sample: on a machine busy enough that the guest is
-    // descheduled around the windows, the run's time over the windows' misstates how
-    // much ran outside them (`spin` at 1.61 of its total once, with one busy loop beside
-    // the tests). So the bounds below are judged on up to three runs, and hold in one;
-    // everything else holds in each.
+    // The estimates are a time sample: the bounds below are judged on up to three runs,
+    // and hold in one; everything else holds in each.
     let mut misses = Vec::new();
     for _ in 0..3 {
         let (c, _, err, eph) = run(
             "ephemeral",
             &f,
-            // 300 us: windows end on time, and `spin`'s 5 ms then meets too little of
-            // them for its estimate to stay within the bounds below in every run (0.23
-            // of its total once in CI's debug build with 200 us).
+            // 300 us every 1 ms: `leaf` and `_start` run through about 30 windows.
             &["--window", "300us", "--epoch", "1ms"],
             &[],
         );
@@ -454,16 +449,19 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
         let s = eph.sampling.as_ref().expect("windows recorded");
         assert_eq!(s.design, "ephemeral-windows");
         assert!(s.ticks >= 3, "only {} epochs", s.ticks);
+        // The guest's CPU time, in windows and in all, read from its thread's clock (on
+        // Linux): a window the guest spent descheduled saw none of its work.
+        if cfg!(target_os = "linux") {
+            assert!(
+                s.switched_on_cpu_us > 0 && s.guest_cpu_us > s.switched_on_cpu_us,
+                "{s:?}"
+            );
+        }
         // Windows are meant to cover 300 us of each 1 ms epoch, but one ends only when
         // the armer thread wakes, late on a loaded machine (half the run once in CI), so
-        // the scale is read from the profile and only required to be well above one.
-        let scale = eph.run.run_ms * 1000.0 / s.switched_on_us as f64;
-        assert!(
-            scale > 1.2,
-            "windows open {} us of a {} ms run",
-            s.switched_on_us,
-            eph.run.run_ms
-        );
+        // the scale is only required to be well above one.
+        let scale = s.window_scale(eph.run.run_ms).expect("window time");
+        assert!(scale > 1.2, "windows saw 1/{scale} of the run: {s:?}");
         let mut missed = Vec::new();
         for func in ["leaf", "_start", "spin"] {
             let (got, want) = (branch(&eph, func, If, 0), branch(&exact, func, If, 0));
@@ -478,19 +476,25 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
                 recorded > 0 && recorded < total(&want),
                 "{func}: recorded {recorded}"
             );
-            // Scaled to the run by its time over the windows' time.
+            // Scaled to the run by the guest's time over the windows'.
             let scaled = recorded as f64 * scale;
             assert!(
                 (total(&got) as f64 - scaled).abs() <= 0.001 * scaled + 2.0,
                 "{func}: {got:?} scaled from {recorded} recorded by {scale:.3}"
             );
-            // A time sample at the instrumented copies' pace, which is slower than the
-            // clean code's, most in `spin`'s tight loop (measured: 0.46-0.65 of its exact
-            // total, the others 0.8; 0.19-0.25 in CI runs on a loaded machine, where the
-            // 5 ms loop meets few windows): low, and never above the truth by much.
-            let low = if func == "spin" { 0.1 } else { 0.2 };
+            // A time sample at the instrumented copies' pace. `leaf` and `_start` run
+            // the whole run long (measured: 0.91-1.02 of their exact totals, 0.87-1.02
+            // with two busy loops beside the run). `spin`'s 5 ms meets about three
+            // windows, and its tight loop runs about four times slower instrumented (a
+            // counter's load and store each iteration): 0.03-0.82 measured, so only
+            // required not to be overstated.
+            let (low, high) = if func == "spin" {
+                (0.0, 1.5)
+            } else {
+                (0.7, 1.3)
+            };
             let ratio = total(&got) as f64 / total(&want) as f64;
-            if !(low..1.5).contains(&ratio) {
+            if !(low..high).contains(&ratio) {
                 missed.push(format!("{func}: {ratio} of the exact total"));
             }
         }

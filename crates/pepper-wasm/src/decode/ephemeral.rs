@@ -9,8 +9,8 @@
 //!
 //! In windows ([`crate::InstrumentOptions::ephemeral_windows`]) nothing is counted in clean
 //! code: the windows' branch counts are a sample of the run in time, and scaled by the
-//! run's time over the windows' time they are the estimate (`pepper_runtime` records that
-//! time in the profile's `sampling.switched_on_us`).
+//! guest's time over the windows' time they are the estimate
+//! ([`pepper_profile::Sampling::window_scale`]).
 
 use crate::plan::Plan;
 use pepper_profile::Profile;
@@ -26,11 +26,10 @@ fn wilson_margin(p: f64, n: u64) -> f64 {
 /// copies ran instrumented all along: their counts are exact and stay.
 pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
     let windows = plan.ephemeral_windows.then(|| {
-        let on = profile.sampling.as_ref().map_or(0, |s| s.switched_on_us) as f64;
-        match on > 0.0 {
-            true => (profile.run.run_ms * 1000.0 / on).max(1.0),
-            false => 1.0,
-        }
+        let run_ms = profile.run.run_ms;
+        (profile.sampling.as_ref())
+            .and_then(|s| s.window_scale(run_ms))
+            .unwrap_or(1.0)
     });
     for (k, fp) in plan.functions.iter().enumerate() {
         let Some(a) = &fp.analysis else { continue };
