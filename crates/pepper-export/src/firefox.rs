@@ -18,7 +18,9 @@ pub fn firefox(p: &Profile) -> anyhow::Result<Vec<u8>> {
     let mut fx = FxProfile::new(
         &format!("pepper: {}", p.module.path),
         ReferenceTimestamp::from_millis_since_unix_epoch(0.0),
-        SamplingInterval::from_nanos(interval_us * 1000),
+        // Saturating: a profile's numbers are read from a file (checked for shape, not
+        // for range).
+        SamplingInterval::from_nanos(interval_us.saturating_mul(1000)),
     );
     let category = fx.add_category("wasm", CategoryColor::Blue);
     let process = fx.add_process(
@@ -54,12 +56,12 @@ pub fn firefox(p: &Profile) -> anyhow::Result<Vec<u8>> {
         };
         fx.add_sample(
             thread,
-            Timestamp::from_nanos_since_reference(t_us * 1000),
+            Timestamp::from_nanos_since_reference(t_us.saturating_mul(1000)),
             stack,
             CpuDelta::from_micros(cpu_us),
             weight.min(i32::MAX as u64) as i32,
         );
-        t_us += cpu_us.max(interval_us);
+        t_us = t_us.saturating_add(cpu_us.max(interval_us));
     }
     Ok(serde_json::to_vec(&fx)?)
 }
