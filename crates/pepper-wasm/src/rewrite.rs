@@ -27,6 +27,9 @@ pub struct Additions {
     pub hints: Vec<crate::hints::Hint>,
     /// Export the program's memory 0 for the runtime ([`pepper_layout::GUEST_MEMORY_EXPORT`]).
     pub export_guest_memory: bool,
+    /// Names of appended functions, in index order, added to the module's function names
+    /// where it has any.
+    pub names: Vec<(u32, String)>,
 }
 
 struct Writer<'a, 'f> {
@@ -167,6 +170,23 @@ impl Reencode for Writer<'_, '_> {
             return Ok(());
         }
         utils::parse_custom_section(self, module, section)
+    }
+
+    fn parse_custom_name_subsection(
+        &mut self,
+        names: &mut wasm_encoder::NameSection,
+        section: wasmparser::Name<'_>,
+    ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+        let wasmparser::Name::Function(map) = section else {
+            return utils::parse_custom_name_subsection(self, names, section);
+        };
+        // Appended functions have the highest indices: their names go last, in order.
+        let mut all = utils::name_map(map, Ok)?;
+        for (index, name) in &self.add.names {
+            all.append(*index, name);
+        }
+        names.functions(&all);
+        Ok(())
     }
 
     fn parse_type_section(

@@ -117,7 +117,9 @@ impl Build<'_, '_> {
         }
         plan.switch_hints = out.hints.len();
         let switch = (out.hints, out.scratch.globals);
-        let additions = self.additions(&plan, tables, appended, extra_types, out.copy_fns, switch);
+        let mut additions =
+            self.additions(&plan, tables, appended, extra_types, out.copy_fns, switch);
+        additions.names = appended_names(&plan, appended);
         let (bytes, dropped) = write_module(self.wasm, facts, out.bodies, &additions)?;
         plan.dropped_sections = dropped;
         Ok((bytes, plan))
@@ -218,11 +220,12 @@ impl Build<'_, '_> {
                 tables: &[],
                 loops: &[],
             };
-            // Not to functions that tables reach: their entry counters (contexts) are in
-            // `F`, which checks the flag at entry anyway.
+            // Not to functions whose entries are counted (contexts: those tables reach),
+            // since their counters are in `F`, which checks the flag at entry anyway. A
+            // direct call to any other callee skips its `F` (a check and a tail call).
             let redirect = |f: u32| {
                 let k = f.checked_sub(facts.num_imported_funcs)? as usize;
-                if facts.address_taken.contains(&f) {
+                if c.entry_counter.contains_key(&f) {
                     return None;
                 }
                 *c.switchable.get(k)?
@@ -374,8 +377,28 @@ impl Build<'_, '_> {
             hints,
             globals,
             export_guest_memory: plan.guest_flag.is_some(),
+            names: Vec::new(),
         }
     }
+}
+
+/// Names for the functions pepper appends, in index order: its own, and each switch copy
+/// as its function's name with `.pepper-inst` or `.pepper-clean`, so that a trap's
+/// backtrace and `perf` name the program's function whichever copy ran.
+fn appended_names(plan: &Plan, appended: Appended) -> Vec<(u32, String)> {
+    let mut names = vec![
+        (appended.hash_fn, "pepper:count-path".to_string()),
+        (appended.enter_fn, "pepper:enter-context".to_string()),
+        (appended.miss_fn, "pepper:path-cache-miss".to_string()),
+    ];
+    for fp in &plan.functions {
+        if let (Some((inst, clean)), Some(name)) = (fp.copies, &fp.name) {
+            names.push((inst, format!("{name}.pepper-inst")));
+            names.push((clean, format!("{name}.pepper-clean")));
+        }
+    }
+    names.sort_unstable_by_key(|n| n.0);
+    names
 }
 
 /// Everything one function's emission reads.

@@ -452,3 +452,44 @@ fn an_inner_loops_locals_come_over_in_front_of_its_nest() {
         [[1, 3, 0], [1, 3, 0]]
     );
 }
+
+/// The copies carry their function's name (with `.pepper-inst` and `.pepper-clean`), so a
+/// trap's backtrace and `perf` name the program's function whichever copy ran; pepper's
+/// own functions are named too, and the module's names stay where they were.
+#[test]
+fn copies_are_named_after_their_function() {
+    let i = switched(
+        r#"(module
+             (func $work (param i32) (result i32)
+               (loop (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
+               (local.get 0))
+             (func $main (export "_start") (drop (call $work (i32.const 9)))))"#,
+        SwitchPlacement::Outer,
+    );
+    let mut order = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(&i.wasm) {
+        if let wasmparser::Payload::CustomSection(c) = payload.unwrap() {
+            if let wasmparser::KnownCustom::Name(reader) = c.as_known() {
+                for sub in reader {
+                    if let wasmparser::Name::Function(map) = sub.unwrap() {
+                        for n in map {
+                            let n = n.unwrap();
+                            order.push((n.index, n.name.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // In index order, as the name section requires.
+    assert!(order.is_sorted_by_key(|n| n.0), "{order:?}");
+    let names: std::collections::HashMap<_, _> = order.into_iter().collect();
+    assert_eq!(names[&0], "work");
+    assert_eq!(names[&1], "main");
+    assert_eq!(names[&2], "pepper:count-path");
+    let (inst, clean) = i.plan.functions[0].copies.expect("work has copies");
+    assert_eq!(names[&inst], "work.pepper-inst");
+    assert_eq!(names[&clean], "work.pepper-clean");
+    let (inst, _) = i.plan.functions[1].copies.expect("main has copies");
+    assert_eq!(names[&inst], "main.pepper-inst");
+}
