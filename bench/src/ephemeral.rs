@@ -157,6 +157,9 @@ fn configs() -> Vec<Config> {
         // instrumented copies' time.
         (1, ms(1)),
         (50, ms(1)),
+        // Open all the time (closed only for the armer's wake-up each epoch): what the
+        // instrumented copies cost, for a window's share of the run.
+        (1000, ms(1)),
         (25, micros(500)),
     ] {
         configs.push(Config::windows(w, epoch, SwitchPlacement::Outer));
