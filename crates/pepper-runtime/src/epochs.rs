@@ -96,11 +96,11 @@ impl Armer {
         if let Some(window) = cfg.window {
             let clock = ThreadCpuClock::current();
             let open = mem.cas_u32(cfg.budgets, 0, 1);
-            let opened = (Instant::now(), clock.and_then(|c| c.now()));
+            let opened = Opened::now(clock);
             return Armer(Worker::spawn(
                 "pepper-epochs",
                 move |stop: &Stop| match open {
-                    true => windows(mem, &cfg, window, stop, (opened, clock)),
+                    true => windows(mem, &cfg, window, stop, clock, opened),
                     false => Armed {
                         overwritten: true,
                         ..Armed::default()
@@ -130,6 +130,22 @@ impl Armer {
     }
 }
 
+/// When a window opened, by the wall clock and by the guest's CPU clock.
+#[derive(Clone, Copy)]
+struct Opened {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl Opened {
+    fn now(clock: Option<ThreadCpuClock>) -> Opened {
+        Opened {
+            wall: Instant::now(),
+            cpu: clock.and_then(ThreadCpuClock::now),
+        }
+    }
+}
+
 /// Windows: the flag set for `window` once every epoch, epochs counted from `opened`
 /// (when the first window, open already, opened). The flag is only ever swapped from
 /// the value this thread left in it: a flag in the program's memory that the program
@@ -141,31 +157,33 @@ fn windows(
     cfg: &EphemeralConfig,
     window: Duration,
     stop: &Stop,
-    ((mut opened, mut opened_cpu), clock): ((Instant, Option<Duration>), Option<ThreadCpuClock>),
+    clock: Option<ThreadCpuClock>,
+    mut opened: Opened,
 ) -> Armed {
     crate::worker::least_timer_slack();
-    let (first, first_cpu) = (opened, opened_cpu);
-    let cpu = || clock.and_then(|c| c.now());
+    let first = opened;
+    let cpu = || clock.and_then(ThreadCpuClock::now);
     let mut pick = Pick(Pick::SEED);
+    // `on_cpu` turns unknown for good once any read of the clock fails.
     let (mut epochs, mut on, mut on_cpu) = (1u32, Duration::ZERO, Some(Duration::ZERO));
     loop {
-        let stopped = stop.sleep_precisely(window.saturating_sub(opened.elapsed()));
+        let stopped = stop.sleep_precisely(window.saturating_sub(opened.wall.elapsed()));
         let closed = mem.cas_u32(cfg.budgets, 1, 0);
-        on += opened.elapsed();
-        let now_cpu = cpu();
-        on_cpu = match (on_cpu, now_cpu, opened_cpu) {
+        on += opened.wall.elapsed();
+        let closed_cpu = cpu();
+        on_cpu = match (on_cpu, closed_cpu, opened.cpu) {
             (Some(sum), Some(now), Some(then)) => Some(sum + now.saturating_sub(then)),
             _ => None,
         };
         // The next epoch's window; at once if this thread fell behind.
-        let at = first + cfg.epoch * epochs + cfg.phase.offset(&mut pick, cfg.epoch, window);
+        let at = first.wall + cfg.epoch * epochs + cfg.phase.offset(&mut pick, cfg.epoch, window);
         let armed = |overwritten| {
-            // The guest's CPU time from the first window on; unknown if any read failed.
-            let all = match (cpu().or(now_cpu), first_cpu, on_cpu) {
-                (Some(now), Some(first), Some(on)) => Some((now.saturating_sub(first), on)),
-                _ => None,
+            // The guest's CPU time from the first window on (zero, like the windows',
+            // where it is unknown).
+            let (guest_cpu, cpu) = match (cpu().or(closed_cpu), first.cpu, on_cpu) {
+                (Some(now), Some(first), Some(on)) => (now.saturating_sub(first), on),
+                _ => Default::default(),
             };
-            let (guest_cpu, cpu) = all.unwrap_or_default();
             Armed {
                 epochs: epochs.into(),
                 windows: WindowTime {
@@ -185,8 +203,7 @@ fn windows(
         if !mem.cas_u32(cfg.budgets, 0, 1) {
             return armed(true);
         }
-        opened = Instant::now();
-        opened_cpu = cpu();
+        opened = Opened::now(clock);
         epochs += 1;
     }
 }

@@ -547,14 +547,29 @@ fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
 fn ephemeral_copies_entered_at_a_loop_count_no_false_path() {
     let f = fixture("entered_loop.wat");
     for extra in [&[][..], &["--array-max-paths", "0"][..]] {
-        let (c, _, err, eph) = run("ephemeral", &f, extra, &[]);
-        assert_eq!(c, 0, "{err}");
-        let early = branch(&eph, "work", If, 0);
-        assert_eq!(
-            early[0], 0,
-            "{extra:?}: the early return was never taken: {early:?}"
+        // A run whose windows met no call of `$work` says nothing about entries (a
+        // window is open at about 5% of its 1,000 calls; one run met none, on a machine
+        // busy compiling): tried again, three runs at most. Every run must count no
+        // false path.
+        let mut tries = 0;
+        let (eph, early) = loop {
+            tries += 1;
+            let (c, _, err, eph) = run("ephemeral", &f, extra, &[]);
+            assert_eq!(c, 0, "{err}");
+            let early = branch(&eph, "work", If, 0);
+            assert_eq!(
+                early[0], 0,
+                "{extra:?}: the early return was never taken: {early:?}"
+            );
+            if early[1] > 0 || tries == 3 {
+                break (eph, early);
+            }
+        };
+        assert!(
+            early[1] > 0,
+            "{extra:?}: no entry recorded in {tries} runs: {early:?}, {:?}",
+            eph.sampling
         );
-        assert!(early[1] > 0, "{extra:?}: no entry recorded: {early:?}");
         // The loop's own branches were recorded, in the windows' share of the run.
         let inner = branch(&eph, "work", If, 1);
         let share = inner[0] as f64 / (inner[0] + inner[1]).max(1) as f64;
