@@ -300,7 +300,7 @@ fn sampling_how(p: &Profile, s: &crate::Sampling) -> String {
             s.samples, s.ticks, s.interval_us
         )
     } else if s.design == "ephemeral-windows" {
-        // The decoder scaled the windows' counts by the run's time over theirs.
+        // The decoder scaled the windows' counts by the guest's time over theirs.
         let on_ms = s.switched_on_us as f64 / 1e3;
         let share = match s.window_scale(p.run.run_ms) {
             Some(scale) => format!(
