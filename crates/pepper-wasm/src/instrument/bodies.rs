@@ -117,9 +117,7 @@ impl Build<'_, '_> {
         }
         plan.switch_hints = out.hints.len();
         let switch = (out.hints, out.scratch.globals);
-        let mut additions =
-            self.additions(&plan, tables, appended, extra_types, out.copy_fns, switch);
-        additions.names = appended_names(&plan, appended);
+        let additions = self.additions(&plan, tables, appended, extra_types, out.copy_fns, switch);
         let (bytes, dropped) = write_module(self.wasm, facts, out.bodies, &additions)?;
         plan.dropped_sections = dropped;
         Ok((bytes, plan))
@@ -336,7 +334,8 @@ impl Build<'_, '_> {
         })
     }
 
-    /// pepper's own functions, types, memory and data, and the switch's hints and globals.
+    /// pepper's own functions (named), types, memory and data, and the switch's hints and
+    /// globals.
     fn additions(
         &self,
         plan: &Plan,
@@ -377,7 +376,7 @@ impl Build<'_, '_> {
             hints,
             globals,
             export_guest_memory: plan.guest_flag.is_some(),
-            names: Vec::new(),
+            names: appended_names(plan, appended),
         }
     }
 }
