@@ -329,7 +329,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          random point of it unless the label says otherwise, checked by clean code where \
          the label's placement says (`--switch`; \
          `pepper run`'s default is W=50us@1ms outer), nothing counted in clean code, \
-         counts scaled by the run's time over the windows' (measured; the epoch thread \
+         counts scaled by the guest's CPU time over the windows' (measured; the epoch thread \
          ends a window by spinning, so it lasts what was asked); W=0 sets the flag and at once \
          clears it every epoch, which a few frames meet at a check: about the clean code's \
          cost. \
