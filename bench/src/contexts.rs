@@ -39,6 +39,8 @@ struct Spec {
     /// The switch's flag in the program's memory where its layout allows
     /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
     guest_flag: bool,
+    /// `InstrumentOptions::switch_nest_entries`.
+    nest_entries: bool,
     what: &'static str,
 }
 
@@ -56,6 +58,7 @@ fn specs() -> Vec<Spec> {
         switch: None,
         guest_profiler: None,
         guest_flag: true,
+        nest_entries: true,
         what: "uninstrumented",
     };
     let native = Spec {
@@ -65,6 +68,14 @@ fn specs() -> Vec<Spec> {
     let shadow = Spec {
         contexts: ContextMode::Sampled,
         ..base.clone()
+    };
+    let native_shallow_500 = Spec {
+        label: "",
+        mode: Mode::Pep,
+        interval: Some(Duration::from_micros(500)),
+        bursts: Duration::from_micros(500),
+        switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
+        ..native.clone()
     };
     vec![
         base.clone(),
@@ -198,8 +209,33 @@ fn specs() -> Vec<Spec> {
             interval: Some(Duration::from_micros(500)),
             bursts: Duration::from_micros(500),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            what: "pepper's default: as pep+native+switch-shallow with bursts and stack samples every 500 µs, half of each",
+            what: "as pep+native+switch-shallow with bursts and stack samples every 500 µs, half of each",
             ..native.clone()
+        },
+        Spec {
+            label: "pep+native-500us+switch-shallow, no nest entries",
+            nest_entries: false,
+            what: "as pep+native-500us+switch-shallow without checks at loop nests behind more than two other constructs (pepper's default before `deep`)",
+            ..native_shallow_500.clone()
+        },
+        Spec {
+            label: "pep+native-500us+switch-deep",
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Deep),
+            what: "pepper's default: as pep+native-500us+switch-shallow with the copies also left at loops that hold loops behind up to eight other constructs (`--switch deep`)",
+            ..native_shallow_500.clone()
+        },
+        Spec {
+            label: "pep+switch-deep-500us",
+            contexts: ContextMode::Off,
+            what: "pep+native-500us+switch-deep without contexts (`--contexts off`): paths only",
+            ..native_shallow_500.clone()
+        },
+        Spec {
+            label: "pep+switch-shallow-500us, no nest entries",
+            contexts: ContextMode::Off,
+            nest_entries: false,
+            what: "pep+native-500us+switch-shallow, no nest entries, without contexts: paths only",
+            ..native_shallow_500.clone()
         },
         Spec {
             label: "pep+switch-shallow",
@@ -404,6 +440,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 path_windows: spec.path_windows,
                 switch: spec.switch,
                 guest_flag: spec.guest_flag,
+                switch_nest_entries: spec.nest_entries,
                 ..Default::default()
             };
             let inst = pepper_wasm::instrument(&wasm, &opts)?;

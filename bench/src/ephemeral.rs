@@ -37,6 +37,9 @@ struct Config {
     guest_flag: bool,
     /// `InstrumentOptions::switch_handover_at_start`.
     handover_at_start: bool,
+    /// `InstrumentOptions::ephemeral_gate` and `InstrumentOptions::switch_nest_entries`
+    /// (both on, or both off as before they existed).
+    gated: bool,
 }
 
 impl Config {
@@ -51,6 +54,7 @@ impl Config {
             phase: WindowPhase::default(),
             guest_flag: true,
             handover_at_start: false,
+            gated: true,
         }
     }
 
@@ -77,6 +81,8 @@ impl Config {
             switch: self.placement,
             guest_flag: self.guest_flag,
             switch_handover_at_start: self.handover_at_start,
+            ephemeral_gate: self.gated,
+            switch_nest_entries: self.gated,
             ..Default::default()
         }
     }
@@ -178,11 +184,22 @@ fn configs() -> Vec<Config> {
         (50, ms(2)),
         (100, ms(4)),
         (25, ms(1)),
+        (50, ms(1)),
     ] {
         configs.push(Config::windows(us, epoch, SwitchPlacement::Shallow));
     }
-    for (us, epoch) in [(0, EPOCH), (50, ms(2))] {
+    for (us, epoch) in [(0, EPOCH), (50, ms(2)), (50, ms(1))] {
         configs.push(Config::windows(us, epoch, SwitchPlacement::Deep));
+    }
+    // As before windows' counts were gated by the flag and loop nests had checks past
+    // the placements' detour limits.
+    for placement in [SwitchPlacement::Outer, SwitchPlacement::Shallow] {
+        for us in [0, 50] {
+            let mut c = Config::windows(us, ms(1), placement);
+            c.label.push_str(", ungated, no nest entries");
+            c.gated = false;
+            configs.push(c);
+        }
     }
     configs
 }

@@ -115,6 +115,7 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         switch_hints: spec.switch_hints,
         guest_flag: spec.guest_flag,
         switch_handover_at_start: spec.handover_at_start,
+        switch_nest_entries: spec.nest_entries,
         ..Default::default()
     };
     if !spec.register_loops {

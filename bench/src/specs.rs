@@ -73,6 +73,9 @@ pub(crate) struct Spec {
     /// (`InstrumentOptions::switch_handover_at_start`), as before they took them in front
     /// of the loop.
     pub(crate) handover_at_start: bool,
+    /// Switch: checks that only enter the instrumented copy at loop nests past the
+    /// detour limits (`InstrumentOptions::switch_nest_entries`).
+    pub(crate) nest_entries: bool,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
@@ -97,6 +100,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         switch_hints: true,
         guest_flag: true,
         handover_at_start: false,
+        nest_entries: true,
         component: false,
         what: "uninstrumented (the baseline)",
     };
@@ -181,6 +185,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("switch-outer-never", None, SwitchPlacement::Outer, "PEP with switchable instrumentation, the flag checked at entries and outermost loop headers, never set"),
         switched("switch-loops-never", None, SwitchPlacement::Loops, "PEP with switchable instrumentation, the flag checked at entries and the headers of loops that call or hold loops, never set"),
         switched("switch-shallow-never", None, SwitchPlacement::Shallow, "PEP with switchable instrumentation, the flag checked at entries, outermost loop headers and the headers of loops that call or hold loops with at most two other constructs on the way in, never set"),
+        switched("switch-deep-never", None, SwitchPlacement::Deep, "PEP with switchable instrumentation, the flag checked where switch-shallow-never checks it (the two differ in where the instrumented copy leaves), never set"),
         switched("switch-all-never", None, SwitchPlacement::All, "PEP with switchable instrumentation, the flag checked at entries and every loop header, never set"),
         Spec {
             guest_flag: false,
@@ -211,6 +216,19 @@ pub(crate) fn specs() -> Vec<Spec> {
             interval: Duration::from_micros(500),
             handover_at_start: true,
             ..switched("pep(64,17)+switch-shallow@500us, locals handed over at the start", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us with the copies taking a loop's locals over at their start, as before they took them in front of the loop")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
+            ..switched("pep(64,17)+switch-deep@500us", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-shallow@500us, also left at loops that hold loops behind up to eight other constructs (`--switch deep`)")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
+            nest_entries: false,
+            ..switched("pep(64,17)+switch-shallow@500us, no nest entries", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us without the checks that only enter the instrumented copy at loop nests behind more than two other constructs")
+        },
+        Spec {
+            nest_entries: false,
+            ..switched("switch-shallow-never, no nest entries", None, SwitchPlacement::Shallow, "as switch-shallow-never without the checks at loop nests behind more than two other constructs")
         },
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),

@@ -98,7 +98,7 @@ impl Profiler {
             &pepper_wasm::InstrumentOptions {
                 mode: opts.mode,
                 contexts,
-                switch: switch.then_some(pepper_wasm::switch::SwitchPlacement::Shallow),
+                switch: switch.then_some(pepper_wasm::PEP_PLACEMENT),
                 ring_log2: crate::command::ring_log2(
                     opts.params,
                     pepper_wasm::InstrumentOptions::default().ring_log2,

@@ -85,6 +85,12 @@ pub enum EmitKind<'p> {
         /// What each `br_table` action does to the register (by action position), worked
         /// out once, where the tables are laid out.
         arm_codes: &'p [(usize, ArmCode)],
+        /// Ephemeral windows: (memory, address) of the window's flag; a path end counts
+        /// only while it is set. A frame can stay in its instrumented copy after a window
+        /// closes (it leaves only at some checked loops); counting on would credit the
+        /// window with work done outside it, which scaling by the windows' time then
+        /// multiplies.
+        gate: Option<(u32, u32)>,
     },
     Edges {
         /// Per CFG edge: the address of its counter if it is a chord of the counting tree.
@@ -336,6 +342,27 @@ impl Emitter<'_> {
         out.extend([I::I64Add, I::I64Store(mem64(m, base))]);
     }
 
+    /// What one path end adds to its count, as an i64: 1, or under ephemeral windows'
+    /// gate the flag's low bit (a program that wrote the word, when the flag lives in its
+    /// memory, adds no garbage). The load is atomic, as the switch's checks' are: the
+    /// sampler thread writes the word, and Cranelift takes a plain load in a loop that
+    /// stores nothing to it for the same as the one before the loop.
+    fn one(&self) -> Vec<I<'static>> {
+        match &self.kind {
+            EmitKind::Paths {
+                gate: Some((flag_mem, flag)),
+                ..
+            } => vec![
+                I::I32Const(0),
+                I::I32AtomicLoad(memarg(*flag_mem, *flag, 2)),
+                I::I32Const(1),
+                I::I32And,
+                I::I64ExtendI32U,
+            ],
+            _ => vec![I::I64Const(1)],
+        }
+    }
+
     /// `count[r]++`: an array slot in profiler memory, or the in-module hash table; under
     /// PEP, hand the path to the sampler instead.
     fn count(&self, out: &mut Vec<I<'_>>) {
@@ -346,12 +373,20 @@ impl Emitter<'_> {
             miss_fn,
             layout,
             cold_counter,
+            gate,
             ..
         } = &self.kind
         else {
             return;
         };
         let (r, m) = (self.locals.r, self.mem);
+        // Arrays add the gate's bit instead of 1, without a branch; the others count only
+        // under it.
+        let gated_if = gate.is_some() && !matches!(counting, Counting::Array { .. });
+        if gated_if {
+            out.extend(self.one());
+            out.extend([I::I32WrapI64, I::If(wasm_encoder::BlockType::Empty)]);
+        }
         match *counting {
             Counting::Ring => {
                 // ring[h % N] = r; head = ++h. Two stores, no load, no branch: the head
@@ -401,7 +436,7 @@ impl Emitter<'_> {
                 // low bits are `8n` plus hot increments), so unlike TPP A.1 not even a
                 // conditional move is needed.
                 out.extend([I::LocalGet(r), I::I32WrapI64]);
-                self.add_to_counter(out, base, true, &[I::I64Const(1)]);
+                self.add_to_counter(out, base, true, &self.one());
             }
             Counting::Hash { cache } => {
                 if let Some(cold) = cold_counter {
@@ -424,6 +459,9 @@ impl Emitter<'_> {
                 }
             }
             Counting::None => {}
+        }
+        if gated_if {
+            out.push(I::End);
         }
     }
 

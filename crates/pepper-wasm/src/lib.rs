@@ -37,7 +37,7 @@ pub use module::FuncIndex;
 pub use pepper_layout::{ContextMode, COUNTERS_EXPORT, PATH_WINDOW_RING_LOG2};
 pub use plan::{
     CallSiteInfo, Counting, InstrumentError, InstrumentOptions, Plan, DEFAULT_ARRAY_MAX_PATHS,
-    HASH_CACHE_ENTRIES,
+    HASH_CACHE_ENTRIES, PEP_PLACEMENT,
 };
 
 /// Reads a module file's bytes, translating WebAssembly text (`.wat`) when needed.

@@ -247,11 +247,26 @@ pub struct InstrumentOptions {
     /// (`switch::Splice::arrive`). Kept to measure the two against each other
     /// (bench/results/ephemeral-handover.md).
     pub switch_handover_at_start: bool,
+    /// Switch, `shallow` and `deep`: also check every loop that holds loops past the
+    /// placement's detour limit, where the check only enters the instrumented copy
+    /// (`switch::Shape::leaves_at`). `false` keeps the checks where the copy also leaves,
+    /// as before, to measure the two against each other.
+    pub switch_nest_entries: bool,
     /// Ephemeral in windows (the default): one module-wide flag, set by the runtime for a
     /// window every epoch, instead of a budget per function; no entry or loop counts in
     /// clean code. The counts are the windows' executions, scaled to the run (see
     /// `decode::ephemeral`). `false`: budgets, as `pepper run --persistence`.
     pub ephemeral_windows: bool,
+    /// Ephemeral in windows, at placements with checks that only enter the instrumented
+    /// copy (`SwitchPlacement::has_nest_entries`): the copies count a path end only while
+    /// the window's flag is set. A frame entered at such a check stays in its instrumented
+    /// copy after the window closes, to the next loop it leaves at (for a nest a frame
+    /// runs for seconds, to the nest's end); counting on would credit the window with that
+    /// work, which scaling by the windows' time then multiplies. `outer` is not gated:
+    /// frames that linger there past a window stand, roughly, for the loop nests windows
+    /// find in clean code (bench/results/ephemeral-nests.md). `false` counts on, to
+    /// measure the two.
+    pub ephemeral_gate: bool,
     /// A module-wide switch flag (PEP's bursts, ephemeral windows): keep it in the
     /// program's memory 0 where the module's layout leaves a word there free
     /// ([`crate::guest_flag`]), so that checks need no base address of pepper's memory,
@@ -293,8 +308,10 @@ impl Default for InstrumentOptions {
             switch: None,
             switch_chaos: false,
             switch_handover_at_start: false,
+            switch_nest_entries: true,
             switch_hints: true,
             ephemeral_windows: true,
+            ephemeral_gate: true,
             guest_flag: true,
         }
     }
@@ -488,6 +505,15 @@ pub enum SwitchPlacement {
 /// has dozens.
 pub const SHALLOW_DETOURS: usize = 2;
 
+/// Where PEP's bursts' clean code checks when `pepper run` and the library are not told:
+/// `deep`, whose instrumented copy also leaves at loop nests behind up to
+/// [`DEEP_DETOURS`] constructs. Measured against `shallow`, both with checks at every loop
+/// nest (bench/results/switch-nests.md): `shallow` lets a burst entered in a nest run
+/// on to the next loop it leaves at (bzip2's sort: to the end of a long iteration), which
+/// cost most; the two checked where `shallow` did before (no nest entries) missed a Rust
+/// program's hot nest behind eleven blocks altogether.
+pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
+
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
 /// say. `shallow` measured the same as `outer` (cost and accuracy), and `deep`, whose
 /// checks inside loop nests kept 2 ms epochs' windows from missing bzip2's sorting for a
@@ -523,6 +549,12 @@ impl SwitchPlacement {
 
     pub fn parse(s: &str) -> Option<SwitchPlacement> {
         Self::ALL.into_iter().find(|p| p.name() == s)
+    }
+
+    /// Whether this placement checks loop nests past its detour limit, where a check
+    /// only enters the instrumented copy (`InstrumentOptions::switch_nest_entries`).
+    pub fn has_nest_entries(self) -> bool {
+        matches!(self, SwitchPlacement::Shallow | SwitchPlacement::Deep)
     }
 
     /// Whether a function's clean code checks the flag at its entry. Everywhere under

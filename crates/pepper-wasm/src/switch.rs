@@ -57,6 +57,8 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub chaos: bool,
     /// See `InstrumentOptions::switch_handover_at_start`.
     pub handover_at_start: bool,
+    /// See `InstrumentOptions::switch_nest_entries`.
+    pub nest_entries: bool,
     /// Whether `F` checks the flag at its entry (`SwitchPlacement::entry_check`).
     pub entry_check: bool,
     /// Ephemeral instrumentation: the flag is this function's own budget word, an i32
@@ -303,7 +305,9 @@ impl SwitchedFunction<'_, '_> {
         }
         let (inst_fn, clean_fn) = self.copies;
         let entry = np + only.original_locals.len() as u32;
-        let targets = self.shape.targets(self.placement);
+        let targets: Vec<usize> = (self.shape.targets(self.placement).into_iter())
+            .filter(|&k| self.nest_entries || !self.shape.enters_only(self.placement, k))
+            .collect();
         let checks = self.checks(&only.original_locals, &targets, scratch)?;
         let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
         // Clean code is entered only where that is cheap (`Shape::leaves_at`: outermost

@@ -423,6 +423,64 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
     }
 }
 
+/// A loop nest behind twelve blocks, inside a loop whose header a frame passes once a
+/// call: PEP's default placement, and ephemeral windows at `shallow`, must
+/// still reach it, since a frame entering it in clean code would otherwise run it clean
+/// to the end (measured before nests had checks: PEP's path accuracy 22.7% on a Rust
+/// program shaped so, and ephemeral's relative edge overlap 62%). Ephemeral's default,
+/// `outer`, does not check nests (its cost; see `EPHEMERAL_PLACEMENT` in `pepper_wasm::plan`).
+#[test]
+fn bursts_and_windows_reach_a_loop_nest_behind_many_blocks() {
+    let f = fixture("deep_loop.wat");
+    let (c0, _, err, exact) = run("exact-paths", &f, &[], &[]);
+    assert_eq!(c0, 0, "{err}");
+    let (_, _, _, edges) = run("exact-edges", &f, &[], &[]);
+    let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>() as f64;
+    let share = |p: &Profile| path_executions(p, "deep") as f64 / total(p);
+    let truth = share(&exact);
+    assert!((0.5..0.9).contains(&truth), "the fixture's mix: {truth}");
+    // Time samples on a shared machine: judged on up to three runs each, as above. A nest
+    // the checks cannot reach shows up as ~0 in every run.
+    let mut shares = Vec::new();
+    for _ in 0..3 {
+        let (c, _, err, p) = run("pep", &f, &[], &[]);
+        assert_eq!(c, 0, "{err}");
+        shares.push(share(&p));
+        if (truth - 0.3..truth + 0.15).contains(&shares[shares.len() - 1]) {
+            break;
+        }
+    }
+    assert!(
+        shares
+            .iter()
+            .any(|s| (truth - 0.3..truth + 0.15).contains(s)),
+        "PEP: the nest has {shares:.3?} of the sampled path ends, {truth:.3} of all"
+    );
+    // Windows: the nest's branch executions, scaled from the windows, near the exact
+    // count. A frame entered at the nest's check stays in its instrumented copy to the
+    // call's end, so counting on after the window would overstate the nest many times
+    // (`outer`, which does not gate: 1.6-9.3x in single runs).
+    let branches = |p: &Profile| {
+        let idx = function_index(p, "deep");
+        (p.branches.iter().filter(|b| b.func == idx))
+            .map(|b| b.total())
+            .sum::<u64>() as f64
+    };
+    let mut ratios = Vec::new();
+    for _ in 0..3 {
+        let (c, _, err, eph) = run("ephemeral", &f, &["--switch", "shallow"], &[]);
+        assert_eq!(c, 0, "{err}");
+        ratios.push(branches(&eph) / branches(&edges));
+        if (0.5..2.0).contains(&ratios[ratios.len() - 1]) {
+            break;
+        }
+    }
+    assert!(
+        ratios.iter().any(|r| (0.5..2.0).contains(r)),
+        "ephemeral: the nest's estimated branch executions are {ratios:.3?} of the exact"
+    );
+}
+
 /// Ephemeral in windows on known biases: every function's copy runs only while a window
 /// is open, so what it records is a time sample of the run; the biases still match exact
 /// edges, and the counts, scaled by the guest's CPU time over the windows', are near the

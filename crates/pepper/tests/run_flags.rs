@@ -163,7 +163,7 @@ fn pep_defaults_to_the_switch_where_it_can_run() {
         assert_eq!(c, 0, "{extra:?}: {err}");
         p.sampling.expect("PEP records its sampling").switch
     };
-    assert_eq!(switch(&[]), "shallow");
+    assert_eq!(switch(&[]), "deep");
     assert_eq!(switch(&["--switch", "outer"]), "outer");
     assert_eq!(switch(&["--switch", "loops"]), "loops");
     assert_eq!(switch(&["--switch", "off"]), "");

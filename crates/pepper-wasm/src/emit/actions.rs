@@ -58,11 +58,9 @@ impl Emitter<'_> {
                         I::I64Eq,
                         I::If(wasm_encoder::BlockType::Empty),
                         I::LocalGet(acc),
-                        I::I64Const(1),
-                        I::I64Add,
-                        I::LocalSet(acc),
-                        I::Else,
                     ]);
+                    out.extend(self.one());
+                    out.extend([I::I64Add, I::LocalSet(acc), I::Else]);
                     self.record(out, end);
                     out.push(I::End);
                 } else {

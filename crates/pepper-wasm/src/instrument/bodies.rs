@@ -181,10 +181,9 @@ impl Build<'_, '_> {
                 a,
                 wrapper,
                 mem,
-                flag: match (self.budgets, c.plan.guest_flag) {
-                    (true, _) => (mem, layout.switch_flag + 4 * k as u32),
-                    (false, Some(word)) => (0, word),
-                    (false, None) => (mem, layout.switch_flag),
+                flag: match self.budgets {
+                    true => (mem, layout.switch_flag + 4 * k as u32),
+                    false => module_flag(c.plan, mem),
                 },
                 budget: self.budgets.then(|| Budget {
                     entries: layout.entry_counts + 8 * k as u32,
@@ -195,6 +194,7 @@ impl Build<'_, '_> {
                 placement,
                 chaos: self.opts.switch_chaos,
                 handover_at_start: self.opts.switch_handover_at_start,
+                nest_entries: self.opts.switch_nest_entries,
                 // Budgets are spent at every entry: calls go to the callee's `F`.
                 entry_check: self.budgets
                     || placement.entry_check(
@@ -304,6 +304,12 @@ impl Build<'_, '_> {
                 miss_fn: c.appended.miss_fn,
                 tables: &c.tables.tables[c.k],
                 arm_codes: &c.tables.arm_codes[c.k],
+                gate: (self.mode == Mode::Ephemeral
+                    && !self.budgets
+                    && self.opts.ephemeral_gate
+                    && self.opts.switch_nest_entries
+                    && self.switch.is_some_and(SwitchPlacement::has_nest_entries))
+                .then(|| module_flag(c.plan, self.facts.num_memories)),
             },
             _ => EmitKind::Edges {
                 counter: &fp.edge_counter,
@@ -449,4 +455,13 @@ fn header_nodes(fp: &FunctionPlan, laid: &LaidOut, k: usize) -> Vec<(pepper_cfg:
             Some((node, laid.header_counters[k] + 8 * i))
         })
         .collect()
+}
+
+/// The switch's module-wide flag (PEP's bursts, ephemeral windows): (memory, address) of
+/// the word in the program's memory 0 or in pepper's memory `mem`.
+fn module_flag(plan: &crate::plan::Plan, mem: u32) -> (u32, u32) {
+    match plan.guest_flag {
+        Some(word) => (0, word),
+        None => (mem, plan.layout.switch_flag),
+    }
 }

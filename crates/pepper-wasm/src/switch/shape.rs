@@ -54,13 +54,37 @@ impl Shape {
 
     /// Whether, under `placement`, the instrumented copy leaves at checked loop `k` (and
     /// the clean copy `F_clean` can be entered there): at outermost loops, and under
-    /// `Shallow` and `Deep` at every checked loop. Elsewhere the tests that skip to the loop would
-    /// run each time their construct starts, for as long as the frame lives in
-    /// `F_clean`.
+    /// `Shallow` and `Deep` at the loops their detour limits allow. Elsewhere the tests
+    /// that skip to the loop would run each time their construct starts, for as long as
+    /// the frame lives in `F_clean` (an interpreter's dispatch loop: the rest of the run).
+    /// Other checked loops only enter the instrumented copy, which runs on to the next
+    /// loop it leaves at.
     pub fn leaves_at(&self, placement: SwitchPlacement, k: usize) -> bool {
-        self.loops[k].outermost
-            || matches!(placement, SwitchPlacement::Shallow | SwitchPlacement::Deep)
+        let l = &self.loops[k];
+        l.outermost
+            || match placement {
+                SwitchPlacement::Shallow => shallow_leave(l),
+                SwitchPlacement::Deep => {
+                    shallow_leave(l) || (!l.innermost && l.detours <= crate::plan::DEEP_DETOURS)
+                }
+                _ => false,
+            }
     }
+}
+
+impl Shape {
+    /// Whether checked loop `k` is one that `Shallow` and `Deep` check past their detour
+    /// limits, only to enter the instrumented copy
+    /// (`InstrumentOptions::switch_nest_entries`).
+    pub fn enters_only(&self, placement: SwitchPlacement, k: usize) -> bool {
+        placement.has_nest_entries() && !self.leaves_at(placement, k)
+    }
+}
+
+/// `Shallow`'s loops that the instrumented copy leaves at: loops that call or hold loops
+/// where the way in passes at most [`crate::plan::SHALLOW_DETOURS`] other constructs.
+fn shallow_leave(l: &ShapeLoop) -> bool {
+    (l.calls || !l.innermost) && l.detours <= crate::plan::SHALLOW_DETOURS
 }
 
 struct Open {
@@ -242,12 +266,13 @@ fn wants(placement: SwitchPlacement, l: &ShapeLoop) -> bool {
         SwitchPlacement::Entries => false,
         SwitchPlacement::Outer => l.outermost,
         SwitchPlacement::Loops => l.calls || !l.innermost || l.outermost,
-        SwitchPlacement::Shallow => {
-            l.outermost || ((l.calls || !l.innermost) && l.detours <= crate::plan::SHALLOW_DETOURS)
-        }
-        SwitchPlacement::Deep => {
-            wants(SwitchPlacement::Shallow, l)
-                || (!l.innermost && l.detours <= crate::plan::DEEP_DETOURS)
+        // Every loop that holds loops, however deep: a frame that runs such a nest in clean
+        // code for a long stretch (a Rust `match` arm's loops, behind a dozen blocks)
+        // would otherwise never switch. Past the detour limits the check only enters the
+        // instrumented copy (`Shape::leaves_at`); it costs one test per iteration of a
+        // loop whose iterations each run a loop.
+        SwitchPlacement::Shallow | SwitchPlacement::Deep => {
+            l.outermost || shallow_leave(l) || !l.innermost
         }
         SwitchPlacement::All => true,
     }

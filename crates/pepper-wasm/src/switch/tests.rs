@@ -72,11 +72,14 @@ fn shallow_checks_inner_loops_that_call_with_few_constructs_around() {
     assert!(s.leaves_at(SwitchPlacement::Outer, 0));
 }
 
-/// `deep` checks, and leaves at, what `shallow` does, and loops that hold loops behind up
-/// to eight constructs (a sort's loops nested in `if`s), but not behind more (a dispatch
-/// `br_table`'s cases), nor loops that only call behind more than two.
+/// `shallow` and `deep` check every loop that holds loops, however deep (a nest behind a
+/// dozen blocks would otherwise run in clean code to its end), but leave only where
+/// their detour limits allow: `shallow` behind at most two constructs, `deep` behind up to
+/// eight (a sort's loops nested in `if`s), neither behind more (a dispatch `br_table`'s
+/// cases), where the check only enters the instrumented copy. Loops that only call are
+/// checked behind at most two.
 #[test]
-fn deep_checks_loops_that_hold_loops_behind_up_to_eight_constructs() {
+fn nests_are_checked_however_deep_and_left_within_the_detour_limits() {
     let nested = |n: usize, body: &str| {
         format!(
             "{}(loop {body} (br_if 0 (local.get 0))){}",
@@ -99,9 +102,17 @@ fn deep_checks_loops_that_hold_loops_behind_up_to_eight_constructs() {
     ));
     let detours: Vec<usize> = s.loops.iter().map(|l| l.detours).collect();
     assert_eq!(detours, vec![0, 8, 8, 9, 9, 3]);
-    assert_eq!(s.targets(SwitchPlacement::Shallow), vec![0]);
-    assert_eq!(s.targets(SwitchPlacement::Deep), vec![0, 1]);
-    assert!(s.leaves_at(SwitchPlacement::Deep, 1));
+    for placement in [SwitchPlacement::Shallow, SwitchPlacement::Deep] {
+        assert_eq!(s.targets(placement), vec![0, 1, 3], "{placement:?}");
+    }
+    let leaves = |p| [1, 3].map(|k| s.leaves_at(p, k));
+    assert_eq!(leaves(SwitchPlacement::Shallow), [false, false]);
+    assert_eq!(leaves(SwitchPlacement::Deep), [true, false]);
+    assert!(s.enters_only(SwitchPlacement::Shallow, 1) && !s.enters_only(SwitchPlacement::Deep, 1));
+    assert!(s.enters_only(SwitchPlacement::Deep, 3));
+    // `Loops` leaves only at outermost loops, as it always did: not "enter-only" checks
+    // in the sense of `switch_nest_entries`.
+    assert!(!s.enters_only(SwitchPlacement::Loops, 1));
 }
 
 /// Path windows place a sampled leaf by the operator offsets of the body that writes

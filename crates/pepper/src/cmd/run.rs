@@ -537,7 +537,7 @@ impl Args {
             || contexts.shadow()
             || (self.call_windows && contexts == ContextMode::Native);
         match self.mode == ModeArg::Pep && !ring_needed {
-            true => SwitchArg::Shallow,
+            true => SwitchArg::from(pepper_wasm::PEP_PLACEMENT),
             false => SwitchArg::Off,
         }
     }
@@ -746,6 +746,20 @@ impl SwitchArg {
             SwitchArg::Shallow => Some(P::Shallow),
             SwitchArg::Deep => Some(P::Deep),
             SwitchArg::All => Some(P::All),
+        }
+    }
+}
+
+impl From<pepper_wasm::switch::SwitchPlacement> for SwitchArg {
+    fn from(p: pepper_wasm::switch::SwitchPlacement) -> SwitchArg {
+        use pepper_wasm::switch::SwitchPlacement as P;
+        match p {
+            P::Entries => SwitchArg::Entries,
+            P::Outer => SwitchArg::Outer,
+            P::Loops => SwitchArg::Loops,
+            P::Shallow => SwitchArg::Shallow,
+            P::Deep => SwitchArg::Deep,
+            P::All => SwitchArg::All,
         }
     }
 }
