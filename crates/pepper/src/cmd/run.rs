@@ -135,27 +135,33 @@ pub struct Args {
     /// instrumented one; the clean code checks a flag where this says (`entries`: every
     /// function entry; `outer`: outermost loop headers, and entries of functions called
     /// from outside the module, through tables or by tail calls; `loops`: as `outer`, and
-    /// the headers of loops that call or hold loops; `shallow`: as `loops` where the way
-    /// into the loop passes at most two constructs that are not loops, such as an
-    /// interpreter's dispatch loop, and the instrumented copy leaves there too; `deep`: as
-    /// `shallow`, and loops that hold loops behind up to eight such constructs; `all`:
-    /// every entry and every loop header) and moves into the instrumented copy while the
-    /// sampler has it set, for each tick's burst (each burst then takes every path end of
-    /// its SAMPLES × STRIDE span).
+    /// the headers of loops that call or hold loops; `shallow`: as `outer`, the headers
+    /// of loops that call or hold loops where the way in passes at most two constructs
+    /// that are not loops (an interpreter's dispatch loop), where the instrumented copy
+    /// leaves too, and every other loop that holds loops, however deep (a Rust `match`
+    /// arm's loop nest behind a dozen blocks), where a check only enters the
+    /// instrumented copy, which runs on to the next loop it leaves at; `deep`: as
+    /// `shallow`, and the instrumented copy also leaves at nests behind up to eight such
+    /// constructs; `all`: every entry and every loop header) and moves into the
+    /// instrumented copy while the sampler has it set, for each tick's burst (each burst
+    /// then takes every path end of its SAMPLES × STRIDE span).
     /// `off`: the instrumented code always runs and writes PEP's ring.
-    /// Default: `shallow` for PEP, `off` where every path end must reach the ring
+    /// Default: `deep` for PEP, `off` where every path end must reach the ring
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
-    /// --call-windows). Measured with bursts every 250 µs (bench/results/switch-shallow.md):
-    /// `shallow` +8.9% and `outer` +11.3% in one run, at 99.3% and 97.4% path accuracy and
-    /// 92.3% and 90.6% absolute edge overlap; the ring +26.6% at 99.5% and 97.0%
-    /// (switch-outer.md); `loops` +18.1% (switch.md). Stack
-    /// samples are taken during bursts, and their path windows read the burst's path
-    /// ends. Three bodies per function cost about 3x the compile time. The checks are
-    /// hinted unlikely, and wasmtime's branch hinting is turned on for them.
-    /// With --mode ephemeral: where clean code checks for its windows (default `outer`;
-    /// `deep` costs about what exact edges do, and its windows find loops nested deep in
-    /// long iterations even at 2 ms epochs, bench/results/ephemeral-entered.md; at the
-    /// default 1 ms, `outer`'s windows find them too, bench/results/ephemeral-epoch.md).
+    /// --call-windows). Measured with bursts every 500 µs (bench/results/switch-nests.md):
+    /// `deep` +5.3% at 97.9% path accuracy and 90.8% absolute edge overlap, `shallow`
+    /// +7.1% at 99.1% and 92.2% (a burst entered in bzip2's sort runs on to the end of a
+    /// long iteration), and `shallow` without its nest checks, as before, +4.1% at 98.5%
+    /// and 86.7% (it never sees a nest a frame entered in clean code); the ring +26.6%
+    /// (switch-outer.md). Stack samples are taken
+    /// during bursts, and their path windows read the burst's path ends. Three bodies per
+    /// function cost about 3x the compile time. The checks are hinted unlikely, and
+    /// wasmtime's branch hinting is turned on for them.
+    /// With --mode ephemeral: where clean code checks for its windows (default `outer`,
+    /// which does not check loop nests: a nest a frame entered in clean code goes unseen,
+    /// or, entered in a window, is counted to its end; `shallow` and `deep` check nests
+    /// and count only while a window is open, for about 3 points more,
+    /// bench/results/ephemeral-nests.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
@@ -525,9 +531,8 @@ impl Args {
         }
     }
 
-    /// `--switch` when not given: `shallow` wherever PEP samples bursts (`outer`'s cost,
-    /// with 99.3% path accuracy where `outer`'s 97.4% lost an interpreter's dispatch loop,
-    /// bench/results/switch-shallow.md), and the ring where a mode needs every path end
+    /// `--switch` when not given: `pepper_wasm::PEP_PLACEMENT` wherever PEP samples
+    /// bursts, and the ring where a mode needs every path end
     /// written (`--every`, `--timeline`, `--phases`) or the copies cannot be made (shadow
     /// stacks, call logs). Interval sampling holds the switch for whole intervals, at the
     /// same checks.
