@@ -259,7 +259,7 @@ fn specs() -> Vec<Spec> {
             interval: Some(Duration::from_millis(1)),
             bursts: Duration::from_micros(500),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            what: "pepper's default with a stack sample at every second burst (`--stack-interval 1ms`)",
+            what: "pep+native-500us+switch-shallow with a stack sample at every second burst (`--stack-interval 1ms`)",
             ..native.clone()
         },
         Spec {
@@ -268,7 +268,7 @@ fn specs() -> Vec<Spec> {
             interval: Some(Duration::from_millis(2)),
             bursts: Duration::from_micros(500),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            what: "pepper's default with a stack sample at every fourth burst (`--stack-interval 2ms`)",
+            what: "pep+native-500us+switch-shallow with a stack sample at every fourth burst (`--stack-interval 2ms`)",
             ..native.clone()
         },
         Spec {
@@ -278,7 +278,7 @@ fn specs() -> Vec<Spec> {
             bursts: Duration::from_micros(500),
             counters: false,
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            what: "pepper's default without call-site counters (`--no-call-counts`: each site's calls estimated from the sampled paths)",
+            what: "pep+native-500us+switch-shallow without call-site counters (`--no-call-counts`: each site's calls estimated from the sampled paths)",
             ..native.clone()
         },
         Spec {
@@ -288,7 +288,7 @@ fn specs() -> Vec<Spec> {
             bursts: Duration::from_micros(500),
             switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
             guest_flag: false,
-            what: "pepper's default with the switch's flag in pepper's memory, as before it could live in the program's",
+            what: "pep+native-500us+switch-shallow with the switch's flag in pepper's memory, as before it could live in the program's",
             ..native.clone()
         },
         Spec {

@@ -205,7 +205,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("pep(64,17)+switch-shallow", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "`--switch shallow` with bursts every 250 µs (`--interval 250us`): PEP(64,17), the instrumented copies running for each tick's burst only, entered and left at entries, outermost loop headers and the headers of loops that call or hold loops with at most two other constructs on the way in"),
         Spec {
             interval: Duration::from_micros(500),
-            ..switched("pep(64,17)+switch-shallow@500us", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "pepper's default: as pep(64,17)+switch-shallow with bursts every 500 µs, half as many")
+            ..switched("pep(64,17)+switch-shallow@500us", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow with bursts every 500 µs, half as many (and checks at every loop nest, entering only)")
         },
         Spec {
             interval: Duration::from_micros(500),
@@ -219,7 +219,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         },
         Spec {
             interval: Duration::from_micros(500),
-            ..switched("pep(64,17)+switch-deep@500us", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-shallow@500us, also left at loops that hold loops behind up to eight other constructs (`--switch deep`)")
+            ..switched("pep(64,17)+switch-deep@500us", Some(PEP_DEFAULT), SwitchPlacement::Deep, "pepper's default: as pep(64,17)+switch-shallow@500us, also left at loops that hold loops behind up to eight other constructs (`--switch deep`)")
         },
         Spec {
             interval: Duration::from_micros(500),
