@@ -217,6 +217,9 @@ pub fn assert_pep_matches_exact(program: &Path, extra: &[&str], guest: &[&str], 
         vec!["--every", "1", "--switch", "loops", "--switch-chaos"],
         vec!["--every", "1", "--switch", "outer", "--switch-chaos"],
         vec!["--every", "1", "--switch", "shallow", "--switch-chaos"],
+        vec!["--every", "1", "--switch", "deep", "--switch-chaos"],
+        // `deep` with the flag set all along, its nest checks entering only.
+        vec!["--every", "1", "--switch", "deep", "--switch-always-on"],
         vec![],
         vec!["--switch", "outer"],
     ] {

@@ -423,6 +423,26 @@ fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
     }
 }
 
+/// Loop nests behind four and ten blocks, whose checks only enter the instrumented copy
+/// (past `shallow`'s and `deep`'s detour limits): copies switched at random checks keep
+/// every local (`all_modes`, which also runs `deep` with the flag set all along and
+/// requires exact counts), and the shapes are what the test means.
+#[test]
+fn copies_entered_at_deep_nests_keep_their_state() {
+    let f = fixture("nest_entries.wat");
+    let wasm = pepper_wasm::read_module(&std::fs::read(&f).unwrap())
+        .unwrap()
+        .into_owned();
+    let shapes = pepper_wasm::switch::shapes(&wasm).unwrap();
+    use pepper_wasm::switch::SwitchPlacement::{Deep, Shallow};
+    // deep4's and deep10's middle loops (index 1 in each): entered only under `shallow`;
+    // `deep` leaves at deep4's.
+    let enters_only = |k: usize, p| shapes[k].enters_only(p, 1);
+    assert!(enters_only(0, Shallow) && !enters_only(0, Deep));
+    assert!(enters_only(1, Shallow) && enters_only(1, Deep));
+    all_modes("nest_entries.wat");
+}
+
 /// A loop nest behind twelve blocks, inside a loop whose header a frame passes once a
 /// call: PEP's default placement, and ephemeral windows at `shallow`, must
 /// still reach it, since a frame entering it in clean code would otherwise run it clean
