@@ -227,6 +227,11 @@ pub(crate) fn specs() -> Vec<Spec> {
             ..switched("pep(64,17)+switch-shallow@500us, no nest entries", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us without the checks that only enter the instrumented copy at loop nests behind more than two other constructs")
         },
         Spec {
+            interval: Duration::from_micros(500),
+            nest_entries: false,
+            ..switched("pep(64,17)+switch-deep@500us, no nest entries", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us without the checks that only enter the instrumented copy at loop nests behind more than eight other constructs (`deep` before every nest had a check)")
+        },
+        Spec {
             nest_entries: false,
             ..switched("switch-shallow-never, no nest entries", None, SwitchPlacement::Shallow, "as switch-shallow-never without the checks at loop nests behind more than two other constructs")
         },
