@@ -515,10 +515,12 @@ pub const SHALLOW_DETOURS: usize = 2;
 pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
-/// say. `shallow` measured the same as `outer` (cost and accuracy), and `deep`, whose
-/// checks inside loop nests kept 2 ms epochs' windows from missing bzip2's sorting for a
-/// whole run, costs about as much as exact edges (bench/results/ephemeral-entered.md);
-/// twice the windows at `outer` do that for far less (bench/results/ephemeral-epoch.md).
+/// say. `shallow` and `deep`, which check every loop nest and gate their counts
+/// ([`InstrumentOptions::ephemeral_gate`]), cost 2-4 points more on the bench's programs
+/// for about the same accuracy there (bench/results/ephemeral-nests.md), about what exact
+/// edges cost; they are the choice for a program whose hot nest a frame enters in clean
+/// code, which `outer` misses or, entered in a window, overstates. At 1 ms epochs `outer`'s
+/// windows find bzip2's sorting (bench/results/ephemeral-epoch.md).
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Outer;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough

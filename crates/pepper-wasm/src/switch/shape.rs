@@ -70,9 +70,7 @@ impl Shape {
                 _ => false,
             }
     }
-}
 
-impl Shape {
     /// Whether checked loop `k` is one that `Shallow` and `Deep` check past their detour
     /// limits, only to enter the instrumented copy
     /// (`InstrumentOptions::switch_nest_entries`).

@@ -62,6 +62,16 @@ pub fn random_module(seed: u64) -> Option<Vec<u8>> {
     };
     let mut m = wasm_smith::Module::new(config, &mut u).ok()?;
     let fuel = m.ensure_termination(FUEL).ok()?;
+    // wasm-smith nests few blocks around its loops and few loops in loops (one nest past
+    // `shallow`'s detour limit in 400 seeds), so a quarter of the non-trapping modules get
+    // every loop wrapped in a loop that runs once, behind 3 blocks (past `shallow`'s
+    // limit) or 9 (past `deep`'s), where the switch's checks only enter the instrumented
+    // copy.
+    let wasm = match seed % 8 {
+        1 => wrap_loops(&m.to_bytes(), 3),
+        5 => wrap_loops(&m.to_bytes(), 9),
+        _ => m.to_bytes(),
+    };
     // Every other module keeps only some of its function exports, so that exact edges
     // can take the others' entry counts from their callers.
     let keep = |_: &str, kind, index: u32| {
@@ -70,7 +80,87 @@ pub fn random_module(seed: u64) -> Option<Vec<u8>> {
             || index == 0
             || bytes(seed ^ index as u64, 1)[0].is_multiple_of(2)
     };
-    Some(with_exports(&m.to_bytes(), keep, fuel))
+    Some(with_exports(&wasm, keep, fuel))
+}
+
+/// `wasm` with every `loop` inside a loop that runs once, inside `n` blocks, all of the
+/// loop's own type (branches renumbered), or unchanged if the result does not validate. Only for modules without exception
+/// handling or GC branches, whose labels this does not renumber.
+fn wrap_loops(wasm: &[u8], n: usize) -> Vec<u8> {
+    use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+    use wasm_encoder::Instruction as I;
+    use wasmparser::Operator as O;
+
+    struct Wrap(usize);
+    impl Reencode for Wrap {
+        type Error = std::convert::Infallible;
+        fn parse_function_body(
+            &mut self,
+            code: &mut wasm_encoder::CodeSection,
+            func: wasmparser::FunctionBody<'_>,
+        ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+            let mut f = self.new_function_with_parsed_locals(&func)?;
+            // Open constructs, innermost last: the wrapper blocks each loop closes with it.
+            let mut open: Vec<usize> = Vec::new();
+            // Label `d` as written is the `d`-th open construct from the innermost; the
+            // wrappers of the `d` constructs inside it lie between.
+            let depth = |open: &[usize], d: u32| {
+                d + open.iter().rev().take(d as usize).sum::<usize>() as u32
+            };
+            let mut reader = func.get_operators_reader()?;
+            while !reader.eof() {
+                let op = reader.read()?;
+                match &op {
+                    O::Loop { blockty } => {
+                        let bt = self.block_type(*blockty)?;
+                        for _ in 0..self.0 {
+                            f.instruction(&I::Block(bt));
+                        }
+                        // A loop that runs once around it: a nest behind the blocks.
+                        f.instruction(&I::Loop(bt));
+                        f.instruction(&I::Loop(bt));
+                        open.push(self.0 + 1);
+                    }
+                    O::Block { .. } | O::If { .. } => {
+                        f.instruction(&RoundtripReencoder.instruction(op.clone())?);
+                        open.push(0);
+                    }
+                    O::End => {
+                        f.instruction(&I::End);
+                        for _ in 0..open.pop().unwrap_or(0) {
+                            f.instruction(&I::End);
+                        }
+                    }
+                    O::Br { relative_depth } => {
+                        f.instruction(&I::Br(depth(&open, *relative_depth)));
+                    }
+                    O::BrIf { relative_depth } => {
+                        f.instruction(&I::BrIf(depth(&open, *relative_depth)));
+                    }
+                    O::BrTable { targets } => {
+                        let t: Vec<u32> = (targets.targets())
+                            .map(|t| depth(&open, t.unwrap()))
+                            .collect();
+                        let default = depth(&open, targets.default());
+                        f.instruction(&I::BrTable(t.into(), default));
+                    }
+                    _ => {
+                        f.instruction(&RoundtripReencoder.instruction(op.clone())?);
+                    }
+                }
+            }
+            code.function(&f);
+            Ok(())
+        }
+    }
+    let mut module = wasm_encoder::Module::new();
+    let wrapped = Wrap(n)
+        .parse_core_module(&mut module, wasmparser::Parser::new(0), wasm)
+        .map(|()| module.finish());
+    match wrapped {
+        Ok(w) if wasmparser::validate(&w).is_ok() => w,
+        _ => wasm.to_vec(),
+    }
 }
 
 /// `wasm` with only the exports `keep` accepts, plus its global `fuel` exported as `fuel`.
