@@ -307,6 +307,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
     let mut switched = 0;
     let mut switch_hints = 0;
     let mut limited_ended = 0;
+    let mut nest_entries = 0;
     for seed in seeds() {
         let Some(wasm) = random_module(seed) else {
             continue;
@@ -341,6 +342,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
         };
         checked += 1;
         calls += funcs.len();
+        nest_entries += usize::from(has_nest_entries(&wasm));
         let trapped = original
             .iter()
             .any(|o| !matches!(o.outcome, Outcome::Returned(_)));
@@ -556,13 +558,26 @@ fn random_modules_behave_identically_and_profile_consistently() {
          burst at its limit; {switch_hints} switch checks hinted; {hinted_modules} \
          modules hinted, {swapped_ifs} if arms swapped, {inlined_sites} call sites inlined"
     );
-    assert!(inlined_sites > 0, "no random module had a call to inline");
-    assert!(shared_sites > 0, "no called site shared its node's counter");
-    assert!(switch_hints > 0, "no switch check was hinted");
-    assert!(hinted_modules > 0, "no random module got a hint");
-    assert!(
+    // What the seeds exercised. A campaign's chunk (`PEPPER_RANDOM_SEEDS`) of a few
+    // hundred modules may miss a rare shape; CI's seeds must not.
+    let custom = std::env::var_os("PEPPER_RANDOM_SEEDS").is_some();
+    let covered = |ok: bool, what: &str| {
+        assert!(ok || custom, "{what}");
+        if !ok {
+            eprintln!("not in these seeds: {what}");
+        }
+    };
+    covered(inlined_sites > 0, "no random module had a call to inline");
+    covered(shared_sites > 0, "no called site shared its node's counter");
+    covered(switch_hints > 0, "no switch check was hinted");
+    covered(hinted_modules > 0, "no random module got a hint");
+    covered(
         swapped_ifs > 0,
-        "no random module had an unlikely if with an else"
+        "no random module had an unlikely if with an else",
+    );
+    covered(
+        nest_entries > 0,
+        "no random module had a check that only enters the instrumented copy",
     );
     // The generator must actually exercise the rewriter: most seeds give a module that
     // runs, and a fair share of them run without trapping.
@@ -672,4 +687,13 @@ fn in_a_component(seed: u64, wasm: &[u8], instrumented: &[u8]) {
         back.core, instrumented,
         "seed {seed}: the instrumented module back out"
     );
+}
+
+/// Whether some function of `wasm` has a loop nest that `shallow` checks only to enter the
+/// instrumented copy (past its detour limit).
+fn has_nest_entries(wasm: &[u8]) -> bool {
+    let p = SwitchPlacement::Shallow;
+    pepper_wasm::switch::shapes(wasm).is_ok_and(|shapes| {
+        (shapes.iter()).any(|s| s.targets(p).into_iter().any(|k| s.enters_only(p, k)))
+    })
 }
