@@ -31,8 +31,9 @@ worker() {
       rm -f "$log"
     else
       local bad
-      bad=$(grep -o 'seed [0-9]*' "$log" | head -1 | cut -d' ' -f2)
-      echo "FAIL $s..$e at seed ${bad:-?}: $(grep -m1 -A1 'panicked at' "$log" | tail -1 | cut -c1-200)" >>"$out/summary.log"
+      # `|| true`: a failure that names no seed must not end the worker (pipefail).
+      bad=$(grep -o 'seed [0-9]*' "$log" | head -1 | cut -d' ' -f2 || true)
+      echo "FAIL $s..$e at seed ${bad:-?}: $( (grep -m1 -A1 'panicked at' "$log" || true) | tail -1 | cut -c1-200)" >>"$out/summary.log"
       # Go on after the failing seed (or after the chunk if no seed was named).
       e=$((${bad:-$((e - 1))} + 1))
     fi
