@@ -550,10 +550,14 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
             let idx = function_index(&eph, func);
             let b = eph.branches.iter().find(|b| b.func == idx).unwrap();
             let recorded = b.recorded.expect("ephemeral records");
-            assert!(
-                recorded > 0 && recorded < total(&want),
-                "{func}: recorded {recorded}"
-            );
+            assert!(recorded < total(&want), "{func}: recorded {recorded}");
+            // `spin` runs 5 ms: a run whose epoch thread the rest of the machine starved
+            // (CI's parallel tests) may open no window in it, which says nothing of the
+            // estimate; tried again, as the bounds below are.
+            if recorded == 0 {
+                missed.push(format!("{func}: no window met it"));
+                continue;
+            }
             // Scaled to the run by the guest's time over the windows'.
             let scaled = recorded as f64 * scale;
             assert!(
