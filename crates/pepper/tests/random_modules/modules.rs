@@ -84,8 +84,9 @@ pub fn random_module(seed: u64) -> Option<Vec<u8>> {
 }
 
 /// `wasm` with every `loop` inside a loop that runs once, inside `n` blocks, all of the
-/// loop's own type (branches renumbered), or unchanged if the result does not validate. Only for modules without exception
-/// handling or GC branches, whose labels this does not renumber.
+/// loop's own type (branches renumbered), or unchanged if the result does not validate.
+/// Only for modules without exception handling or GC branches, whose labels this does
+/// not renumber.
 fn wrap_loops(wasm: &[u8], n: usize) -> Vec<u8> {
     use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
     use wasm_encoder::Instruction as I;
@@ -100,7 +101,8 @@ fn wrap_loops(wasm: &[u8], n: usize) -> Vec<u8> {
             func: wasmparser::FunctionBody<'_>,
         ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
             let mut f = self.new_function_with_parsed_locals(&func)?;
-            // Open constructs, innermost last: the wrapper blocks each loop closes with it.
+            // Per open construct as written, innermost last: how many added constructs
+            // (a loop's blocks and the loop around it) close right after it.
             let mut open: Vec<usize> = Vec::new();
             // Label `d` as written is the `d`-th open construct from the innermost; the
             // wrappers of the `d` constructs inside it lie between.
