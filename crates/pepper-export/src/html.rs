@@ -420,10 +420,7 @@ fn timeline(o: &mut String, p: &Profile) {
     if t.intervals.is_empty() {
         return;
     }
-    let ids = pepper_phases::cluster(
-        &pepper_phases::timeline::signatures(t),
-        pepper_phases::timeline::BASELINE_THRESHOLD,
-    );
+    let ids = pepper_phases::timeline::phase_ids(t, pepper_phases::timeline::BASELINE_THRESHOLD);
     let n = t.intervals.len();
     let cell = (900.0 / n as f64).clamp(1.0, 12.0);
     let colour = |k: u32| format!("hsl({},65%,55%)", (k as u64 * 137) % 360);

@@ -35,10 +35,41 @@ pub fn weights(t: &Timeline) -> Vec<u64> {
         .collect()
 }
 
+/// Whether the sampler read nothing of an interval the guest ran (a busy machine can
+/// make it fall a whole ring behind: the run counts those path ends lost).
+pub fn is_hole(i: &pepper_profile::Interval) -> bool {
+    i.counts.is_empty() && i.path_ends > 0
+}
+
+/// The phase finder's group of each interval ([`cluster`] at `threshold`). A hole is
+/// not a phase of its own: an empty vector is at distance 1 from every other, so it
+/// would make one, and split a stretch of one phase wherever the sampler fell behind.
+/// It takes the group of the read interval before it (after it, at the start).
+pub fn phase_ids(t: &Timeline, threshold: f64) -> Vec<u32> {
+    let read: Vec<usize> = (0..t.intervals.len())
+        .filter(|&k| !is_hole(&t.intervals[k]))
+        .collect();
+    let sigs: Vec<Signature> = read
+        .iter()
+        .map(|&k| Signature::new(&t.intervals[k].counts))
+        .collect();
+    let ids = cluster(&sigs, threshold);
+    let mut out = Vec::with_capacity(t.intervals.len());
+    let mut next = 0;
+    for k in 0..t.intervals.len() {
+        if next < read.len() && read[next] == k {
+            next += 1;
+        }
+        // The last read interval at or before k, else the first one after it.
+        out.push(ids.get(next.max(1) - 1).copied().unwrap_or(0));
+    }
+    out
+}
+
 /// The baseline: per interval, in a stable stretch of at least `mpl` intervals of one
 /// phase (see [`crate::oracle`]).
 pub fn baseline(t: &Timeline, mpl: usize) -> Vec<Label> {
-    oracle(&cluster(&signatures(t), BASELINE_THRESHOLD), mpl)
+    oracle(&phase_ids(t, BASELINE_THRESHOLD), mpl)
 }
 
 /// Detected phases as labels on `t`'s intervals: an interval is in the detected phase
@@ -62,4 +93,38 @@ pub fn labels(t: &Timeline, d: &DetectedPhases) -> Vec<Label> {
 pub fn score_against(exact: &Timeline, detected: &DetectedPhases) -> Score {
     let b = baseline(exact, detected.mpl as usize);
     score(&b, &labels(exact, detected), &weights(exact))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pepper_profile::Interval;
+
+    fn interval(counts: Vec<(u32, u64)>) -> Interval {
+        Interval {
+            path_ends: 100,
+            counts,
+            ..Interval::default()
+        }
+    }
+
+    /// Holes take the phase before them (after them at the start) instead of making one.
+    #[test]
+    fn unread_intervals_join_the_phase_around_them() {
+        let a = || interval(vec![(1, 100)]);
+        let b = || interval(vec![(2, 100)]);
+        let hole = || interval(vec![]);
+        let t = Timeline {
+            intervals: vec![hole(), a(), hole(), a(), b(), hole(), hole(), b(), a()],
+            ..Timeline::default()
+        };
+        assert_eq!(phase_ids(&t, 0.5), [0, 0, 0, 0, 1, 1, 1, 1, 0]);
+        // Without the filling, the holes are a third phase.
+        assert_eq!(cluster(&signatures(&t), 0.5), [0, 1, 0, 1, 2, 0, 0, 2, 1]);
+        let none = Timeline {
+            intervals: vec![hole(), hole()],
+            ..Timeline::default()
+        };
+        assert_eq!(phase_ids(&none, 0.5), [0, 0]);
+    }
 }

@@ -2,7 +2,7 @@
 //! matrix image.
 
 use anyhow::{bail, Context, Result};
-use pepper_phases::{cluster, runs, summarize, timeline, Matrix};
+use pepper_phases::{runs, summarize, timeline, Matrix};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -60,7 +60,7 @@ pub fn run(a: Args) -> Result<i32> {
         );
     };
     let sigs = timeline::signatures(t);
-    let ids = cluster(&sigs, a.threshold);
+    let ids = timeline::phase_ids(t, a.threshold);
     let stable = pepper_phases::oracle(&ids, a.mpl);
     let summary = summarize(&ids, &timeline::counts(t), &timeline::weights(t), a.top);
     let mut out = String::new();
@@ -76,7 +76,12 @@ pub fn run(a: Args) -> Result<i32> {
         t.length,
         t.counts,
         if t.lost > 0 {
-            format!("; {} path ends unread", t.lost)
+            let holes = t.intervals.iter().filter(|i| timeline::is_hole(i)).count();
+            format!(
+                "; {} path ends unread ({holes} intervals wholly, each put in the phase \
+                 of the interval before it)",
+                t.lost
+            )
         } else {
             String::new()
         }
