@@ -41,6 +41,8 @@ struct Spec {
     guest_flag: bool,
     /// `InstrumentOptions::switch_nest_entries`.
     nest_entries: bool,
+    /// `InstrumentOptions::switch_resume`.
+    resume: bool,
     what: &'static str,
 }
 
@@ -59,6 +61,7 @@ fn specs() -> Vec<Spec> {
         guest_profiler: None,
         guest_flag: true,
         nest_entries: true,
+        resume: true,
         what: "uninstrumented",
     };
     let native = Spec {
@@ -225,7 +228,15 @@ fn specs() -> Vec<Spec> {
             ..native_shallow_500.clone()
         },
         Spec {
+            label: "pep+native-500us+switch-deep, no resume",
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Deep),
+            resume: false,
+            what: "as pep+native-500us+switch-deep without `F_resume` (a burst entered at a nest's enter-only check runs instrumented on to the next loop the clean copy can be entered at)",
+            ..native_shallow_500.clone()
+        },
+        Spec {
             label: "pep+switch-deep-500us",
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Deep),
             contexts: ContextMode::Off,
             what: "pep+native-500us+switch-deep without contexts (`--contexts off`): paths only",
             ..native_shallow_500.clone()
@@ -441,6 +452,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 switch: spec.switch,
                 guest_flag: spec.guest_flag,
                 switch_nest_entries: spec.nest_entries,
+                switch_resume: spec.resume,
                 ..Default::default()
             };
             let inst = pepper_wasm::instrument(&wasm, &opts)?;

@@ -40,6 +40,8 @@ struct Config {
     /// `InstrumentOptions::ephemeral_gate` and `InstrumentOptions::switch_nest_entries`
     /// (both on, or both off as before they existed).
     gated: bool,
+    /// `InstrumentOptions::switch_resume` (off where `gated` is).
+    resume: bool,
 }
 
 impl Config {
@@ -55,6 +57,7 @@ impl Config {
             guest_flag: true,
             handover_at_start: false,
             gated: true,
+            resume: true,
         }
     }
 
@@ -83,6 +86,7 @@ impl Config {
             switch_handover_at_start: self.handover_at_start,
             ephemeral_gate: self.gated,
             switch_nest_entries: self.gated,
+            switch_resume: self.resume && self.gated,
             ..Default::default()
         }
     }
@@ -190,6 +194,22 @@ fn configs() -> Vec<Config> {
     }
     for (us, epoch) in [(0, EPOCH), (50, ms(2)), (50, ms(1))] {
         configs.push(Config::windows(us, epoch, SwitchPlacement::Deep));
+    }
+    // `outer`'s places and a check at every loop nest that only enters the copies.
+    for us in [0, 50] {
+        configs.push(Config::windows(us, ms(1), SwitchPlacement::Nests));
+    }
+    // Without `F_resume`: a frame entered at an enter-only check stays instrumented to the
+    // next loop `F_clean` can be entered at, counting only while the window is open.
+    for placement in [
+        SwitchPlacement::Nests,
+        SwitchPlacement::Shallow,
+        SwitchPlacement::Deep,
+    ] {
+        let mut c = Config::windows(50, ms(1), placement);
+        c.label.push_str(", no resume, gated");
+        c.resume = false;
+        configs.push(c);
     }
     // `shallow` as before its windows' counts were gated by the flag and loop nests had
     // checks past its detour limit (`outer` has neither).

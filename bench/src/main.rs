@@ -116,6 +116,7 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         guest_flag: spec.guest_flag,
         switch_handover_at_start: spec.handover_at_start,
         switch_nest_entries: spec.nest_entries,
+        switch_resume: spec.resume,
         ..Default::default()
     };
     if !spec.register_loops {

@@ -76,6 +76,8 @@ pub(crate) struct Spec {
     /// Switch: checks that only enter the instrumented copy at loop nests past the
     /// detour limits (`InstrumentOptions::switch_nest_entries`).
     pub(crate) nest_entries: bool,
+    /// Switch: `F_resume` copies (`InstrumentOptions::switch_resume`).
+    pub(crate) resume: bool,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
@@ -101,6 +103,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         guest_flag: true,
         handover_at_start: false,
         nest_entries: true,
+        resume: true,
         component: false,
         what: "uninstrumented (the baseline)",
     };
@@ -220,6 +223,11 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             interval: Duration::from_micros(500),
             ..switched("pep(64,17)+switch-deep@500us", Some(PEP_DEFAULT), SwitchPlacement::Deep, "pepper's default: as pep(64,17)+switch-shallow@500us, also left at loops that hold loops behind up to eight other constructs (`--switch deep`)")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
+            resume: false,
+            ..switched("pep(64,17)+switch-deep@500us, no resume", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us without `F_resume`: a burst entered at a nest's enter-only check runs instrumented on to the next loop the clean copy can be entered at")
         },
         Spec {
             interval: Duration::from_micros(500),

@@ -94,8 +94,7 @@ impl Plan {
             origins: self
                 .functions
                 .iter()
-                .filter_map(|f| f.copies.map(|c| (f.index, c)))
-                .flat_map(|(f, (inst, clean))| [(FuncIndex(inst), f), (FuncIndex(clean), f)])
+                .flat_map(|f| f.copy_indices().map(|c| (FuncIndex(c), f.index)))
                 .collect(),
         }
     }

@@ -252,20 +252,26 @@ pub struct InstrumentOptions {
     /// (`switch::Shape::leaves_at`). `false` keeps the checks where the copy also leaves,
     /// as before, to measure the two against each other.
     pub switch_nest_entries: bool,
+    /// Switch: give functions with such enter-only checks a third clean copy,
+    /// `F_resume`, which the instrumented copy leaves into there (see `crate::switch`).
+    /// `false` keeps the instrumented copy running on to the next loop `F_clean` can be
+    /// entered at, as before, to measure the two against each other.
+    pub switch_resume: bool,
     /// Ephemeral in windows (the default): one module-wide flag, set by the runtime for a
     /// window every epoch, instead of a budget per function; no entry or loop counts in
     /// clean code. The counts are the windows' executions, scaled to the run (see
     /// `decode::ephemeral`). `false`: budgets, as `pepper run --persistence`.
     pub ephemeral_windows: bool,
     /// Ephemeral in windows, at placements with checks that only enter the instrumented
-    /// copy (`SwitchPlacement::has_nest_entries`): the copies count a path end only while
-    /// the window's flag is set. A frame entered at such a check stays in its instrumented
-    /// copy after the window closes, to the next loop it leaves at (for a nest a frame
-    /// runs for seconds, to the nest's end); counting on would credit the window with that
-    /// work, which scaling by the windows' time then multiplies. `outer` is not gated:
-    /// frames that linger there past a window stand, roughly, for the loop nests windows
-    /// find in clean code (bench/results/ephemeral-nests.md). `false` counts on, to
-    /// measure the two.
+    /// copy (`SwitchPlacement::has_nest_entries`) and without `F_resume`
+    /// ([`InstrumentOptions::switch_resume`] off): the copies count a path end only while
+    /// the window's flag is set. A frame entered at such a check then stays in its
+    /// instrumented copy after the window closes, to the next loop it leaves at (for a
+    /// nest a frame runs for seconds, to the nest's end); counting on would credit the
+    /// window with that work, which scaling by the windows' time then multiplies. With
+    /// `F_resume` the copy leaves at the next check, as it does at `outer`'s, and
+    /// counting on to it makes up for the stretch before the first check in a window.
+    /// `false` counts on, to measure the two.
     pub ephemeral_gate: bool,
     /// A module-wide switch flag (PEP's bursts, ephemeral windows): keep it in the
     /// program's memory 0 where the module's layout leaves a word there free
@@ -309,6 +315,7 @@ impl Default for InstrumentOptions {
             switch_chaos: false,
             switch_handover_at_start: false,
             switch_nest_entries: true,
+            switch_resume: true,
             switch_hints: true,
             ephemeral_windows: true,
             ephemeral_gate: true,
@@ -361,6 +368,9 @@ pub struct FunctionPlan {
     /// Switch: the function indices of its instrumented copy and its second clean copy
     /// (see `crate::switch`); `None` when the function has one body.
     pub copies: Option<(u32, u32)>,
+    /// Switch: the function index of its third clean copy, `F_resume`, when it has loops
+    /// whose checks only enter the instrumented copy (see `crate::switch`).
+    pub resume: Option<u32>,
     /// Ephemeral: the checked loops' header nodes and the addresses of their counters
     /// (every copy counts each iteration at its check).
     pub header_counters: Vec<(pepper_cfg::NodeId, u32)>,
@@ -399,8 +409,15 @@ impl FunctionPlan {
             first_site: first_site as u32,
             op_offsets: Arc::from([]),
             copies: None,
+            resume: None,
             header_counters: Vec::new(),
         }
+    }
+
+    /// The function indices of all its switch copies (`F_inst`, `F_clean`, `F_resume`).
+    pub fn copy_indices(&self) -> impl Iterator<Item = u32> + '_ {
+        let (inst, clean) = self.copies.unzip();
+        inst.into_iter().chain(clean).chain(self.resume)
     }
 }
 
@@ -477,6 +494,15 @@ pub enum SwitchPlacement {
     /// Function entries and the headers of outermost loops (loops in no other loop).
     #[default]
     Outer,
+    /// As `Outer`, and the headers of loops that hold loops behind more than
+    /// [`SHALLOW_DETOURS`] constructs that are not loops, where the check only enters the
+    /// instrumented copy, which leaves at its next check into `F_resume` (see
+    /// `crate::switch`). A window then finds a frame that runs such a nest in clean code
+    /// (a Rust `match` arm's loops behind a dozen blocks, inside a loop the function passes
+    /// once), which `Outer` never sees. Nests nearer their loops' bodies are left to
+    /// `Outer`'s checks: checking those too cost the clean code about 2.5 points more on
+    /// the bench's programs (bench/results/ephemeral-resume.md).
+    Nests,
     /// Function entries and the headers of loops that call, hold other loops or are in no
     /// other loop; only call-free innermost loops inside another loop are left without a
     /// check (after HotSpot's rule for safepoint polls in counted loops): they end, and the
@@ -515,12 +541,12 @@ pub const SHALLOW_DETOURS: usize = 2;
 pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
-/// say. `shallow` and `deep`, which check every loop nest and gate their counts
-/// ([`InstrumentOptions::ephemeral_gate`]), cost 2-4 points more on the bench's programs
-/// for about the same accuracy there (bench/results/ephemeral-nests.md), about what exact
-/// edges cost; they are the choice for a program whose hot nest a frame enters in clean
-/// code, which `outer` misses or, entered in a window, overstates. At 1 ms epochs `outer`'s
-/// windows find bzip2's sorting (bench/results/ephemeral-epoch.md).
+/// say. `nests` also reaches a hot loop nest a frame enters in clean code behind many
+/// blocks, which `outer` misses (a Rust program's: 61% relative edge overlap against
+/// 99.7%), for about two points more on the bench's programs, +3.8% against +1.9% in one
+/// calm run (bench/results/ephemeral-nests-resume.md): over issue 22's +2%, which `outer`
+/// meets there. At 1 ms epochs `outer`'s windows find bzip2's sorting
+/// (bench/results/ephemeral-epoch.md).
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Outer;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough
@@ -529,9 +555,10 @@ pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Outer;
 pub const DEEP_DETOURS: usize = 8;
 
 impl SwitchPlacement {
-    pub const ALL: [SwitchPlacement; 6] = [
+    pub const ALL: [SwitchPlacement; 7] = [
         SwitchPlacement::Entries,
         SwitchPlacement::Outer,
+        SwitchPlacement::Nests,
         SwitchPlacement::Loops,
         SwitchPlacement::Shallow,
         SwitchPlacement::Deep,
@@ -542,6 +569,7 @@ impl SwitchPlacement {
         match self {
             SwitchPlacement::Entries => "entries",
             SwitchPlacement::Outer => "outer",
+            SwitchPlacement::Nests => "nests",
             SwitchPlacement::Loops => "loops",
             SwitchPlacement::Shallow => "shallow",
             SwitchPlacement::Deep => "deep",
@@ -553,10 +581,15 @@ impl SwitchPlacement {
         Self::ALL.into_iter().find(|p| p.name() == s)
     }
 
-    /// Whether this placement checks loop nests past its detour limit, where a check
-    /// only enters the instrumented copy (`InstrumentOptions::switch_nest_entries`).
+    /// Whether this placement checks loop nests where the copy does not leave (past
+    /// `Shallow`'s and `Deep`'s detour limits; every inner nest under `Nests`), so that
+    /// a check there only enters the instrumented copy
+    /// (`InstrumentOptions::switch_nest_entries`).
     pub fn has_nest_entries(self) -> bool {
-        matches!(self, SwitchPlacement::Shallow | SwitchPlacement::Deep)
+        matches!(
+            self,
+            SwitchPlacement::Nests | SwitchPlacement::Shallow | SwitchPlacement::Deep
+        )
     }
 
     /// Whether a function's clean code checks the flag at its entry. Everywhere under
@@ -567,6 +600,7 @@ impl SwitchPlacement {
         match self {
             SwitchPlacement::Entries | SwitchPlacement::All => true,
             SwitchPlacement::Outer
+            | SwitchPlacement::Nests
             | SwitchPlacement::Loops
             | SwitchPlacement::Shallow
             | SwitchPlacement::Deep => outside,

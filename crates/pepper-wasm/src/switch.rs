@@ -11,6 +11,13 @@
 //! at entry). `F_inst` checks the flag at the same headers and, once it is clear,
 //! `return_call`s `F_clean` (the clean code again, enterable the same way).
 //!
+//! `F_clean` is entered only at loops where that is cheap ([`Shape::leaves_at`]): the
+//! tests that skip to a loop run every time their construct starts, for the rest of a
+//! frame's activation. A loop nest behind more constructs is checked all the same
+//! ([`Shape::enters_only`]), and a function with such nests gets a fourth body,
+//! `F_resume`: `F_inst` leaves into it there, and it moves on to `F_clean` at the first
+//! loop `F_clean` can be entered at, so its skip tests run only in between.
+//!
 //! Entering a structured body at a loop header ([`splice`]): every construct around the
 //! loop skips the code in front of the loop with a `block` ending just before it, left
 //! by a `br_if` on `id`; an `if` on the way has its condition forced to the arm holding
@@ -69,6 +76,9 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub budget: Option<Budget>,
     /// Function indices of `F_inst` and `F_clean`.
     pub copies: (u32, u32),
+    /// Function index of `F_resume`, for a function with checks that only enter `F_inst`
+    /// ([`SwitchedFunction::needs_resume`]).
+    pub resume: Option<u32>,
     /// What `F_inst`'s path register starts at when it is entered at a loop
     /// (`crate::plan::Counting::entered_register`).
     pub entered_register: i64,
@@ -342,20 +352,57 @@ impl SwitchedFunction<'_, '_> {
         let arrive: Option<&dyn Fn(u32) -> Code> = (!at_start).then_some(&take_over);
 
         // F_inst: entered at a loop, the path so far is nobody's (a register that ends
-        // no path of the program) until the loop's header starts one.
+        // no path of the program) until the loop's header starts one. It leaves at every
+        // checked loop: into `F_clean` where that can be entered, elsewhere into
+        // `F_resume`.
         let inst = self.body(instrumented, ctx(), BodyCopy::Entered, Some(redirect))?;
         let r = inst.locals_at.r;
-        let to_clean = |id| checks.switch_to(clean_fn, false, id);
+        let leaves_at = |id: u32| leaves.iter().any(|&(_, l)| l == id);
+        let to_clean = |id| match self.resume {
+            Some(resume) if !leaves_at(id) => checks.switch_to(resume, false, id),
+            _ => checks.switch_to(clean_fn, false, id),
+        };
         let register = [I::I64Const(self.entered_register), I::LocalSet(r)];
         let inst_how = Splice {
             entry: Some(entry),
-            checks: leaves.clone(),
+            checks: match self.resume {
+                Some(_) => ids.clone(),
+                None => leaves.clone(),
+            },
             entries: ids.clone(),
             at_start: checks.arrival(entry, &register, at_start).into(),
             check: &to_clean,
             arrive,
         };
         let instrumented = spliced(inst, self.shape, &inst_how);
+
+        // F_resume: the clean code entered at a loop `F_clean` cannot be entered at. Its
+        // tests that skip to those loops run only until the frame reaches a loop
+        // `F_clean` can be entered at, where it moves there whatever the flag says: a
+        // frame that had to linger in `F_inst` to the end of a loop nest (for a Rust
+        // program's hot nest, the rest of the run) runs clean code as soon as its burst
+        // or window ends.
+        let resume = match self.resume {
+            Some(_) => {
+                let body = self.body(clean(), ctx(), BodyCopy::Entered, None)?;
+                let onward = |id| match leaves_at(id) {
+                    true => checks.go_to(clean_fn, id),
+                    false => to_inst(id),
+                };
+                let how = Splice {
+                    entry: Some(entry),
+                    checks: ids.clone(),
+                    entries: (ids.iter().copied())
+                        .filter(|&(_, id)| !leaves_at(id))
+                        .collect(),
+                    at_start: checks.arrival(entry, &[], at_start).into(),
+                    check: &onward,
+                    arrive,
+                };
+                Some(spliced(body, self.shape, &how))
+            }
+            None => None,
+        };
 
         // F_clean: the clean code again, enterable at a loop.
         let again = self.body(clean(), ctx(), BodyCopy::Entered, None)?;
@@ -372,7 +419,17 @@ impl SwitchedFunction<'_, '_> {
             checked,
             instrumented,
             clean,
+            resume,
         }))
+    }
+
+    /// Whether the function needs `F_resume`: some of its checks under `placement` only
+    /// enter `F_inst` (`Shape::enters_only`), where `F_clean` cannot be entered.
+    /// Ephemeral's budgets count every header at its checks and never use such
+    /// placements.
+    pub fn needs_resume(shape: &Shape, placement: SwitchPlacement, nest_entries: bool) -> bool {
+        nest_entries
+            && (shape.targets(placement).into_iter()).any(|k| shape.enters_only(placement, k))
     }
 
     /// The code every check shares: the flag's test, the budget's spending, and which
@@ -511,6 +568,8 @@ pub(crate) struct Bodies {
     pub instrumented: SwitchedBody,
     /// `F_clean`.
     pub clean: SwitchedBody,
+    /// `F_resume`, when the function has one.
+    pub resume: Option<SwitchedBody>,
 }
 
 /// The code a function's checks share.
@@ -612,16 +671,29 @@ impl Checks {
         if when_set {
             c.extend(self.spend.iter().cloned());
         }
+        self.hand_over(to, id, &mut c);
+        c.push(I::End);
+        if !when_set {
+            c.extend(self.spend.iter().cloned());
+        }
+        Code { code: c, unlikely }
+    }
+
+    /// `slots = live locals; id = id; return_call to(params..)`, whatever the flag says.
+    fn go_to(&self, to: u32, id: u32) -> Code {
+        let mut c = Vec::new();
+        self.hand_over(to, id, &mut c);
+        c.into()
+    }
+
+    /// Hands loop `id`'s live locals over and tail-calls `to` to take them at that loop.
+    fn hand_over(&self, to: u32, id: u32, c: &mut Vec<I<'static>>) {
         for (x, g) in self.handed(Some(id)) {
             c.extend([I::LocalGet(x), I::GlobalSet(g)]);
         }
         c.extend([I::I32Const(id as i32), I::GlobalSet(self.id)]);
         c.extend((0..self.np).map(I::LocalGet));
-        c.extend([I::ReturnCall(to), I::End]);
-        if !when_set {
-            c.extend(self.spend.iter().cloned());
-        }
-        Code { code: c, unlikely }
+        c.push(I::ReturnCall(to));
     }
 }
 

@@ -465,6 +465,15 @@ fn bursts_and_windows_reach_a_loop_nest_behind_many_blocks() {
     for _ in 0..3 {
         let (c, _, err, p) = run("pep", &f, &[], &[]);
         assert_eq!(c, 0, "{err}");
+        // A burst's frame leaves the instrumented copy at the nest's next check, into
+        // `F_resume`: the instrumented code ran about 1% of the path ends. Without that
+        // copy it ran on to the end of the call, 75% of them.
+        let s = p.sampling.as_ref().expect("sampled");
+        let ran = s.instrumented_path_ends as f64 / total(&exact);
+        assert!(
+            ran < 0.25,
+            "the instrumented copies ran {ran:.3} of the path ends"
+        );
         shares.push(share(&p));
         if (truth - 0.3..truth + 0.15).contains(&shares[shares.len() - 1]) {
             break;
@@ -477,9 +486,11 @@ fn bursts_and_windows_reach_a_loop_nest_behind_many_blocks() {
         "PEP: the nest has {shares:.3?} of the sampled path ends, {truth:.3} of all"
     );
     // Windows: the nest's branch executions, scaled from the windows, near the exact
-    // count. A frame entered at the nest's check stays in its instrumented copy to the
-    // call's end, so counting on after the window would overstate the nest many times
-    // (`outer`, which does not gate: 1.6-9.3x in single runs).
+    // count. A frame entered at the nest's check leaves at its next check, into
+    // `F_resume`; without that copy it stayed instrumented to the call's end, and counting
+    // on then overstated the nest many times (`outer`, which has neither: 1.6-9.3x in
+    // single runs, or 0). The copies' own pace keeps the estimate below one: a window
+    // records the nest at the instrumented copy's speed (0.4-0.8 measured).
     let branches = |p: &Profile| {
         let idx = function_index(p, "deep");
         (p.branches.iter().filter(|b| b.func == idx))
@@ -491,12 +502,12 @@ fn bursts_and_windows_reach_a_loop_nest_behind_many_blocks() {
         let (c, _, err, eph) = run("ephemeral", &f, &["--switch", "shallow"], &[]);
         assert_eq!(c, 0, "{err}");
         ratios.push(branches(&eph) / branches(&edges));
-        if (0.5..2.0).contains(&ratios[ratios.len() - 1]) {
+        if (0.3..2.0).contains(&ratios[ratios.len() - 1]) {
             break;
         }
     }
     assert!(
-        ratios.iter().any(|r| (0.5..2.0).contains(r)),
+        ratios.iter().any(|r| (0.3..2.0).contains(r)),
         "ephemeral: the nest's estimated branch executions are {ratios:.3?} of the exact"
     );
 }

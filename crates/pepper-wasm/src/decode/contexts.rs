@@ -309,18 +309,13 @@ pub fn site_offsets(
     let copy_of: std::collections::HashMap<u32, u32> = plan
         .functions
         .iter()
-        .filter_map(|f| f.copies.map(|c| (f.index.0, c)))
-        .flat_map(|(f, (inst, clean))| [(inst, f), (clean, f)])
+        .flat_map(|f| f.copy_indices().map(|c| (c, f.index.0)))
         .collect();
     for (fp, body) in plan.functions.iter().zip(&facts.bodies) {
         // A function's switchable copies hold its call sites too, in the same order.
-        let copies = fp
-            .copies
-            .map_or(Vec::new(), |(inst, clean)| vec![inst, clean]);
         let bodies = std::iter::once(body).chain(
-            copies
-                .iter()
-                .filter_map(|&c| facts.bodies.get((c - imported) as usize)),
+            fp.copy_indices()
+                .filter_map(|c| facts.bodies.get((c - imported) as usize)),
         );
         for body in bodies {
             let switches = switch_offsets(body, fp.index.0, &copy_of)?;

@@ -39,6 +39,8 @@ struct Emitted {
     copy_fns: Vec<(u32, Function)>,
     /// (defined index, (F_inst, F_clean)).
     copies: Vec<(usize, (u32, u32))>,
+    /// (defined index, F_resume).
+    resumes: Vec<(usize, u32)>,
     /// Path windows: (defined index, each original operator's code offset).
     op_offsets: Vec<(usize, Vec<u32>)>,
     /// Switch: the checks' `if`s, hinted unlikely.
@@ -69,7 +71,7 @@ impl Build<'_, '_> {
             (vec![ValType::I32, ValType::I64], vec![ValType::I32]),
             (vec![ValType::I32, ValType::I64, ValType::I32], vec![]),
         ];
-        let switchable = self.switchable(&plan, hash_fn + 3)?;
+        let switchable = self.switchable(&plan, laid, hash_fn + 3)?;
         let mut entered_clean: std::collections::HashSet<u32> = plan
             .functions
             .iter()
@@ -106,6 +108,9 @@ impl Build<'_, '_> {
             };
             self.emit_function(&ctx, &mut extra_types, &mut out)?;
         }
+        for &(k, r) in &out.resumes {
+            plan.functions[k].resume = Some(r);
+        }
         for (k, offsets) in out.op_offsets {
             plan.functions[k].op_offsets = Arc::from(offsets);
         }
@@ -123,13 +128,19 @@ impl Build<'_, '_> {
         Ok((bytes, plan))
     }
 
-    /// Switch: which functions get copies, at which index (first of the two); decided
-    /// before any body so that instrumented copies can call each other.
-    fn switchable(&self, plan: &Plan, first: u32) -> Result<Switchable, InstrumentError> {
+    /// Switch: which functions get copies, at which index (the first of two, or of three
+    /// with `F_resume`); decided before any body so that instrumented copies can call
+    /// each other.
+    fn switchable(
+        &self,
+        plan: &Plan,
+        laid: &LaidOut,
+        first: u32,
+    ) -> Result<Switchable, InstrumentError> {
         let mut switchable = vec![None; plan.functions.len()];
-        if self.switch.is_none() {
+        let Some(placement) = self.switch else {
             return Ok(switchable);
-        }
+        };
         let mut next = first;
         for (k, fp) in plan.functions.iter().enumerate() {
             if fp.analysis.is_none() || fp.skipped.is_some() {
@@ -138,7 +149,7 @@ impl Build<'_, '_> {
             let locals = crate::body::original_locals(&self.facts.bodies[k])?;
             if crate::switch::copyable(&locals) {
                 switchable[k] = Some(next);
-                next += 2;
+                next += 2 + self.needs_resume(laid, placement, k) as u32;
             }
         }
         Ok(switchable)
@@ -203,6 +214,7 @@ impl Build<'_, '_> {
                             || c.entered_clean.contains(&f),
                     ),
                 copies: (first, first + 1),
+                resume: self.needs_resume(c.laid, placement, k).then_some(first + 2),
                 entered_register: fp.counting.entered_register(fp.num_paths()),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
@@ -247,11 +259,15 @@ impl Build<'_, '_> {
             let ty = facts.defined_types[k];
             debug_assert_eq!(first, c.appended.hash_fn + 3 + out.copy_fns.len() as u32);
             if self.opts.switch_hints {
+                let resume = b.resume.iter().map(|r| (first + 2, r));
                 for (func, body) in [
                     (f, &b.checked),
                     (first, &b.instrumented),
                     (first + 1, &b.clean),
-                ] {
+                ]
+                .into_iter()
+                .chain(resume)
+                {
                     out.hints
                         .extend(body.unlikely.iter().map(|&offset| crate::hints::Hint {
                             func,
@@ -262,6 +278,10 @@ impl Build<'_, '_> {
             }
             out.copy_fns.push((ty, b.instrumented.f));
             out.copy_fns.push((ty, b.clean.f));
+            if let Some(r) = b.resume {
+                out.copy_fns.push((ty, r.f));
+                out.resumes.push((k, first + 2));
+            }
             out.copies.push((k, (first, first + 1)));
             out.bodies.push(Some(b.checked.f));
             if c.plan.path_windows {
@@ -278,6 +298,17 @@ impl Build<'_, '_> {
             out.op_offsets.push((k, offsets));
         }
         Ok(())
+    }
+
+    /// Whether function `k` gets `F_resume` under `placement`.
+    fn needs_resume(&self, laid: &LaidOut, placement: SwitchPlacement, k: usize) -> bool {
+        !self.budgets
+            && self.opts.switch_resume
+            && SwitchedFunction::needs_resume(
+                &laid.shapes[k],
+                placement,
+                self.opts.switch_nest_entries,
+            )
     }
 
     /// What function `c.k` counts, for the emitter.
@@ -308,6 +339,7 @@ impl Build<'_, '_> {
                     && !self.budgets
                     && self.opts.ephemeral_gate
                     && self.opts.switch_nest_entries
+                    && !self.opts.switch_resume
                     && self.switch.is_some_and(SwitchPlacement::has_nest_entries))
                 .then(|| module_flag(c.plan, self.facts.num_memories)),
             },
@@ -400,6 +432,9 @@ fn appended_names(plan: &Plan, appended: Appended) -> Vec<(u32, String)> {
         if let (Some((inst, clean)), Some(name)) = (fp.copies, &fp.name) {
             names.push((inst, format!("{name}.pepper-inst")));
             names.push((clean, format!("{name}.pepper-clean")));
+        }
+        if let (Some(resume), Some(name)) = (fp.resume, &fp.name) {
+            names.push((resume, format!("{name}.pepper-resume")));
         }
     }
     names.sort_unstable_by_key(|n| n.0);

@@ -263,6 +263,9 @@ fn wants(placement: SwitchPlacement, l: &ShapeLoop) -> bool {
     match placement {
         SwitchPlacement::Entries => false,
         SwitchPlacement::Outer => l.outermost,
+        SwitchPlacement::Nests => {
+            l.outermost || (!l.innermost && l.detours > crate::plan::SHALLOW_DETOURS)
+        }
         SwitchPlacement::Loops => l.calls || !l.innermost || l.outermost,
         // Every loop that holds loops, however deep: a frame that runs such a nest in clean
         // code for a long stretch (a Rust `match` arm's loops, behind a dozen blocks)

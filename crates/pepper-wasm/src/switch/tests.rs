@@ -113,6 +113,23 @@ fn nests_are_checked_however_deep_and_left_within_the_detour_limits() {
     // `Loops` leaves only at outermost loops, as it always did: not "enter-only" checks
     // in the sense of `switch_nest_entries`.
     assert!(!s.enters_only(SwitchPlacement::Loops, 1));
+    // `Nests`: `Outer`'s checks and one at every nest behind more than two constructs,
+    // which only enters; no check at a loop that only calls.
+    assert_eq!(s.targets(SwitchPlacement::Nests), vec![0, 1, 3]);
+    assert_eq!(s.targets(SwitchPlacement::Outer), vec![0]);
+    assert!(s.leaves_at(SwitchPlacement::Nests, 0));
+    assert!([1, 3]
+        .iter()
+        .all(|&k| s.enters_only(SwitchPlacement::Nests, k)));
+    // A nest behind one block is left to the outermost loop's check under `Nests`.
+    let near = shape_of(
+        r#"(module (func (param i32)
+             (loop (block (loop (loop (br_if 0 (local.get 0))) (br_if 0 (local.get 0))))
+               (br_if 0 (local.get 0)))))"#,
+    );
+    assert_eq!(near.loops[1].detours, 1);
+    assert_eq!(near.targets(SwitchPlacement::Nests), vec![0]);
+    assert_eq!(near.targets(SwitchPlacement::Deep), vec![0, 1]);
 }
 
 /// Path windows place a sampled leaf by the operator offsets of the body that writes
@@ -464,21 +481,10 @@ fn an_inner_loops_locals_come_over_in_front_of_its_nest() {
     );
 }
 
-/// The copies carry their function's name (with `.pepper-inst` and `.pepper-clean`), so a
-/// trap's backtrace and `perf` name the program's function whichever copy ran; pepper's
-/// own functions are named too, and the module's names stay where they were.
-#[test]
-fn copies_are_named_after_their_function() {
-    let i = switched(
-        r#"(module
-             (func $work (param i32) (result i32)
-               (loop (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
-               (local.get 0))
-             (func $main (export "_start") (drop (call $work (i32.const 9)))))"#,
-        SwitchPlacement::Outer,
-    );
+/// The name section's function names, in its order.
+fn function_names(wasm: &[u8]) -> Vec<(u32, String)> {
     let mut order = Vec::new();
-    for payload in wasmparser::Parser::new(0).parse_all(&i.wasm) {
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
         if let wasmparser::Payload::CustomSection(c) = payload.unwrap() {
             if let wasmparser::KnownCustom::Name(reader) = c.as_known() {
                 for sub in reader {
@@ -492,6 +498,23 @@ fn copies_are_named_after_their_function() {
             }
         }
     }
+    order
+}
+
+/// The copies carry their function's name (with `.pepper-inst` and `.pepper-clean`), so a
+/// trap's backtrace and `perf` name the program's function whichever copy ran; pepper's
+/// own functions are named too, and the module's names stay where they were.
+#[test]
+fn copies_are_named_after_their_function() {
+    let i = switched(
+        r#"(module
+             (func $work (param i32) (result i32)
+               (loop (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
+               (local.get 0))
+             (func $main (export "_start") (drop (call $work (i32.const 9)))))"#,
+        SwitchPlacement::Outer,
+    );
+    let order = function_names(&i.wasm);
     // In index order, as the name section requires.
     assert!(order.is_sorted_by_key(|n| n.0), "{order:?}");
     let names: std::collections::HashMap<_, _> = order.into_iter().collect();
@@ -503,4 +526,67 @@ fn copies_are_named_after_their_function() {
     assert_eq!(names[&clean], "work.pepper-clean");
     let (inst, _) = i.plan.functions[1].copies.expect("main has copies");
     assert_eq!(names[&inst], "main.pepper-inst");
+}
+
+/// A nest whose check only enters `F_inst` gets `F_resume`: `F_inst` leaves there into
+/// `F_resume` (not `F_clean`, which cannot be entered there), and `F_resume` moves to
+/// `F_clean` at the next loop `F_clean` can be entered at, or back into `F_inst`.
+/// `F_clean` never goes to `F_resume`; a function without such a nest has no third copy.
+#[test]
+fn a_copy_entered_at_a_deep_nest_leaves_through_f_resume() {
+    let nest = format!(
+        "{}(loop (loop (br_if 0 (local.get 0))) (br_if 0 (local.get 0))){}",
+        "(block ".repeat(10),
+        ")".repeat(10)
+    );
+    let wat = format!(
+        r#"(module
+             (func $deep (export "deep") (param i32)
+               (loop {nest} (br_if 0 (local.get 0))))
+             (func (export "flat") (param i32)
+               (loop (loop (br_if 0 (local.get 0))) (br_if 0 (local.get 0)))))"#
+    );
+    let inst = switched(&wat, SwitchPlacement::Deep);
+    let facts = crate::module::ModuleFacts::parse(&inst.wasm).unwrap();
+    let tail_calls = |f: u32| -> Vec<u32> {
+        let r = facts.bodies[f as usize].get_operators_reader().unwrap();
+        (r.into_iter().map(Result::unwrap))
+            .filter_map(|op| match op {
+                O::ReturnCall { function_index } => Some(function_index),
+                _ => None,
+            })
+            .collect()
+    };
+    let deep = &inst.plan.functions[0];
+    let ((f_inst, f_clean), f_resume) = (deep.copies.unwrap(), deep.resume.unwrap());
+    assert_eq!(f_resume, f_clean + 1);
+    assert!(
+        tail_calls(f_inst).contains(&f_resume),
+        "F_inst leaves at the nest"
+    );
+    assert!(
+        tail_calls(f_inst).contains(&f_clean),
+        "and at the outer loop"
+    );
+    let from_resume = tail_calls(f_resume);
+    assert!(from_resume.contains(&f_clean) && from_resume.contains(&f_inst));
+    assert!(!tail_calls(f_clean).contains(&f_resume));
+    assert!(
+        !tail_calls(0).contains(&f_resume),
+        "F is never left for F_resume"
+    );
+    assert_eq!(deep.copy_indices().count(), 3);
+    let names = function_names(&inst.wasm);
+    assert!(names.contains(&(f_resume, "deep.pepper-resume".to_string())));
+    let flat = &inst.plan.functions[1];
+    assert!(flat.copies.is_some() && flat.resume.is_none());
+    // Without the nest checks (as before they existed), no `F_resume` either.
+    let opts = crate::InstrumentOptions {
+        mode: pepper_profile::Mode::Pep,
+        switch: Some(SwitchPlacement::Deep),
+        switch_nest_entries: false,
+        ..Default::default()
+    };
+    let old = crate::instrument(&wat::parse_str(&wat).unwrap(), &opts).unwrap();
+    assert!(old.plan.functions[0].resume.is_none());
 }

@@ -134,13 +134,16 @@ pub struct Args {
     /// PEP: switchable instrumentation. Every function keeps a clean copy next to its
     /// instrumented one; the clean code checks a flag where this says (`entries`: every
     /// function entry; `outer`: outermost loop headers, and entries of functions called
-    /// from outside the module, through tables or by tail calls; `loops`: as `outer`, and
+    /// from outside the module, through tables or by tail calls; `nests`: as `outer`, and
+    /// the headers of loops that hold loops behind more than two constructs that are not
+    /// loops, where a check only enters the instrumented copy; `loops`: as `outer`, and
     /// the headers of loops that call or hold loops; `shallow`: as `outer`, the headers
     /// of loops that call or hold loops where the way in passes at most two constructs
     /// that are not loops (an interpreter's dispatch loop), where the instrumented copy
     /// leaves too, and every other loop that holds loops, however deep (a Rust `match`
     /// arm's loop nest behind a dozen blocks), where a check only enters the
-    /// instrumented copy, which runs on to the next loop it leaves at; `deep`: as
+    /// instrumented copy, which leaves at the nest's next check into a third clean copy
+    /// that runs on to the next loop where the usual one can be entered; `deep`: as
     /// `shallow`, and the instrumented copy also leaves at nests behind up to eight such
     /// constructs; `all`: every entry and every loop header) and moves into the
     /// instrumented copy while the sampler has it set, for each tick's burst (each burst
@@ -148,8 +151,9 @@ pub struct Args {
     /// `off`: the instrumented code always runs and writes PEP's ring.
     /// Default: `deep` for PEP, `off` where every path end must reach the ring
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
-    /// --call-windows). Measured with bursts every 500 µs (bench/results/switch-nests.md):
-    /// `deep` +5.3% at 97.9% path accuracy and 90.8% absolute edge overlap, `shallow`
+    /// --call-windows). Measured with bursts every 500 µs: `deep` +5.4% at 97.8% path
+    /// accuracy and 89.6% absolute edge overlap (bench/results/switch-resume.md); in
+    /// another run (switch-nests.md), `deep` +5.3% at 97.9% and 90.8%, `shallow`
     /// +7.1% at 99.1% and 92.2% (a burst entered in bzip2's sort runs on to the end of a
     /// long iteration), and `shallow` without its nest checks, as before, +4.1% at 98.5%
     /// and 86.7% (it never sees a nest a frame entered in clean code); the ring +26.6%
@@ -158,10 +162,10 @@ pub struct Args {
     /// function cost about 3x the compile time. The checks are hinted unlikely, and
     /// wasmtime's branch hinting is turned on for them.
     /// With --mode ephemeral: where clean code checks for its windows (default `outer`,
-    /// which does not check loop nests: a nest a frame entered in clean code goes unseen,
-    /// or, entered in a window, is counted to its end; `shallow` and `deep` check nests
-    /// and count only while a window is open, for about 3 points more,
-    /// bench/results/ephemeral-nests.md).
+    /// +1.9% in bench/results/ephemeral-nests-resume.md, which does not check loop nests:
+    /// a nest a frame entered in clean code goes unseen; `nests` reaches such a nest, a
+    /// Rust program's behind eleven blocks at 99.7% relative edge overlap against 61%,
+    /// for +3.8% in the same run).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
@@ -182,6 +186,11 @@ pub struct Args {
     /// word and switches on one of its bits (copies change at random checks).
     #[arg(long, hide = true)]
     switch_chaos: bool,
+    /// With --switch, for side-by-side measurements: no `F_resume` copies (a copy entered
+    /// at a loop nest's enter-only check runs instrumented on to the next loop the clean
+    /// copy can be entered at, as before they existed).
+    #[arg(long, hide = true)]
+    switch_no_resume: bool,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
@@ -599,6 +608,7 @@ impl Args {
             pep_every: self.every,
             switch: switch.placement(),
             switch_chaos: self.switch_chaos,
+            switch_resume: !self.switch_no_resume,
             guest_flag: self.switch_flag == SwitchFlagArg::Program,
             guide,
             cold_threshold: self.guided.cold_threshold,
@@ -734,6 +744,7 @@ pub(crate) enum SwitchArg {
     Off,
     Entries,
     Outer,
+    Nests,
     Loops,
     Shallow,
     Deep,
@@ -747,6 +758,7 @@ impl SwitchArg {
             SwitchArg::Off => None,
             SwitchArg::Entries => Some(P::Entries),
             SwitchArg::Outer => Some(P::Outer),
+            SwitchArg::Nests => Some(P::Nests),
             SwitchArg::Loops => Some(P::Loops),
             SwitchArg::Shallow => Some(P::Shallow),
             SwitchArg::Deep => Some(P::Deep),
@@ -761,6 +773,7 @@ impl From<pepper_wasm::switch::SwitchPlacement> for SwitchArg {
         match p {
             P::Entries => SwitchArg::Entries,
             P::Outer => SwitchArg::Outer,
+            P::Nests => SwitchArg::Nests,
             P::Loops => SwitchArg::Loops,
             P::Shallow => SwitchArg::Shallow,
             P::Deep => SwitchArg::Deep,
