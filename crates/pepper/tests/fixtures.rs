@@ -490,7 +490,7 @@ fn bursts_and_windows_reach_a_loop_nest_behind_many_blocks() {
     // `F_resume`; without that copy it stayed instrumented to the call's end, and counting
     // on then overstated the nest many times (`outer`, which has neither: 1.6-9.3x in
     // single runs, or 0). The copies' own pace keeps the estimate below one: a window
-    // records the nest at the instrumented copy's speed (0.4-0.8 measured).
+    // records the nest at the instrumented copy's speed (0.4-0.9 measured).
     let branches = |p: &Profile| {
         let idx = function_index(p, "deep");
         (p.branches.iter().filter(|b| b.func == idx))
