@@ -5,6 +5,7 @@ pub mod instrument;
 pub mod intervals;
 pub mod merge;
 pub mod phases;
+mod progress;
 pub mod report;
 pub mod run;
 pub mod view;

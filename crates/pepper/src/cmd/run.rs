@@ -1,9 +1,9 @@
 //! `pepper run`: instrument, run in wasmtime, write the profile.
 
-use super::{print_warnings, read_unit, ContextsArg, ModeArg, StacksArg};
+use super::{read_unit, ContextsArg, ModeArg, StacksArg};
 use anyhow::{bail, Context, Result};
 use pepper_profile::{module_hash, ModuleInfo};
-use pepper_runtime::{CommandOptions, Note, SamplingOptions, SwitchDrive, WasiOptions};
+use pepper_runtime::{CommandOptions, SamplingOptions, SwitchDrive, WasiOptions};
 use pepper_wasm::module::ModuleFacts;
 use pepper_wasm::ContextMode;
 use std::path::PathBuf;
@@ -288,13 +288,13 @@ pub fn run(a: Args) -> Result<i32> {
     pepper_runtime::stop_on_signals();
     let live = std::sync::Arc::new(pepper_runtime::LiveCounts::default());
     opts.sampling.live = Some(live.clone());
-    let progress = Progress::start(live);
+    let progress = super::progress::Progress::start(live);
     let done = pepper_runtime::profile_command(
         &unit,
         module,
         &opts,
         std::sync::Arc::new(move |o| lines.lookup(o)),
-        &mut |n| say(n, large, a.interval),
+        &mut |n| super::progress::say(n, large, a.interval),
     )
     .with_context(|| format!("profiling {}", a.program.display()));
     drop(progress);
@@ -379,97 +379,6 @@ fn early_stop(
             }
             std::process::exit(code);
         }),
-    }
-}
-
-/// Elapsed time on a terminal while a run goes on (after the first second, every second,
-/// on one line that the next message overwrites); nothing when stderr is not a terminal.
-struct Progress {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Progress {
-    fn start(live: std::sync::Arc<pepper_runtime::LiveCounts>) -> Progress {
-        use std::io::IsTerminal;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let thread = std::io::stderr().is_terminal().then(|| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let t0 = std::time::Instant::now();
-                let (mut shown, mut last) = (false, 0);
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::thread::park_timeout(Duration::from_millis(250));
-                    let secs = t0.elapsed().as_secs();
-                    if secs > last && !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                        last = secs;
-                        let counts = counts_line(&live);
-                        eprint!(
-                            "\r\x1b[Kpepper: running {secs} s{counts} (Ctrl-C writes the profile so far)"
-                        );
-                        shown = true;
-                    }
-                }
-                if shown {
-                    eprint!("\r\x1b[K");
-                }
-            })
-        });
-        Progress { stop, thread }
-    }
-}
-
-/// `, 12,345 samples of 1.2 G path ends` once the sampler has counted any (PEP).
-fn counts_line(live: &pepper_runtime::LiveCounts) -> String {
-    use std::sync::atomic::Ordering::Relaxed;
-    let (samples, ends) = (live.samples.load(Relaxed), live.path_ends.load(Relaxed));
-    if ends == 0 {
-        return String::new();
-    }
-    let ends = match ends {
-        e if e >= 1_000_000_000 => format!("{:.1} G", e as f64 / 1e9),
-        e if e >= 1_000_000 => format!("{:.1} M", e as f64 / 1e6),
-        e => e.to_string(),
-    };
-    format!(", {samples} samples of {ends} path ends")
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-    }
-}
-
-/// Tells the user what a run is doing (stderr; the guest owns stdout).
-fn say(note: Note<'_>, large: bool, interval: Duration) {
-    match note {
-        Note::Stage(1) => {
-            eprintln!("pepper: staged: stage 1, exact edge profile (guest output discarded)")
-        }
-        Note::Stage(_) => eprintln!("pepper: staged: stage 2, targeted paths"),
-        Note::Instrumented { warnings } => print_warnings(warnings, 10),
-        Note::StackInterval { asked, actual } => eprintln!(
-            "pepper: stack samples every {actual:?} (--stack-interval {asked:?} rounded to \
-             whole --interval ticks of {interval:?})"
-        ),
-        Note::Compiling if large => {
-            eprintln!("pepper: compiling (cached after the first run)...")
-        }
-        Note::Compiling => {}
-        Note::Trapped(t) => {
-            eprintln!("pepper: guest trapped ({t}); writing the profile of what completed")
-        }
-        Note::NoNativeSamples => {
-            eprintln!("pepper: warning: no native stack samples (x86-64 Linux only)")
-        }
-        Note::Component { module, modules } => eprintln!(
-            "pepper: a component: profiling its core module `{module}` (of {modules}; \
-             the others run uninstrumented, and appear in calling contexts), WASI 0.2"
-        ),
     }
 }
 
@@ -784,9 +693,6 @@ impl From<pepper_wasm::switch::SwitchPlacement> for SwitchArg {
 
 #[cfg(test)]
 mod tests {
-    use super::counts_line;
-    use std::sync::atomic::Ordering::Relaxed;
-
     /// clap's default is a string; the runtime's constant is the one the library uses.
     #[test]
     fn the_cli_interval_default_is_the_runtimes() {
@@ -798,16 +704,5 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["pepper", "prog.wasm"]).unwrap();
         assert_eq!(cli.run.interval, pepper_runtime::PEP_INTERVAL);
-    }
-
-    #[test]
-    fn the_progress_line_says_samples_and_path_ends_once_there_are_any() {
-        let live = pepper_runtime::LiveCounts::default();
-        assert_eq!(counts_line(&live), "");
-        live.samples.store(12_800, Relaxed);
-        live.path_ends.store(1_530_000_000, Relaxed);
-        assert_eq!(counts_line(&live), ", 12800 samples of 1.5 G path ends");
-        live.path_ends.store(2_400_000, Relaxed);
-        assert_eq!(counts_line(&live), ", 12800 samples of 2.4 M path ends");
     }
 }
