@@ -77,6 +77,13 @@ impl Config {
         }
     }
 
+    /// This configuration with `change` made, its label extended by `suffix`.
+    fn but(mut self, suffix: &str, change: impl FnOnce(&mut Config)) -> Config {
+        self.label.push_str(suffix);
+        change(&mut self);
+        self
+    }
+
     fn instrument_options(&self) -> pepper_wasm::InstrumentOptions {
         pepper_wasm::InstrumentOptions {
             mode: self.mode,
@@ -140,17 +147,17 @@ fn configs() -> Vec<Config> {
     // `pepper run`'s default until 1 ms epochs measured better: 50 µs every 2 ms at `outer`.
     configs.push(Config::windows(50, ms(2), SwitchPlacement::Outer));
     // The same, opening at the start of every epoch instead of anywhere in it.
-    let mut fixed = Config::windows(50, ms(2), SwitchPlacement::Outer);
-    fixed.label.push_str(" at epoch starts");
-    fixed.phase = WindowPhase::Start;
-    configs.push(fixed);
+    configs.push(
+        Config::windows(50, ms(2), SwitchPlacement::Outer)
+            .but(" at epoch starts", |c| c.phase = WindowPhase::Start),
+    );
     // The default and its floor with the flag in pepper's memory, as before the flag could
     // live in the program's.
     for us in [0, 50] {
-        let mut own = Config::windows(us, ms(2), SwitchPlacement::Outer);
-        own.label.push_str(", flag in pepper's memory");
-        own.guest_flag = false;
-        configs.push(own);
+        configs.push(
+            Config::windows(us, ms(2), SwitchPlacement::Outer)
+                .but(", flag in pepper's memory", |c| c.guest_flag = false),
+        );
     }
     configs.push(Config::windows(0, ms(2), SwitchPlacement::Outer));
     configs.push(Config::windows(100, ms(4), SwitchPlacement::Outer));
@@ -177,10 +184,12 @@ fn configs() -> Vec<Config> {
     // The copies taking a loop's locals over at their start instead of in front of the
     // loop, as they did before.
     for w in [0, 50] {
-        let mut c = Config::windows(w, ms(1), SwitchPlacement::Outer);
-        c.label.push_str(", locals handed over at the start");
-        c.handover_at_start = true;
-        configs.push(c);
+        configs.push(
+            Config::windows(w, ms(1), SwitchPlacement::Outer)
+                .but(", locals handed over at the start", |c| {
+                    c.handover_at_start = true
+                }),
+        );
     }
     for (us, epoch) in [
         (0, EPOCH),
@@ -206,18 +215,17 @@ fn configs() -> Vec<Config> {
         SwitchPlacement::Shallow,
         SwitchPlacement::Deep,
     ] {
-        let mut c = Config::windows(50, ms(1), placement);
-        c.label.push_str(", no resume, gated");
-        c.resume = false;
-        configs.push(c);
+        configs.push(
+            Config::windows(50, ms(1), placement).but(", no resume, gated", |c| c.resume = false),
+        );
     }
     // `shallow` as before its windows' counts were gated by the flag and loop nests had
     // checks past its detour limit (`outer` has neither).
     for us in [0, 50] {
-        let mut c = Config::windows(us, ms(1), SwitchPlacement::Shallow);
-        c.label.push_str(", ungated, no nest entries");
-        c.gated = false;
-        configs.push(c);
+        configs.push(
+            Config::windows(us, ms(1), SwitchPlacement::Shallow)
+                .but(", ungated, no nest entries", |c| c.gated = false),
+        );
     }
     configs
 }

@@ -21,7 +21,16 @@ use wasm_encoder::{BlockType, Function, ValType};
 type ExtraTypes = Vec<(Vec<ValType>, Vec<ValType>)>;
 
 /// Switch: per function, the index of its first copy.
-type Switchable = Vec<Option<u32>>;
+/// Per defined function, its copies' function indices, when it has copies.
+type Switchable = Vec<Option<CopyIndices>>;
+
+/// Where a function's copies are: `F_inst` at `first`, `F_clean` after it, then
+/// `F_resume` when it has one.
+#[derive(Copy, Clone)]
+struct CopyIndices {
+    first: u32,
+    resume: bool,
+}
 
 /// Function indices of what pepper appends after the module's own functions.
 #[derive(Copy, Clone)]
@@ -148,8 +157,12 @@ impl Build<'_, '_> {
             }
             let locals = crate::body::original_locals(&self.facts.bodies[k])?;
             if crate::switch::copyable(&locals) {
-                switchable[k] = Some(next);
-                next += 2 + self.needs_resume(laid, placement, k) as u32;
+                let resume = self.needs_resume(laid, placement, k);
+                switchable[k] = Some(CopyIndices {
+                    first: next,
+                    resume,
+                });
+                next += 2 + resume as u32;
             }
         }
         Ok(switchable)
@@ -178,7 +191,9 @@ impl Build<'_, '_> {
             .collect::<Result<_, _>>()?;
         let wrapper = wrapper_block(&results, facts.num_types, extra_types);
         let mem = facts.num_memories;
-        if let (Some(placement), Some(first)) = (self.switch, c.switchable[k]) {
+        if let (Some(placement), Some(CopyIndices { first, resume })) =
+            (self.switch, c.switchable[k])
+        {
             let params: Vec<ValType> = sig
                 .params
                 .iter()
@@ -214,7 +229,7 @@ impl Build<'_, '_> {
                             || c.entered_clean.contains(&f),
                     ),
                 copies: (first, first + 1),
-                resume: self.needs_resume(c.laid, placement, k).then_some(first + 2),
+                resume: resume.then_some(first + 2),
                 entered_register: fp.counting.entered_register(fp.num_paths()),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
@@ -238,7 +253,7 @@ impl Build<'_, '_> {
                 if c.entry_counter.contains_key(&f) {
                     return None;
                 }
-                *c.switchable.get(k)?
+                c.switchable.get(k)?.map(|s| s.first)
             };
             // Ephemeral with budgets: calls go to the callee's `F`, which spends its own
             // budget.
