@@ -42,6 +42,10 @@ struct Config {
     gated: bool,
     /// `InstrumentOptions::switch_resume` (off where `gated` is).
     resume: bool,
+    /// `InstrumentOptions::switch_recursion_checks`.
+    recursion_checks: bool,
+    /// `InstrumentOptions::switch_handover_limit`.
+    handover_limit: Option<usize>,
 }
 
 impl Config {
@@ -58,6 +62,8 @@ impl Config {
             handover_at_start: false,
             gated: true,
             resume: true,
+            recursion_checks: true,
+            handover_limit: Some(pepper_wasm::plan::NEST_HANDOVER_LIMIT),
         }
     }
 
@@ -94,6 +100,8 @@ impl Config {
             ephemeral_gate: self.gated,
             switch_nest_entries: self.gated,
             switch_resume: self.resume && self.gated,
+            switch_recursion_checks: self.recursion_checks,
+            switch_handover_limit: self.handover_limit,
             ..Default::default()
         }
     }
@@ -207,6 +215,20 @@ fn configs() -> Vec<Config> {
     // `outer`'s places and a check at every loop nest that only enters the copies.
     for us in [0, 50] {
         configs.push(Config::windows(us, ms(1), SwitchPlacement::Nests));
+    }
+    // Enter-only checks however many values they hand over, and recursion checked only
+    // where the placement says, each against the default at `nests` and `outer`.
+    for us in [0, 50] {
+        configs.push(
+            Config::windows(us, ms(1), SwitchPlacement::Nests)
+                .but(", no hand-over limit", |c| c.handover_limit = None),
+        );
+        for placement in [SwitchPlacement::Nests, SwitchPlacement::Outer] {
+            configs.push(
+                Config::windows(us, ms(1), placement)
+                    .but(", no recursion checks", |c| c.recursion_checks = false),
+            );
+        }
     }
     // Without `F_resume`: a frame entered at an enter-only check stays instrumented to the
     // next loop `F_clean` can be entered at, counting only while the window is open.
@@ -371,7 +393,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          Windows (`--window W`): one module-wide flag open for W once every epoch, at a \
          random point of it unless the label says otherwise, checked by clean code where \
          the label's placement says (`--switch`; \
-         `pepper run`'s default is W=50us@1ms outer), nothing counted in clean code, \
+         `pepper run`'s default is W=50us@1ms {}, with enter-only checks where they hand \
+         over at most {} values), nothing counted in clean code, \
          counts scaled by the guest's CPU time over the windows' (measured; the epoch thread \
          ends a window by spinning, so it lasts what was asked); W=0 sets the flag and at once \
          clears it every epoch, which a few frames meet at a check: about the clean code's \
@@ -387,6 +410,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
         EPOCH.as_millis(),
+        pepper_wasm::plan::EPHEMERAL_PLACEMENT.name(),
+        pepper_wasm::plan::NEST_HANDOVER_LIMIT,
         crate::reproduce(args, " --ephemeral"),
     );
     crate::write_results(args, root, "ephemeral", &doc)

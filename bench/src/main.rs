@@ -117,6 +117,8 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         switch_handover_at_start: spec.handover_at_start,
         switch_nest_entries: spec.nest_entries,
         switch_resume: spec.resume,
+        switch_recursion_checks: spec.recursion_checks,
+        switch_handover_limit: spec.handover_limit,
         ..Default::default()
     };
     if !spec.register_loops {

@@ -78,6 +78,11 @@ pub(crate) struct Spec {
     pub(crate) nest_entries: bool,
     /// Switch: `F_resume` copies (`InstrumentOptions::switch_resume`).
     pub(crate) resume: bool,
+    /// Switch: recursive functions check at entry
+    /// (`InstrumentOptions::switch_recursion_checks`).
+    pub(crate) recursion_checks: bool,
+    /// Switch: `InstrumentOptions::switch_handover_limit`.
+    pub(crate) handover_limit: Option<usize>,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
@@ -104,6 +109,8 @@ pub(crate) fn specs() -> Vec<Spec> {
         handover_at_start: false,
         nest_entries: true,
         resume: true,
+        recursion_checks: true,
+        handover_limit: Some(pepper_wasm::plan::NEST_HANDOVER_LIMIT),
         component: false,
         what: "uninstrumented (the baseline)",
     };
@@ -228,6 +235,16 @@ pub(crate) fn specs() -> Vec<Spec> {
             interval: Duration::from_micros(500),
             resume: false,
             ..switched("pep(64,17)+switch-deep@500us, no resume", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us without `F_resume`: a burst entered at a nest's enter-only check runs instrumented on to the next loop the clean copy can be entered at")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
+            handover_limit: None,
+            ..switched("pep(64,17)+switch-deep@500us, no hand-over limit", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with enter-only checks at every loop nest past the detour limit, however many values they hand over")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
+            recursion_checks: false,
+            ..switched("pep(64,17)+switch-deep@500us, no recursion checks", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with recursive functions checking only where the placement says, and instrumented copies calling them at their instrumented copy")
         },
         Spec {
             interval: Duration::from_micros(500),

@@ -136,13 +136,12 @@ impl GivenEntries {
     }
 }
 
-/// Candidates on a cycle of candidates calling each other (Tarjan's strongly connected
-/// components, iteratively; a function calling itself is a cycle too).
+/// Candidates on a cycle of candidates calling each other (a function calling itself is a
+/// cycle too).
 fn in_cycles(candidate: &[bool], callers: &[Vec<(usize, NodeId)>]) -> Vec<usize> {
-    let n = candidate.len();
     // Edges run caller → callee; walking callers is the reversed graph, which has the
     // same components.
-    let adj: Vec<Vec<usize>> = (0..n)
+    let adj: Vec<Vec<usize>> = (0..candidate.len())
         .map(|v| {
             let mut a: Vec<usize> = callers[v]
                 .iter()
@@ -153,53 +152,7 @@ fn in_cycles(candidate: &[bool], callers: &[Vec<(usize, NodeId)>]) -> Vec<usize>
             a
         })
         .collect();
-    const NONE: usize = usize::MAX;
-    let (mut index, mut low) = (vec![NONE; n], vec![0; n]);
-    let mut on_stack = vec![false; n];
-    let (mut stack, mut out, mut next) = (Vec::new(), Vec::new(), 0);
-    for root in (0..n).filter(|&v| candidate[v]) {
-        if index[root] != NONE {
-            continue;
-        }
-        // (node, position in its successor list)
-        let mut work = vec![(root, 0usize)];
-        while let Some(&mut (v, ref mut pos)) = work.last_mut() {
-            if *pos == 0 && index[v] == NONE {
-                index[v] = next;
-                low[v] = next;
-                next += 1;
-                stack.push(v);
-                on_stack[v] = true;
-            }
-            if let Some(&w) = adj[v].get(*pos) {
-                *pos += 1;
-                if index[w] == NONE {
-                    work.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-                continue;
-            }
-            work.pop();
-            if let Some(&(parent, _)) = work.last() {
-                low[parent] = low[parent].min(low[v]);
-            }
-            if low[v] == index[v] {
-                let mut component = Vec::new();
-                while let Some(w) = stack.pop() {
-                    on_stack[w] = false;
-                    component.push(w);
-                    if w == v {
-                        break;
-                    }
-                }
-                if component.len() > 1 || adj[v].contains(&v) {
-                    out.extend(component);
-                }
-            }
-        }
-    }
-    out
+    crate::callgraph::on_cycles(&adj)
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 
 pub mod analysis;
 mod body;
+pub mod callgraph;
 pub mod component;
 pub mod contexts;
 pub mod decode;

@@ -257,6 +257,20 @@ pub struct InstrumentOptions {
     /// `false` keeps the instrumented copy running on to the next loop `F_clean` can be
     /// entered at, as before, to measure the two against each other.
     pub switch_resume: bool,
+    /// Switch: functions on a cycle of direct calls (`crate::callgraph`) check the flag at
+    /// their entry under every placement, and instrumented copies call them at `F`, not
+    /// at their instrumented copy. A recursion without loops passes no loop header, so a
+    /// frame that entered it in clean code would never switch, and one that entered it
+    /// instrumented would stay so to its end. `false` leaves recursion to the placement,
+    /// as before, to measure the two against each other.
+    pub switch_recursion_checks: bool,
+    /// Switch: a check that only enters the instrumented copy
+    /// (`switch::Shape::enters_only`) is placed only where it hands over at most this
+    /// many values (the function's parameters and the loop's live locals); `None`: no
+    /// limit. Each value is a use inside the loop that the register allocator weighs like
+    /// any other, although the branch is cold: SQLite's interpreter nests hand over 24 to
+    /// 39 (see [`NEST_HANDOVER_LIMIT`]).
+    pub switch_handover_limit: Option<usize>,
     /// Ephemeral in windows (the default): one module-wide flag, set by the runtime for a
     /// window every epoch, instead of a budget per function; no entry or loop counts in
     /// clean code. The counts are the windows' executions, scaled to the run (see
@@ -316,6 +330,8 @@ impl Default for InstrumentOptions {
             switch_handover_at_start: false,
             switch_nest_entries: true,
             switch_resume: true,
+            switch_recursion_checks: true,
+            switch_handover_limit: Some(NEST_HANDOVER_LIMIT),
             switch_hints: true,
             ephemeral_windows: true,
             ephemeral_gate: true,
@@ -547,12 +563,18 @@ pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 /// calm run (bench/results/ephemeral-nests-resume.md): over issue 22's +2%, which `outer`
 /// meets there. At 1 ms epochs `outer`'s windows find bzip2's sorting
 /// (bench/results/ephemeral-epoch.md).
-pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Outer;
+pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Nests;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough
 /// for a sort's loops nested in `if`s and low enough to leave out most of a dispatch
 /// `br_table`'s cases.
 pub const DEEP_DETOURS: usize = 8;
+
+/// Default for [`InstrumentOptions::switch_handover_limit`]: enough for a Rust program's hot
+/// nest behind eleven blocks (5 values) and for most of the bench programs' nests, too few
+/// for an interpreter's dispatch nests, whose checks cost the clean code on every
+/// iteration although they hardly ever switch.
+pub const NEST_HANDOVER_LIMIT: usize = 16;
 
 impl SwitchPlacement {
     pub const ALL: [SwitchPlacement; 7] = [

@@ -261,6 +261,34 @@ pub fn live_at_headers(
         .collect())
 }
 
+/// Marks the loops of `shape` where a check would hand over more than `limit` values:
+/// `F`'s `num_params` parameters (the tail call's arguments) and the locals the loop reads
+/// before writing ([`live_at_headers`]). Outermost loops are never marked: their checks
+/// also leave the instrumented copy, and they are where the switch reaches a frame at
+/// all.
+pub fn mark_wide_loops(
+    shape: &mut Shape,
+    a: &crate::analysis::FunctionAnalysis,
+    body: &wasmparser::FunctionBody<'_>,
+    num_params: usize,
+    limit: usize,
+) -> Result<(), crate::plan::InstrumentError> {
+    let inner: Vec<usize> = (0..shape.loops.len())
+        .filter(|&k| !shape.loops[k].outermost)
+        .collect();
+    if inner.is_empty() {
+        return Ok(());
+    }
+    let num_locals = num_params + crate::body::original_locals(body)?.len();
+    let ops: Vec<usize> = inner.iter().map(|&k| shape.loops[k].op).collect();
+    let live = live_at_headers(a, body, num_locals, &ops)?;
+    for (&k, live) in inner.iter().zip(&live) {
+        let handed = live.iter().skip(num_params).filter(|&&x| x).count();
+        shape.loops[k].wide = num_params + handed > limit;
+    }
+    Ok(())
+}
+
 /// Whether a function with these locals (not its parameters) can have copies: a copy
 /// entered at a loop skips the code in front of it, so every local needs a default value.
 pub fn copyable(locals: &[wasm_encoder::ValType]) -> bool {

@@ -97,6 +97,16 @@ impl Build<'_, '_> {
                 }
             }
         }
+        // Recursion passes no loop header: its functions check at entry, and instrumented
+        // copies call them at `F` (`InstrumentOptions::switch_recursion_checks`).
+        let recursive: Vec<bool> = match self.switch.is_some() && self.opts.switch_recursion_checks
+        {
+            true => crate::callgraph::recursive(
+                facts.num_imported_funcs,
+                plan.functions.iter().map(|fp| fp.analysis.as_deref()),
+            ),
+            false => vec![false; plan.functions.len()],
+        };
         let entry_counter: HashMap<u32, u32> =
             plan.entry_counters.iter().map(|e| (e.0, e.1)).collect();
         let mut out = Emitted {
@@ -113,6 +123,7 @@ impl Build<'_, '_> {
                 context_code,
                 switchable: &switchable,
                 entered_clean: &entered_clean,
+                recursive: &recursive,
                 entry_counter: &entry_counter,
             };
             self.emit_function(&ctx, &mut extra_types, &mut out)?;
@@ -223,6 +234,7 @@ impl Build<'_, '_> {
                 nest_entries: self.opts.switch_nest_entries,
                 // Budgets are spent at every entry: calls go to the callee's `F`.
                 entry_check: self.budgets
+                    || c.recursive[k]
                     || placement.entry_check(
                         facts.address_taken.contains(&f)
                             || facts.entry_points.contains(&f)
@@ -246,11 +258,13 @@ impl Build<'_, '_> {
                 loops: &[],
             };
             // Not to functions whose entries are counted (contexts: those tables reach),
-            // since their counters are in `F`, which checks the flag at entry anyway. A
-            // direct call to any other callee skips its `F` (a check and a tail call).
+            // since their counters are in `F`, which checks the flag at entry anyway, nor
+            // to recursive ones, whose `F` checks it so that a burst ends at the
+            // recursion's next call. A direct call to any other callee skips its `F` (a
+            // check and a tail call).
             let redirect = |f: u32| {
                 let k = f.checked_sub(facts.num_imported_funcs)? as usize;
-                if c.entry_counter.contains_key(&f) {
+                if c.entry_counter.contains_key(&f) || c.recursive.get(k) == Some(&true) {
                     return None;
                 }
                 c.switchable.get(k)?.map(|s| s.first)
@@ -469,6 +483,9 @@ struct FunctionContext<'p> {
     /// (even from an instrumented copy), or called by a function without copies. They
     /// check the flag at entry, or the switch would never reach them there.
     entered_clean: &'p std::collections::HashSet<u32>,
+    /// Per defined function, whether it is on a cycle of direct calls and checks the
+    /// flag at entry for it (`InstrumentOptions::switch_recursion_checks`).
+    recursive: &'p [bool],
     /// Contexts: each entry-counted function's counter address.
     entry_counter: &'p HashMap<u32, u32>,
 }

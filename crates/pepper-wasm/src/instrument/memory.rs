@@ -181,10 +181,20 @@ impl Build<'_, '_> {
             mem.layout.call_log_entries = 1 << log2.clamp(8, 20);
             mem.layout.call_log_base = mem.alloc(4 * mem.layout.call_log_entries as u64);
         }
-        let shapes = match self.switch {
+        let mut shapes = match self.switch {
             Some(_) => crate::switch::shapes(self.wasm)?,
             None => Vec::new(),
         };
+        if let Some(limit) = self.opts.switch_handover_limit {
+            for (k, shape) in shapes.iter_mut().enumerate() {
+                let a = planned.functions.get(k).and_then(|fp| fp.analysis.as_ref());
+                let (Some(a), Some(sig)) = (a, self.facts.defined_sig(k)) else {
+                    continue;
+                };
+                let body = &self.facts.bodies[k];
+                crate::switch::mark_wide_loops(shape, a, body, sig.params.len(), limit)?;
+            }
+        }
         let n = planned.functions.len();
         let mut header_counters = vec![0u32; n];
         if self.budgets {

@@ -35,6 +35,10 @@ pub struct ShapeLoop {
     /// stack or a construct with parameters on the way, unreachable code, or labels
     /// [`splice`] does not renumber).
     pub chain: Option<Vec<Link>>,
+    /// A check here would hand over more values than
+    /// `InstrumentOptions::switch_handover_limit` allows ([`super::mark_wide_loops`]):
+    /// where it would only enter the instrumented copy, there is none.
+    pub wide: bool,
 }
 
 /// What the switch needs to know about one function body.
@@ -45,10 +49,17 @@ pub struct Shape {
 
 impl Shape {
     /// The loops (indices into `loops`, in operator order) that get checks under
-    /// `placement`.
+    /// `placement`. A check that would only enter the instrumented copy is left out where
+    /// it would hand over too many values (`ShapeLoop::wide`): it hardly ever switches,
+    /// and it costs the clean code at every iteration.
     pub fn targets(&self, placement: SwitchPlacement) -> Vec<usize> {
         (0..self.loops.len())
-            .filter(|&k| self.loops[k].chain.is_some() && wants(placement, &self.loops[k]))
+            .filter(|&k| {
+                let l = &self.loops[k];
+                l.chain.is_some()
+                    && wants(placement, l)
+                    && !(l.wide && self.enters_only(placement, k))
+            })
             .collect()
     }
 
@@ -192,6 +203,7 @@ fn shape(
                         calls: false,
                         detours,
                         chain,
+                        wide: false,
                     });
                     shape.loops.len() - 1
                 });

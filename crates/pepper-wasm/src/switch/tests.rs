@@ -590,3 +590,126 @@ fn a_copy_entered_at_a_deep_nest_leaves_through_f_resume() {
     let old = crate::instrument(&wat::parse_str(&wat).unwrap(), &opts).unwrap();
     assert!(old.plan.functions[0].resume.is_none());
 }
+
+/// The operators' tail-call and call targets of function `f` in `wasm`.
+fn targets_of(wasm: &[u8], f: u32) -> (Vec<u32>, Vec<u32>) {
+    let facts = crate::module::ModuleFacts::parse(wasm).unwrap();
+    let r = facts.bodies[f as usize].get_operators_reader().unwrap();
+    let (mut tail, mut calls) = (Vec::new(), Vec::new());
+    for op in r.into_iter().map(Result::unwrap) {
+        match op {
+            O::ReturnCall { function_index } => tail.push(function_index),
+            O::Call { function_index } => calls.push(function_index),
+            _ => {}
+        }
+    }
+    (tail, calls)
+}
+
+/// A recursive function checks the flag at entry under every placement, where a direct
+/// callee otherwise has no entry check, and instrumented copies call it at `F`, so that a
+/// burst ends at the recursion's next call; other direct callees are called at their
+/// instrumented copy. Without `switch_recursion_checks`, as before.
+#[test]
+fn recursion_checks_at_entry_and_is_called_at_f() {
+    let wat = r#"(module
+      (func $fib (param i32) (result i32)
+        (if (result i32) (i32.lt_u (local.get 0) (i32.const 2))
+          (then (local.get 0))
+          (else (i32.add (call $fib (i32.sub (local.get 0) (i32.const 1)))
+                         (call $leaf (local.get 0))))))
+      (func $leaf (param i32) (result i32)
+        (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2))))
+      (func (export "_start") (drop (call $fib (i32.const 9)))))"#;
+    let wasm = wat::parse_str(wat).unwrap();
+    for (checks, placement) in [
+        (true, SwitchPlacement::Outer),
+        (true, SwitchPlacement::Deep),
+        (false, SwitchPlacement::Deep),
+    ] {
+        let opts = crate::InstrumentOptions {
+            mode: pepper_profile::Mode::Pep,
+            switch: Some(placement),
+            switch_recursion_checks: checks,
+            ..Default::default()
+        };
+        let i = crate::instrument(&wasm, &opts).unwrap();
+        let (fib_inst, _) = i.plan.functions[0].copies.unwrap();
+        let (leaf_inst, _) = i.plan.functions[1].copies.unwrap();
+        let (fib_tail, _) = targets_of(&i.wasm, 0);
+        let (leaf_tail, _) = targets_of(&i.wasm, 1);
+        let (_, inst_calls) = targets_of(&i.wasm, fib_inst);
+        let label = format!("{placement:?}, recursion checks {checks}");
+        assert_eq!(
+            fib_tail.contains(&fib_inst),
+            checks,
+            "fib's entry check: {label}"
+        );
+        assert!(!leaf_tail.contains(&leaf_inst), "leaf has none: {label}");
+        assert_eq!(inst_calls.contains(&0), checks, "{label}: {inst_calls:?}");
+        assert_eq!(inst_calls.contains(&fib_inst), !checks, "{label}");
+        assert!(inst_calls.contains(&leaf_inst), "{label}: {inst_calls:?}");
+    }
+}
+
+/// A check that only enters `F_inst` is placed only where it hands over at most
+/// `switch_handover_limit` values (parameters and live locals); checks that also leave,
+/// and outermost loops, are kept whatever they hand over.
+#[test]
+fn enter_only_checks_hand_over_few_values() {
+    // `f`'s inner nest (behind ten blocks: enter-only under `Nests` and `Deep`) reads
+    // `n` locals; its outermost loop reads them all too.
+    let body = |n: usize| {
+        let sum: String = (0..n)
+            .map(|x| {
+                format!(
+                    "(local.set 1 (i32.add (local.get 1) (local.get {})))",
+                    x + 2
+                )
+            })
+            .collect();
+        format!(
+            r#"(module (func (export "f") (param i32) (local i32) {locals}
+                 (loop {blocks}(loop (loop {sum} (br_if 0 (local.get 0))) (br_if 0 (local.get 0))){ends}
+                   (br_if 0 (local.get 1)))))"#,
+            locals = "(local i32)".repeat(n),
+            blocks = "(block ".repeat(10),
+            ends = ")".repeat(10),
+        )
+    };
+    for placement in [SwitchPlacement::Nests, SwitchPlacement::Deep] {
+        for (n, limit, kept) in [
+            (3, Some(16), true),
+            // 1 parameter + `n` locals + the running sum: 17 values.
+            (15, Some(16), false),
+            (15, Some(17), true),
+            (15, None, true),
+        ] {
+            let wasm = wat::parse_str(body(n)).unwrap();
+            let opts = crate::InstrumentOptions {
+                mode: pepper_profile::Mode::Pep,
+                switch: Some(placement),
+                switch_handover_limit: limit,
+                ..Default::default()
+            };
+            let i = crate::instrument(&wasm, &opts).unwrap();
+            let f = &i.plan.functions[0];
+            assert_eq!(
+                f.resume.is_some(),
+                kept,
+                "{placement:?}, {n} locals, limit {limit:?}: F_resume only with a nest check"
+            );
+            assert!(f.copies.is_some(), "the outermost loop keeps its check");
+        }
+    }
+    // The shape itself: the outermost loop is never wide.
+    let wasm = wat::parse_str(body(15)).unwrap();
+    let facts = crate::module::ModuleFacts::parse(&wasm).unwrap();
+    let a = crate::analysis::analyze(&facts.bodies[0]).unwrap();
+    let mut s = shapes(&wasm).unwrap().remove(0);
+    mark_wide_loops(&mut s, &a, &facts.bodies[0], 1, 16).unwrap();
+    let wide: Vec<bool> = s.loops.iter().map(|l| l.wide).collect();
+    assert_eq!(wide, [false, true, true]);
+    assert_eq!(s.targets(SwitchPlacement::Nests), vec![0]);
+    assert_eq!(s.targets(SwitchPlacement::Outer), vec![0]);
+}

@@ -191,6 +191,14 @@ pub struct Args {
     /// copy can be entered at, as before they existed).
     #[arg(long, hide = true)]
     switch_no_resume: bool,
+    /// With --switch, for side-by-side measurements: recursive functions check only where
+    /// the placement says (a recursion without loops then never switches).
+    #[arg(long, hide = true)]
+    switch_no_recursion_checks: bool,
+    /// With --switch, for side-by-side measurements: the most values a check that only
+    /// enters the instrumented copy may hand over (0: no limit).
+    #[arg(long, hide = true, value_name = "N", default_value_t = pepper_wasm::plan::NEST_HANDOVER_LIMIT)]
+    switch_handover_limit: usize,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
@@ -518,6 +526,8 @@ impl Args {
             switch: switch.placement(),
             switch_chaos: self.switch_chaos,
             switch_resume: !self.switch_no_resume,
+            switch_recursion_checks: !self.switch_no_recursion_checks,
+            switch_handover_limit: Some(self.switch_handover_limit).filter(|&n| n > 0),
             guest_flag: self.switch_flag == SwitchFlagArg::Program,
             guide,
             cold_threshold: self.guided.cold_threshold,
