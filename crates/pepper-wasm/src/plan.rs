@@ -559,10 +559,10 @@ pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
 /// say. `nests` also reaches a hot loop nest a frame enters in clean code behind many
 /// blocks, which `outer` misses (a Rust program's: 61% relative edge overlap against
-/// 99.7%), for about two points more on the bench's programs, +3.8% against +1.9% in one
-/// calm run (bench/results/ephemeral-nests-resume.md): over issue 22's +2%, which `outer`
-/// meets there. At 1 ms epochs `outer`'s windows find bzip2's sorting
-/// (bench/results/ephemeral-epoch.md).
+/// 99.7%). With enter-only checks only where they hand over at most
+/// [`NEST_HANDOVER_LIMIT`] values it costs about half a point more than `outer` on the
+/// bench's programs (bench/results/ephemeral-nest-limit.md: +3.2% against +2.7% in a noisy
+/// run; +5.7% without the limit); missing a program's hot code entirely is worse.
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Nests;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough

@@ -98,13 +98,22 @@ impl Build<'_, '_> {
             }
         }
         // Recursion passes no loop header: its functions check at entry, and instrumented
-        // copies call them at `F` (`InstrumentOptions::switch_recursion_checks`).
+        // copies call them at `F` (`InstrumentOptions::switch_recursion_checks`). Not those
+        // with an outermost loop the copies can be entered at: an activation that runs its
+        // loop meets that loop's check, and `F_inst` leaves there. In a C program's
+        // call graph one strongly connected component can hold most of the engine
+        // (SQLite's: `sqlite3VdbeExec`, the b-tree, the allocator), whose small hot
+        // callees would otherwise pay an entry check on every call.
         let recursive: Vec<bool> = match self.switch.is_some() && self.opts.switch_recursion_checks
         {
             true => crate::callgraph::recursive(
                 facts.num_imported_funcs,
                 plan.functions.iter().map(|fp| fp.analysis.as_deref()),
-            ),
+            )
+            .into_iter()
+            .enumerate()
+            .map(|(k, r)| r && laid.shapes.get(k).is_none_or(|s| !s.has_entered_loop()))
+            .collect(),
             false => vec![false; plan.functions.len()],
         };
         let entry_counter: HashMap<u32, u32> =

@@ -63,6 +63,12 @@ impl Shape {
             .collect()
     }
 
+    /// Whether the function has an outermost loop the copies can be entered at: every
+    /// placement but `Entries` checks it, and the instrumented copy leaves there.
+    pub fn has_entered_loop(&self) -> bool {
+        self.loops.iter().any(|l| l.outermost && l.chain.is_some())
+    }
+
     /// Whether, under `placement`, the instrumented copy leaves at checked loop `k` (and
     /// the clean copy `F_clean` can be entered there): at outermost loops, and under
     /// `Shallow` and `Deep` at the loops their detour limits allow. Elsewhere the tests

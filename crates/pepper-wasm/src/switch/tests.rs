@@ -606,10 +606,10 @@ fn targets_of(wasm: &[u8], f: u32) -> (Vec<u32>, Vec<u32>) {
     (tail, calls)
 }
 
-/// A recursive function checks the flag at entry under every placement, where a direct
-/// callee otherwise has no entry check, and instrumented copies call it at `F`, so that a
-/// burst ends at the recursion's next call; other direct callees are called at their
-/// instrumented copy. Without `switch_recursion_checks`, as before.
+/// A recursive function without loops checks the flag at entry under every placement,
+/// where a direct callee otherwise has no entry check, and instrumented copies call it at
+/// `F`, so that a burst ends at the recursion's next call; other direct callees are
+/// called at their instrumented copy. Without `switch_recursion_checks`, as before.
 #[test]
 fn recursion_checks_at_entry_and_is_called_at_f() {
     let wat = r#"(module
@@ -620,7 +620,10 @@ fn recursion_checks_at_entry_and_is_called_at_f() {
                          (call $leaf (local.get 0))))))
       (func $leaf (param i32) (result i32)
         (if (result i32) (local.get 0) (then (i32.const 1)) (else (i32.const 2))))
-      (func (export "_start") (drop (call $fib (i32.const 9)))))"#;
+      (func $walk (param i32)
+        (loop (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
+        (if (local.get 0) (then (call $walk (i32.const 0)))))
+      (func (export "_start") (drop (call $fib (i32.const 9))) (call $walk (i32.const 3))))"#;
     let wasm = wat::parse_str(wat).unwrap();
     for (checks, placement) in [
         (true, SwitchPlacement::Outer),
@@ -649,6 +652,14 @@ fn recursion_checks_at_entry_and_is_called_at_f() {
         assert_eq!(inst_calls.contains(&0), checks, "{label}: {inst_calls:?}");
         assert_eq!(inst_calls.contains(&fib_inst), !checks, "{label}");
         assert!(inst_calls.contains(&leaf_inst), "{label}: {inst_calls:?}");
+        // A recursion with an outermost loop meets that loop's check: no entry check, and
+        // instrumented copies call its instrumented copy.
+        let (walk_inst, _) = i.plan.functions[2].copies.unwrap();
+        let (walk_tail, _) = targets_of(&i.wasm, 2);
+        let (_, walk_calls) = targets_of(&i.wasm, walk_inst);
+        let into_inst = walk_tail.iter().filter(|&&t| t == walk_inst).count();
+        assert_eq!(into_inst, 1, "{label}: the loop's check alone: {walk_tail:?}");
+        assert!(walk_calls.contains(&walk_inst), "{label}: {walk_calls:?}");
     }
 }
 

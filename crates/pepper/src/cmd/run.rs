@@ -104,7 +104,7 @@ pub struct Args {
     /// windows cost little more and see more (bench/results/ephemeral-epoch.md: 50 µs
     /// every 1 ms, the default, +2.5% at 95.6% of the hot branches' biases
     /// within 5 points, against +2.2% and 93.7% every 2 ms). Clean code checks
-    /// where --switch says (default `outer`).
+    /// where --switch says (default `nests`).
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
     /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
@@ -161,11 +161,15 @@ pub struct Args {
     /// during bursts, and their path windows read the burst's path ends. Three bodies per
     /// function cost about 3x the compile time. The checks are hinted unlikely, and
     /// wasmtime's branch hinting is turned on for them.
-    /// With --mode ephemeral: where clean code checks for its windows (default `outer`,
-    /// +1.9% in bench/results/ephemeral-nests-resume.md, which does not check loop nests:
-    /// a nest a frame entered in clean code goes unseen; `nests` reaches such a nest, a
-    /// Rust program's behind eleven blocks at 99.7% relative edge overlap against 61%,
-    /// for +3.8% in the same run).
+    /// With --mode ephemeral: where clean code checks for its windows (default `nests`:
+    /// `outer`'s places and loop nests behind more than two constructs, so a nest a frame
+    /// entered in clean code is seen, a Rust program's behind eleven blocks at 99.7%
+    /// relative edge overlap against 61% for `outer`; +3.2% against `outer`'s +2.7% in
+    /// bench/results/ephemeral-nest-limit.md).
+    /// Under every placement, recursive functions check at entry (a recursion passes no
+    /// loop header), and a check that only enters the instrumented copy is placed only
+    /// where it hands over at most 16 values (PEP's default +5.7% against +10.8% without
+    /// that limit, bench/results/switch-nest-limit.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
