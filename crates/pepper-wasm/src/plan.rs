@@ -257,9 +257,10 @@ pub struct InstrumentOptions {
     /// `false` keeps the instrumented copy running on to the next loop `F_clean` can be
     /// entered at, as before, to measure the two against each other.
     pub switch_resume: bool,
-    /// Switch: functions on a cycle of direct calls (`crate::callgraph`) check the flag at
-    /// their entry under every placement, and instrumented copies call them at `F`, not
-    /// at their instrumented copy. A recursion without loops passes no loop header, so a
+    /// Switch: functions on a cycle of direct calls (`crate::callgraph`) and without an
+    /// outermost loop the copies can be entered at check the flag at their entry under
+    /// every placement, and instrumented copies call them at `F`, not at their
+    /// instrumented copy. A recursion without loops passes no loop header, so a
     /// frame that entered it in clean code would never switch, and one that entered it
     /// instrumented would stay so to its end. `false` leaves recursion to the placement,
     /// as before, to measure the two against each other.
@@ -560,9 +561,9 @@ pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 /// say. `nests` also reaches a hot loop nest a frame enters in clean code behind many
 /// blocks, which `outer` misses (a Rust program's: 61% relative edge overlap against
 /// 99.7%). With enter-only checks only where they hand over at most
-/// [`NEST_HANDOVER_LIMIT`] values it costs about half a point more than `outer` on the
-/// bench's programs (bench/results/ephemeral-nest-limit.md: +3.2% against +2.7% in a noisy
-/// run; +5.7% without the limit); missing a program's hot code entirely is worse.
+/// [`NEST_HANDOVER_LIMIT`] values it costs about a point more than `outer` on the bench's
+/// programs (bench/results/ephemeral-nest-limit.md: +2.1% against +1.3%; +4.3% without the
+/// limit); missing a program's hot code entirely is worse.
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Nests;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough

@@ -261,20 +261,21 @@ pub fn live_at_headers(
         .collect())
 }
 
-/// Marks the loops of `shape` where a check would hand over more than `limit` values:
-/// `F`'s `num_params` parameters (the tail call's arguments) and the locals the loop reads
-/// before writing ([`live_at_headers`]). Outermost loops are never marked: their checks
-/// also leave the instrumented copy, and they are where the switch reaches a frame at
-/// all.
+/// Marks the loops of `shape` where a check that only enters the instrumented copy under
+/// `placement` ([`Shape::enters_only`]) would hand over more than `limit` values: `F`'s
+/// `num_params` parameters (the tail call's arguments) and the locals the loop reads
+/// before writing ([`live_at_headers`]). Other loops are never marked: a check where the
+/// copy also leaves is where the switch reaches and leaves a frame at all.
 pub fn mark_wide_loops(
     shape: &mut Shape,
+    placement: SwitchPlacement,
     a: &crate::analysis::FunctionAnalysis,
     body: &wasmparser::FunctionBody<'_>,
     num_params: usize,
     limit: usize,
 ) -> Result<(), crate::plan::InstrumentError> {
     let inner: Vec<usize> = (0..shape.loops.len())
-        .filter(|&k| !shape.loops[k].outermost)
+        .filter(|&k| shape.enters_only(placement, k))
         .collect();
     if inner.is_empty() {
         return Ok(());

@@ -185,14 +185,17 @@ impl Build<'_, '_> {
             Some(_) => crate::switch::shapes(self.wasm)?,
             None => Vec::new(),
         };
-        if let Some(limit) = self.opts.switch_handover_limit {
+        let placement = self
+            .switch
+            .filter(|p| p.has_nest_entries() && !self.budgets);
+        if let (Some(limit), Some(placement)) = (self.opts.switch_handover_limit, placement) {
             for (k, shape) in shapes.iter_mut().enumerate() {
                 let a = planned.functions.get(k).and_then(|fp| fp.analysis.as_ref());
                 let (Some(a), Some(sig)) = (a, self.facts.defined_sig(k)) else {
                     continue;
                 };
                 let body = &self.facts.bodies[k];
-                crate::switch::mark_wide_loops(shape, a, body, sig.params.len(), limit)?;
+                crate::switch::mark_wide_loops(shape, placement, a, body, sig.params.len(), limit)?;
             }
         }
         let n = planned.functions.len();

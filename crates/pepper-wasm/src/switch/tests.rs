@@ -658,7 +658,10 @@ fn recursion_checks_at_entry_and_is_called_at_f() {
         let (walk_tail, _) = targets_of(&i.wasm, 2);
         let (_, walk_calls) = targets_of(&i.wasm, walk_inst);
         let into_inst = walk_tail.iter().filter(|&&t| t == walk_inst).count();
-        assert_eq!(into_inst, 1, "{label}: the loop's check alone: {walk_tail:?}");
+        assert_eq!(
+            into_inst, 1,
+            "{label}: the loop's check alone: {walk_tail:?}"
+        );
         assert!(walk_calls.contains(&walk_inst), "{label}: {walk_calls:?}");
     }
 }
@@ -718,8 +721,9 @@ fn enter_only_checks_hand_over_few_values() {
     let facts = crate::module::ModuleFacts::parse(&wasm).unwrap();
     let a = crate::analysis::analyze(&facts.bodies[0]).unwrap();
     let mut s = shapes(&wasm).unwrap().remove(0);
-    mark_wide_loops(&mut s, &a, &facts.bodies[0], 1, 16).unwrap();
+    mark_wide_loops(&mut s, SwitchPlacement::Nests, &a, &facts.bodies[0], 1, 16).unwrap();
     let wide: Vec<bool> = s.loops.iter().map(|l| l.wide).collect();
+    // Under `Nests` every inner loop would only enter (the innermost gets no check).
     assert_eq!(wide, [false, true, true]);
     assert_eq!(s.targets(SwitchPlacement::Nests), vec![0]);
     assert_eq!(s.targets(SwitchPlacement::Outer), vec![0]);

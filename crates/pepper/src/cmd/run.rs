@@ -151,9 +151,10 @@ pub struct Args {
     /// `off`: the instrumented code always runs and writes PEP's ring.
     /// Default: `deep` for PEP, `off` where every path end must reach the ring
     /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
-    /// --call-windows). Measured with bursts every 500 µs: `deep` +5.4% at 97.8% path
-    /// accuracy and 89.6% absolute edge overlap (bench/results/switch-resume.md); in
-    /// another run (switch-nests.md), `deep` +5.3% at 97.9% and 90.8%, `shallow`
+    /// --call-windows). Measured with bursts every 500 µs: `deep` +6.9% at 98.2% path
+    /// accuracy and 90.4% absolute edge overlap on a slow day whose clean code alone
+    /// measured +3.6% (bench/results/switch-nest-limit.md); in another run
+    /// (switch-nests.md), `deep` +5.3% at 97.9% and 90.8%, `shallow`
     /// +7.1% at 99.1% and 92.2% (a burst entered in bzip2's sort runs on to the end of a
     /// long iteration), and `shallow` without its nest checks, as before, +4.1% at 98.5%
     /// and 86.7% (it never sees a nest a frame entered in clean code); the ring +26.6%
@@ -164,11 +165,11 @@ pub struct Args {
     /// With --mode ephemeral: where clean code checks for its windows (default `nests`:
     /// `outer`'s places and loop nests behind more than two constructs, so a nest a frame
     /// entered in clean code is seen, a Rust program's behind eleven blocks at 99.7%
-    /// relative edge overlap against 61% for `outer`; +3.2% against `outer`'s +2.7% in
+    /// relative edge overlap against 61% for `outer`; +2.1% against `outer`'s +1.3% in
     /// bench/results/ephemeral-nest-limit.md).
-    /// Under every placement, recursive functions check at entry (a recursion passes no
-    /// loop header), and a check that only enters the instrumented copy is placed only
-    /// where it hands over at most 16 values (PEP's default +5.7% against +10.8% without
+    /// Under every placement, recursive functions without loops check at entry (such a
+    /// recursion passes no loop header), and a check that only enters the instrumented copy is placed only
+    /// where it hands over at most 16 values (PEP's default +6.9% against +8.8% without
     /// that limit, bench/results/switch-nest-limit.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
