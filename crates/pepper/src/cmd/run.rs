@@ -168,9 +168,9 @@ pub struct Args {
     /// relative edge overlap against 61% for `outer`; +2.1% against `outer`'s +1.3% in
     /// bench/results/ephemeral-nest-limit.md).
     /// Under every placement, recursive functions without loops check at entry (such a
-    /// recursion passes no loop header), and a check that only enters the instrumented copy is placed only
-    /// where it hands over at most 16 values (PEP's default +6.9% against +8.8% without
-    /// that limit, bench/results/switch-nest-limit.md).
+    /// recursion passes no loop header), and a check that only enters the instrumented
+    /// copy is placed only where it hands over at most 16 values (PEP's default +6.9%
+    /// against +8.8% without that limit, bench/results/switch-nest-limit.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
