@@ -261,33 +261,53 @@ pub fn live_at_headers(
         .collect())
 }
 
-/// Marks the loops of `shape` where a check that only enters the instrumented copy under
-/// `placement` ([`Shape::enters_only`]) would hand over more than `limit` values: `F`'s
-/// `num_params` parameters (the tail call's arguments) and the locals the loop reads
-/// before writing ([`live_at_headers`]). Other loops are never marked: a check where the
-/// copy also leaves is where the switch reaches and leaves a frame at all.
-pub fn mark_wide_loops(
+/// Reads, once per function, which locals each enterable loop of `shape` reads before
+/// writing ([`live_at_headers`], into `ShapeLoop::live`): both the hand-over limit
+/// ([`mark_wide_loops`]) and the checks' hand-over code need it, and the backward pass
+/// over a big function (an interpreter's) is the costly part.
+pub fn read_liveness(
     shape: &mut Shape,
-    placement: SwitchPlacement,
     a: &crate::analysis::FunctionAnalysis,
     body: &wasmparser::FunctionBody<'_>,
     num_params: usize,
-    limit: usize,
 ) -> Result<(), crate::plan::InstrumentError> {
-    let inner: Vec<usize> = (0..shape.loops.len())
-        .filter(|&k| shape.enters_only(placement, k))
+    let enterable: Vec<usize> = (0..shape.loops.len())
+        .filter(|&k| shape.loops[k].chain.is_some())
         .collect();
-    if inner.is_empty() {
+    if enterable.is_empty() {
         return Ok(());
     }
     let num_locals = num_params + crate::body::original_locals(body)?.len();
-    let ops: Vec<usize> = inner.iter().map(|&k| shape.loops[k].op).collect();
+    let ops: Vec<usize> = enterable.iter().map(|&k| shape.loops[k].op).collect();
     let live = live_at_headers(a, body, num_locals, &ops)?;
-    for (&k, live) in inner.iter().zip(&live) {
-        let handed = live.iter().skip(num_params).filter(|&&x| x).count();
-        shape.loops[k].wide = num_params + handed > limit;
+    for (k, live) in enterable.into_iter().zip(live) {
+        shape.loops[k].live = Some(live);
     }
     Ok(())
+}
+
+/// Marks the loops of `shape` where a check that only enters the instrumented copy under
+/// `placement` ([`Shape::enters_only`]) would hand over more than `limit` values: `F`'s
+/// `num_params` parameters (the tail call's arguments) and the locals the loop reads
+/// before writing (`ShapeLoop::live`, from [`read_liveness`]; a loop without it is left
+/// unmarked). Other loops are never marked: a check where the copy also leaves is where
+/// the switch reaches and leaves a frame at all.
+pub fn mark_wide_loops(
+    shape: &mut Shape,
+    placement: SwitchPlacement,
+    num_params: usize,
+    limit: usize,
+) {
+    for k in 0..shape.loops.len() {
+        if !shape.enters_only(placement, k) {
+            continue;
+        }
+        let l = &mut shape.loops[k];
+        if let Some(live) = &l.live {
+            let handed = live.iter().skip(num_params).filter(|&&x| x).count();
+            l.wide = num_params + handed > limit;
+        }
+    }
 }
 
 /// Whether a function with these locals (not its parameters) can have copies: a copy
@@ -347,7 +367,7 @@ impl SwitchedFunction<'_, '_> {
         let targets: Vec<usize> = (self.shape.targets(self.placement).into_iter())
             .filter(|&k| self.nest_entries || !self.shape.enters_only(self.placement, k))
             .collect();
-        let checks = self.checks(&only.original_locals, &targets, scratch)?;
+        let checks = self.checks(&only.original_locals, &targets, scratch);
         let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
         // Clean code is entered only where that is cheap (`Shape::leaves_at`: outermost
         // loops, and `Shallow`'s): the tests that skip to a loop run each time their
@@ -468,7 +488,7 @@ impl SwitchedFunction<'_, '_> {
         original_locals: &[wasm_encoder::ValType],
         targets: &[usize],
         scratch: &mut Scratch,
-    ) -> Result<Checks, crate::plan::InstrumentError> {
+    ) -> Checks {
         let at = crate::emit::memarg(self.flag.0, self.flag.1, 2);
         // An atomic load: the sampler thread writes the flag, and Cranelift would take a
         // plain load in a loop without stores for the same as the one at the function's
@@ -503,10 +523,13 @@ impl SwitchedFunction<'_, '_> {
         };
         let types: Vec<wasm_encoder::ValType> =
             self.params.iter().chain(original_locals).copied().collect();
-        let loop_ops: Vec<usize> = targets.iter().map(|&k| self.shape.loops[k].op).collect();
-        let body = &self.facts.bodies[self.k];
-        let live = live_at_headers(self.a, body, types.len(), &loop_ops)
-            .map_err(|e| crate::plan::InstrumentError::Encode(e.to_string()))?;
+        // Read once at layout (`read_liveness`); a loop without it hands over every local.
+        let live: Vec<Vec<bool>> = (targets.iter())
+            .map(|&k| match &self.shape.loops[k].live {
+                Some(live) => live.clone(),
+                None => vec![true; types.len()],
+            })
+            .collect();
         // A slot for each local that some checked loop reads before writing; parameters
         // go over as arguments.
         let np = self.params.len();
@@ -553,7 +576,7 @@ impl SwitchedFunction<'_, '_> {
             I::I32AtomicRmwCmpxchg(at),
             I::Drop,
         ];
-        Ok(Checks {
+        Checks {
             flag,
             over,
             clear,
@@ -564,7 +587,7 @@ impl SwitchedFunction<'_, '_> {
             np: np as u32,
             headers: self.budget.map(|b| b.headers),
             mem: self.mem,
-        })
+        }
     }
 
     /// `F`'s start: ephemeral's entry count, and the entry check when there is one.

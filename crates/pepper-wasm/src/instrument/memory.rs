@@ -185,17 +185,21 @@ impl Build<'_, '_> {
             Some(_) => crate::switch::shapes(self.wasm)?,
             None => Vec::new(),
         };
-        let placement = self
+        // Enter-only checks past the hand-over limit are dropped here, before anything
+        // counts the checks (header counters, `F_resume`).
+        let limited = (self
             .switch
-            .filter(|p| p.has_nest_entries() && !self.budgets);
-        if let (Some(limit), Some(placement)) = (self.opts.switch_handover_limit, placement) {
-            for (k, shape) in shapes.iter_mut().enumerate() {
-                let a = planned.functions.get(k).and_then(|fp| fp.analysis.as_ref());
-                let (Some(a), Some(sig)) = (a, self.facts.defined_sig(k)) else {
-                    continue;
-                };
-                let body = &self.facts.bodies[k];
-                crate::switch::mark_wide_loops(shape, placement, a, body, sig.params.len(), limit)?;
+            .filter(|p| p.has_nest_entries() && !self.budgets))
+        .zip(self.opts.switch_handover_limit);
+        for (k, shape) in shapes.iter_mut().enumerate() {
+            let a = planned.functions.get(k).and_then(|fp| fp.analysis.as_ref());
+            let (Some(a), Some(sig)) = (a, self.facts.defined_sig(k)) else {
+                continue;
+            };
+            let num_params = sig.params.len();
+            crate::switch::read_liveness(shape, a, &self.facts.bodies[k], num_params)?;
+            if let Some((placement, limit)) = limited {
+                crate::switch::mark_wide_loops(shape, placement, num_params, limit);
             }
         }
         let n = planned.functions.len();

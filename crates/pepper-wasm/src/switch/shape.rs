@@ -39,6 +39,9 @@ pub struct ShapeLoop {
     /// `InstrumentOptions::switch_handover_limit` allows ([`super::mark_wide_loops`]):
     /// where it would only enter the instrumented copy, there is none.
     pub wide: bool,
+    /// Which locals (parameters included) the header reads before writing them: the ones
+    /// a check here hands over (`super::read_liveness`; `None` until read).
+    pub live: Option<Vec<bool>>,
 }
 
 /// What the switch needs to know about one function body.
@@ -210,6 +213,7 @@ fn shape(
                         detours,
                         chain,
                         wide: false,
+                        live: None,
                     });
                     shape.loops.len() - 1
                 });

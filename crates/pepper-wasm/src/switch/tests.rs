@@ -2,12 +2,22 @@ use super::*;
 
 /// `wat` instrumented for PEP with the switch at `placement`.
 fn switched(wat: &str, placement: SwitchPlacement) -> crate::Instrumented {
+    switched_with(wat, placement, |_| {})
+}
+
+/// As [`switched`], with `change` made to the options.
+fn switched_with(
+    wat: &str,
+    placement: SwitchPlacement,
+    change: impl FnOnce(&mut crate::InstrumentOptions),
+) -> crate::Instrumented {
     let wasm = wat::parse_str(wat).unwrap();
-    let opts = crate::InstrumentOptions {
+    let mut opts = crate::InstrumentOptions {
         mode: pepper_profile::Mode::Pep,
         switch: Some(placement),
         ..Default::default()
     };
+    change(&mut opts);
     crate::instrument(&wasm, &opts).unwrap()
 }
 
@@ -547,16 +557,7 @@ fn a_copy_entered_at_a_deep_nest_leaves_through_f_resume() {
                (loop (loop (br_if 0 (local.get 0))) (br_if 0 (local.get 0)))))"#
     );
     let inst = switched(&wat, SwitchPlacement::Deep);
-    let facts = crate::module::ModuleFacts::parse(&inst.wasm).unwrap();
-    let tail_calls = |f: u32| -> Vec<u32> {
-        let r = facts.bodies[f as usize].get_operators_reader().unwrap();
-        (r.into_iter().map(Result::unwrap))
-            .filter_map(|op| match op {
-                O::ReturnCall { function_index } => Some(function_index),
-                _ => None,
-            })
-            .collect()
-    };
+    let tail_calls = |f: u32| targets_of(&inst.wasm, f).0;
     let deep = &inst.plan.functions[0];
     let ((f_inst, f_clean), f_resume) = (deep.copies.unwrap(), deep.resume.unwrap());
     assert_eq!(f_resume, f_clean + 1);
@@ -581,13 +582,9 @@ fn a_copy_entered_at_a_deep_nest_leaves_through_f_resume() {
     let flat = &inst.plan.functions[1];
     assert!(flat.copies.is_some() && flat.resume.is_none());
     // Without the nest checks (as before they existed), no `F_resume` either.
-    let opts = crate::InstrumentOptions {
-        mode: pepper_profile::Mode::Pep,
-        switch: Some(SwitchPlacement::Deep),
-        switch_nest_entries: false,
-        ..Default::default()
-    };
-    let old = crate::instrument(&wat::parse_str(&wat).unwrap(), &opts).unwrap();
+    let old = switched_with(&wat, SwitchPlacement::Deep, |o| {
+        o.switch_nest_entries = false
+    });
     assert!(old.plan.functions[0].resume.is_none());
 }
 
@@ -624,19 +621,12 @@ fn recursion_checks_at_entry_and_is_called_at_f() {
         (loop (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
         (if (local.get 0) (then (call $walk (i32.const 0)))))
       (func (export "_start") (drop (call $fib (i32.const 9))) (call $walk (i32.const 3))))"#;
-    let wasm = wat::parse_str(wat).unwrap();
     for (checks, placement) in [
         (true, SwitchPlacement::Outer),
         (true, SwitchPlacement::Deep),
         (false, SwitchPlacement::Deep),
     ] {
-        let opts = crate::InstrumentOptions {
-            mode: pepper_profile::Mode::Pep,
-            switch: Some(placement),
-            switch_recursion_checks: checks,
-            ..Default::default()
-        };
-        let i = crate::instrument(&wasm, &opts).unwrap();
+        let i = switched_with(wat, placement, |o| o.switch_recursion_checks = checks);
         let (fib_inst, _) = i.plan.functions[0].copies.unwrap();
         let (leaf_inst, _) = i.plan.functions[1].copies.unwrap();
         let (fib_tail, _) = targets_of(&i.wasm, 0);
@@ -699,14 +689,7 @@ fn enter_only_checks_hand_over_few_values() {
             (15, Some(17), true),
             (15, None, true),
         ] {
-            let wasm = wat::parse_str(body(n)).unwrap();
-            let opts = crate::InstrumentOptions {
-                mode: pepper_profile::Mode::Pep,
-                switch: Some(placement),
-                switch_handover_limit: limit,
-                ..Default::default()
-            };
-            let i = crate::instrument(&wasm, &opts).unwrap();
+            let i = switched_with(&body(n), placement, |o| o.switch_handover_limit = limit);
             let f = &i.plan.functions[0];
             assert_eq!(
                 f.resume.is_some(),
@@ -721,7 +704,8 @@ fn enter_only_checks_hand_over_few_values() {
     let facts = crate::module::ModuleFacts::parse(&wasm).unwrap();
     let a = crate::analysis::analyze(&facts.bodies[0]).unwrap();
     let mut s = shapes(&wasm).unwrap().remove(0);
-    mark_wide_loops(&mut s, SwitchPlacement::Nests, &a, &facts.bodies[0], 1, 16).unwrap();
+    read_liveness(&mut s, &a, &facts.bodies[0], 1).unwrap();
+    mark_wide_loops(&mut s, SwitchPlacement::Nests, 1, 16);
     let wide: Vec<bool> = s.loops.iter().map(|l| l.wide).collect();
     // Under `Nests` every inner loop would only enter (the innermost gets no check).
     assert_eq!(wide, [false, true, true]);
