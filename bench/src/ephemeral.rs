@@ -46,6 +46,8 @@ struct Config {
     recursion_checks: bool,
     /// `InstrumentOptions::switch_handover_limit`.
     handover_limit: Option<usize>,
+    /// `InstrumentOptions::ephemeral_edges`.
+    edges: bool,
 }
 
 impl Config {
@@ -64,6 +66,7 @@ impl Config {
             resume: true,
             recursion_checks: true,
             handover_limit: Some(pepper_wasm::plan::NEST_HANDOVER_LIMIT),
+            edges: true,
         }
     }
 
@@ -102,6 +105,7 @@ impl Config {
             switch_resume: self.resume && self.gated,
             switch_recursion_checks: self.recursion_checks,
             switch_handover_limit: self.handover_limit,
+            ephemeral_edges: self.edges,
             ..Default::default()
         }
     }
@@ -229,6 +233,20 @@ fn configs() -> Vec<Config> {
                     .but(", no recursion checks", |c| c.recursion_checks = false),
             );
         }
+    }
+    // The copies counting Ball-Larus paths, as before they counted a spanning tree's
+    // chords: in windows, and open all the time (the copies' own cost).
+    for (us, placement) in [
+        (50, SwitchPlacement::Nests),
+        (50, SwitchPlacement::Outer),
+        (1000, SwitchPlacement::Nests),
+    ] {
+        if us == 1000 {
+            configs.push(Config::windows(us, ms(1), placement));
+        }
+        configs.push(
+            Config::windows(us, ms(1), placement).but(", paths in the copies", |c| c.edges = false),
+        );
     }
     // Without `F_resume`: a frame entered at an enter-only check stays instrumented to the
     // next loop `F_clean` can be entered at, counting only while the window is open.

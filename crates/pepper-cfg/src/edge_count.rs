@@ -161,30 +161,52 @@ impl EdgeCounting {
         entries: u64,
         node_counts: &[u64],
     ) -> Vec<u64> {
+        self.derive_with(cfg, chord_counts, entries, node_counts, &[])
+    }
+
+    /// [`derive`](Self::derive) for executions that may start and stop inside the
+    /// function: `extra` are counted virtual edges `(from, to, count)` besides the CFG's,
+    /// such as ENTRY→H for executions that began at node H and H→EXIT for those that
+    /// stopped there (a switched copy entered and left at a loop header). Each one closes
+    /// a cycle of its own, so the tree and its chords stay as they are.
+    pub fn derive_with(
+        &self,
+        cfg: &Cfg,
+        chord_counts: &[u64],
+        entries: u64,
+        node_counts: &[u64],
+        extra: &[(NodeId, NodeId, u64)],
+    ) -> Vec<u64> {
         let halves = Halves::new(cfg, &self.nodes_given);
         let n = cfg.num_nodes() + self.nodes_given.len();
         let m = cfg.num_edges();
+        let given = self.nodes_given.len();
         // Edge m is the virtual EXIT→ENTRY edge, m + 1 + j the edge between the halves of
-        // `nodes_given[j]`.
+        // `nodes_given[j]`, m + 1 + given + j the `j`-th extra edge.
         let ends = |e: usize| {
             if e < m {
                 halves.ends(cfg, e)
             } else if e == m {
                 (cfg.exit().index(), cfg.entry().index())
-            } else {
+            } else if e <= m + given {
                 let j = e - m - 1;
                 (self.nodes_given[j].index(), cfg.num_nodes() + j)
+            } else {
+                let (s, d, _) = extra[e - m - 1 - given];
+                (halves.out_of(s), d.index())
             }
         };
-        let total = m + 1 + self.nodes_given.len();
+        let total = m + 1 + given + extra.len();
         let mut known: Vec<Option<i128>> = (0..total)
             .map(|e| {
                 if e < m {
                     self.chord[e].then(|| chord_counts[e] as i128)
                 } else if e == m {
                     self.entries_given.then_some(entries as i128)
-                } else {
+                } else if e <= m + given {
                     Some(node_counts.get(e - m - 1).copied().unwrap_or(0) as i128)
+                } else {
+                    Some(extra[e - m - 1 - given].2 as i128)
                 }
             })
             .collect();
@@ -249,7 +271,12 @@ impl Halves {
 
     fn ends(&self, cfg: &Cfg, e: usize) -> (usize, usize) {
         let (s, d) = cfg.edge(EdgeId::new(e));
-        (self.0[s.index()].unwrap_or(s.index()), d.index())
+        (self.out_of(s), d.index())
+    }
+
+    /// The half of node `v` that its out-edges leave.
+    fn out_of(&self, v: NodeId) -> usize {
+        self.0[v.index()].unwrap_or(v.index())
     }
 }
 
@@ -267,16 +294,21 @@ mod tests {
             .collect()
     }
 
+    /// A random CFG of 3 to 12 nodes and up to 25 edges.
+    fn small_cfg(rnd: &mut impl FnMut() -> usize) -> Cfg {
+        let n = 3 + rnd() % 10;
+        let edges: Vec<(usize, usize)> = (0..1 + rnd() % 25)
+            .map(|_| (rnd() % n, rnd() % n))
+            .collect();
+        random_cfg(n, &edges, &[])
+    }
+
     /// Counts from a random walk satisfy conservation; deriving from chords recovers all.
     #[test]
     fn derive_recovers_random_walk_counts() {
         let mut rnd = lcg(1);
         for case in 0..300 {
-            let n = 3 + rnd() % 10;
-            let edges: Vec<(usize, usize)> = (0..1 + rnd() % 25)
-                .map(|_| (rnd() % n, rnd() % n))
-                .collect();
-            let cfg = random_cfg(n, &edges, &[]);
+            let cfg = small_cfg(&mut rnd);
             let mut counts = vec![0u64; cfg.num_edges()];
             let mut walks = 0;
             // Walk ENTRY→EXIT several times (bounded), so flow is conserved.
@@ -360,5 +392,78 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Walks that start and stop inside the function (a switched copy entered and left at
+    /// loop headers) conserve flow once their starts and stops are counted as virtual
+    /// ENTRY→H and H→EXIT edges: deriving with those recovers every edge.
+    #[test]
+    fn derive_with_virtual_starts_and_stops_recovers_partial_walks() {
+        let mut rnd = lcg(7);
+        let mut differ = 0;
+        for case in 0..300 {
+            let cfg = small_cfg(&mut rnd);
+            let reach = cfg.reachable();
+            let inner: Vec<NodeId> = (0..cfg.num_nodes())
+                .map(NodeId::new)
+                .filter(|&v| reach[v.index()] && v != cfg.entry() && v != cfg.exit())
+                .collect();
+            let mut counts = vec![0u64; cfg.num_edges()];
+            let mut extra: std::collections::BTreeMap<(usize, usize), u64> = Default::default();
+            for _ in 0..8 {
+                // Half the walks start at an inner node, and every step may stop.
+                let start = match (rnd() % 2, inner.is_empty()) {
+                    (0, false) => inner[rnd() % inner.len()],
+                    _ => cfg.entry(),
+                };
+                let mut v = start;
+                let mut path = Vec::new();
+                for _ in 0..200 {
+                    if v == cfg.exit() || (v != cfg.entry() && rnd().is_multiple_of(8)) {
+                        break;
+                    }
+                    let s = cfg.succs(v);
+                    if s.is_empty() {
+                        break;
+                    }
+                    let e = s[rnd() % s.len()];
+                    path.push(e);
+                    v = cfg.edge(e).1;
+                }
+                if v == cfg.entry() || (v != cfg.exit() && cfg.succs(v).is_empty()) {
+                    continue;
+                }
+                for e in path {
+                    counts[e.index()] += 1;
+                }
+                if start != cfg.entry() {
+                    *extra
+                        .entry((cfg.entry().index(), start.index()))
+                        .or_default() += 1;
+                }
+                if v != cfg.exit() {
+                    *extra.entry((v.index(), cfg.exit().index())).or_default() += 1;
+                }
+            }
+            let extra: Vec<(NodeId, NodeId, u64)> = extra
+                .into_iter()
+                .map(|((s, d), c)| (NodeId::new(s), NodeId::new(d), c))
+                .collect();
+            let weight: Vec<u64> = (0..cfg.num_edges()).map(|_| (rnd() % 100) as u64).collect();
+            let ec = EdgeCounting::new(&cfg, &weight);
+            let derived = ec.derive_with(&cfg, &chords_masked(&counts, &ec), 0, &[], &extra);
+            for e in 0..cfg.num_edges() {
+                if reach[cfg.edge(EdgeId::new(e)).0.index()] {
+                    assert_eq!(derived[e], counts[e], "case {case} edge {e}");
+                }
+            }
+            // Without the virtual edges the same counts do not come back where walks
+            // started or stopped inside (the reason they exist).
+            if !extra.is_empty() {
+                let plain = ec.derive(&cfg, &chords_masked(&counts, &ec), 0, &[]);
+                differ += usize::from((0..cfg.num_edges()).any(|e| plain[e] != counts[e]));
+            }
+        }
+        assert!(differ > 50, "{differ} cases needed the virtual edges");
     }
 }

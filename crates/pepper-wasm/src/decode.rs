@@ -38,7 +38,9 @@ pub use contexts::{site_offsets, SampledContexts};
 pub use path_calls::PathSites;
 
 /// Every CFG edge's count in an exact-edges run: the chords' counters, the rest derived
-/// (with `entries` where the callers give them).
+/// (with `entries` where the callers give them). Ephemeral copies counting edges also
+/// start and stop at loop headers: their entries there, less what the way in counted,
+/// and their leaves are virtual edges (`FunctionPlan::switch_counts`).
 fn edge_counts(
     fp: &FunctionPlan,
     a: &crate::analysis::FunctionAnalysis,
@@ -46,11 +48,20 @@ fn edge_counts(
     mem: &[u8],
     entries: u64,
 ) -> Vec<u64> {
-    let chords: Vec<u64> = fp
+    let mut chords: Vec<u64> = fp
         .edge_counter
         .iter()
         .map(|c| c.map_or(0, |addr| read_u64(mem, addr as u64)))
         .collect();
+    let mut extra = Vec::with_capacity(2 * fp.switch_counts.len());
+    for s in &fp.switch_counts {
+        let entered = read_u64(mem, s.entered as u64);
+        for e in &s.way_in {
+            chords[e.index()] = chords[e.index()].saturating_sub(entered);
+        }
+        extra.push((a.cfg.entry(), s.header, entered));
+        extra.push((s.header, a.cfg.exit(), read_u64(mem, s.left as u64)));
+    }
     let nodes: Vec<u64> = ec
         .nodes_given
         .iter()
@@ -61,7 +72,7 @@ fn edge_counts(
                 .map_or(0, |l| read_u64(mem, l.addr as u64))
         })
         .collect();
-    ec.derive(&a.cfg, &chords, entries, &nodes)
+    ec.derive_with(&a.cfg, &chords, entries, &nodes, &extra)
 }
 
 /// How often node `v` ran, from its function's edge counts.
@@ -201,7 +212,7 @@ impl Plan {
             phases: None,
             warnings,
         };
-        if self.mode.paths() {
+        if self.mode.paths() && !self.ephemeral_edges {
             let derived = profile.edges_from_paths();
             for (b, c) in profile.branches.iter_mut().zip(derived) {
                 b.counts = c;
@@ -213,12 +224,13 @@ impl Plan {
         profile
     }
 
-    /// Every branch of the module, with its outcome counts (exact edges; the other modes
-    /// derive them from paths later).
+    /// Every branch of the module, with its outcome counts (exact edges and ephemeral
+    /// copies counting edges; the other modes derive them from paths later).
     fn branches(&self, mem: &[u8], location: &dyn Fn(u64) -> Option<String>) -> Vec<Branch> {
         let mut branches = Vec::with_capacity(self.num_branches as usize);
         let edge_counts = match self.mode {
             Mode::ExactEdges => self.all_edge_counts(mem),
+            Mode::Ephemeral if self.ephemeral_edges => self.all_edge_counts(mem),
             _ => Vec::new(),
         };
         for (k, fp) in self.functions.iter().enumerate() {

@@ -77,6 +77,13 @@ struct Build<'a, 'f> {
     budgets: bool,
     switch: Option<SwitchPlacement>,
     path_windows: bool,
+    /// Ephemeral windows without `F_resume` at placements with enter-only checks: the
+    /// copies count a path end only while the flag is set
+    /// ([`InstrumentOptions::ephemeral_gate`]), which needs paths.
+    gated: bool,
+    /// Ephemeral: the copies count a spanning tree's chords, not paths
+    /// ([`InstrumentOptions::ephemeral_edges`]).
+    ephemeral_edges: bool,
 }
 
 impl<'a, 'f> Build<'a, 'f> {
@@ -96,6 +103,13 @@ impl<'a, 'f> Build<'a, 'f> {
             && contexts == ContextMode::Native
             && opts.pep_every.is_none()
             && opts.call_log_log2.is_none();
+        let budgets = ephemeral && !opts.ephemeral_windows;
+        let gated = ephemeral
+            && !budgets
+            && opts.ephemeral_gate
+            && opts.switch_nest_entries
+            && !opts.switch_resume
+            && switch.is_some_and(SwitchPlacement::has_nest_entries);
         Build {
             wasm,
             facts,
@@ -103,9 +117,11 @@ impl<'a, 'f> Build<'a, 'f> {
             mode,
             contexts,
             ephemeral,
-            budgets: ephemeral && !opts.ephemeral_windows,
+            budgets,
             switch,
             path_windows,
+            gated,
+            ephemeral_edges: ephemeral && opts.ephemeral_edges && !gated,
         }
     }
 }
@@ -143,6 +159,7 @@ fn build(
         dropped_sections: Vec::new(),
         switch_hints: 0,
         ephemeral_windows: windows,
+        ephemeral_edges: b.ephemeral_edges,
         // One module-wide flag (PEP's bursts, ephemeral windows) that the program's
         // memory can hold; chaos modules write their flag from the guest.
         guest_flag: (b.switch.is_some()

@@ -288,6 +288,15 @@ pub struct InstrumentOptions {
     /// counting on to it makes up for the stretch before the first check in a window.
     /// `false` counts on, to measure the two.
     pub ephemeral_gate: bool,
+    /// Ephemeral: the instrumented copies count the chords of a spanning tree, as exact
+    /// edges do, instead of Ball-Larus paths. A path end is a memory increment at every
+    /// iteration, into a hash table in a function with many paths; chords cost about a
+    /// third of that (bench/results/analysis.md). A copy entered or left at a loop header
+    /// runs part of an execution only: its entries and leaves are counted per loop
+    /// ([`SwitchCount`]) and close the flow as virtual edges. Not where the copies count
+    /// only while a window is open ([`InstrumentOptions::ephemeral_gate`]), which needs
+    /// paths. `false`: paths, as before, to measure the two.
+    pub ephemeral_edges: bool,
     /// A module-wide switch flag (PEP's bursts, ephemeral windows): keep it in the
     /// program's memory 0 where the module's layout leaves a word there free
     /// ([`crate::guest_flag`]), so that checks need no base address of pepper's memory,
@@ -336,6 +345,7 @@ impl Default for InstrumentOptions {
             switch_hints: true,
             ephemeral_windows: true,
             ephemeral_gate: true,
+            ephemeral_edges: true,
             guest_flag: true,
         }
     }
@@ -391,6 +401,23 @@ pub struct FunctionPlan {
     /// Ephemeral: the checked loops' header nodes and the addresses of their counters
     /// (every copy counts each iteration at its check).
     pub header_counters: Vec<(pepper_cfg::NodeId, u32)>,
+    /// Ephemeral with edges ([`InstrumentOptions::ephemeral_edges`]): each loop its
+    /// instrumented copy can be entered at or left at, with their counters.
+    pub switch_counts: Vec<SwitchCount>,
+}
+
+/// A loop header where an ephemeral copy counting edges is entered or left: an execution
+/// that starts or stops there, a virtual ENTRY→header or header→EXIT edge for flow
+/// conservation (`pepper_cfg::EdgeCounting::derive_with`).
+#[derive(Clone, Debug)]
+pub struct SwitchCount {
+    pub header: pepper_cfg::NodeId,
+    /// The edges whose code runs on the copy's way in to the loop (`switch::way_in`):
+    /// their counters count each entry once more than the program took them.
+    pub way_in: Vec<pepper_cfg::EdgeId>,
+    /// u64 counters of the copy's entries at the loop and its leaves there.
+    pub entered: u32,
+    pub left: u32,
 }
 
 impl FunctionPlan {
@@ -428,6 +455,7 @@ impl FunctionPlan {
             copies: None,
             resume: None,
             header_counters: Vec::new(),
+            switch_counts: Vec::new(),
         }
     }
 
@@ -481,6 +509,8 @@ pub struct Plan {
     pub switch_hints: usize,
     /// Ephemeral in windows ([`InstrumentOptions::ephemeral_windows`]).
     pub ephemeral_windows: bool,
+    /// Ephemeral copies counting edges ([`InstrumentOptions::ephemeral_edges`]).
+    pub ephemeral_edges: bool,
     /// The switch flag's address in the program's memory 0, when it lives there
     /// ([`InstrumentOptions::guest_flag`]).
     pub guest_flag: Option<u32>,

@@ -82,6 +82,10 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     /// What `F_inst`'s path register starts at when it is entered at a loop
     /// (`crate::plan::Counting::entered_register`).
     pub entered_register: i64,
+    /// Ephemeral copies counting edges: the first of `F_inst`'s entry and leave counters,
+    /// `[entered, left]` per loop id (see `crate::plan::SwitchCount`); `None` for paths,
+    /// whose register marks an entered copy's first path instead.
+    pub counts: Option<u32>,
     /// PEP's burst limit, when the flag has one: `F_inst`'s checks also leave, and clear
     /// the flag, once the ring head has passed it.
     pub lease: Option<Lease>,
@@ -310,6 +314,29 @@ pub fn mark_wide_loops(
     }
 }
 
+/// The edges whose code a copy entered at loop `k` of `shape` runs on its way in
+/// ([`splice`]): in each construct on the way, the code in front of the next one is
+/// skipped, but the actions just before that construct's opener run (a loop's entry
+/// edge). Counting edges, each entry at the loop adds one to their counters that the
+/// program did not take.
+pub fn way_in(
+    a: &crate::analysis::FunctionAnalysis,
+    shape: &Shape,
+    k: usize,
+) -> Vec<pepper_cfg::EdgeId> {
+    use crate::analysis::{Action, Slot};
+    let Some(chain) = &shape.loops[k].chain else {
+        return Vec::new();
+    };
+    let children: std::collections::HashSet<usize> = chain.iter().map(|l| l.child).collect();
+    (a.actions.iter())
+        .filter_map(|(op, slot, act)| match (slot, act) {
+            (Slot::Before, Action::Edge(e)) if children.contains(op) => Some(*e),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether a function with these locals (not its parameters) can have copies: a copy
 /// entered at a loop skips the code in front of it, so every local needs a default value.
 pub fn copyable(locals: &[wasm_encoder::ValType]) -> bool {
@@ -364,11 +391,9 @@ impl SwitchedFunction<'_, '_> {
         }
         let (inst_fn, clean_fn) = self.copies;
         let entry = np + only.original_locals.len() as u32;
-        let targets: Vec<usize> = (self.shape.targets(self.placement).into_iter())
-            .filter(|&k| self.nest_entries || !self.shape.enters_only(self.placement, k))
-            .collect();
+        let targets: Vec<usize> = self.ids().into_iter().map(|(k, _)| k).collect();
         let checks = self.checks(&only.original_locals, &targets, scratch);
-        let ids: Vec<(usize, u32)> = targets.iter().zip(1..).map(|(&k, id)| (k, id)).collect();
+        let ids = self.ids();
         // Clean code is entered only where that is cheap (`Shape::leaves_at`: outermost
         // loops, and `Shallow`'s): the tests that skip to a loop run each time their
         // construct starts, which for a construct in a loop is every iteration. The
@@ -381,7 +406,7 @@ impl SwitchedFunction<'_, '_> {
             .collect();
 
         // F: the original code; at entry, the locals' zeros stand for the locals.
-        let to_inst = |id| checks.switch_to(inst_fn, true, id);
+        let to_inst = |id| checks.switch_to(inst_fn, true, id, None);
         let f_how = Splice {
             entry: None,
             checks: ids.clone(),
@@ -401,17 +426,29 @@ impl SwitchedFunction<'_, '_> {
         let arrive: Option<&dyn Fn(u32) -> Code> = (!at_start).then_some(&take_over);
 
         // F_inst: entered at a loop, the path so far is nobody's (a register that ends
-        // no path of the program) until the loop's header starts one. It leaves at every
-        // checked loop: into `F_clean` where that can be entered, elsewhere into
+        // no path of the program) until the loop's header starts one; counting edges,
+        // the entry is counted at the loop's id instead, and so is every leave. It leaves
+        // at every checked loop: into `F_clean` where that can be entered, elsewhere into
         // `F_resume`.
         let inst = self.body(instrumented, ctx(), BodyCopy::Entered, Some(redirect))?;
         let r = inst.locals_at.r;
         let leaves_at = |id: u32| leaves.iter().any(|&(_, l)| l == id);
+        let left = |id: u32| self.counts.map(|base| base + 16 * (id - 1) + 8);
         let to_clean = |id| match self.resume {
-            Some(resume) if !leaves_at(id) => checks.switch_to(resume, false, id),
-            _ => checks.switch_to(clean_fn, false, id),
+            Some(resume) if !leaves_at(id) => checks.switch_to(resume, false, id, left(id)),
+            _ => checks.switch_to(clean_fn, false, id, left(id)),
         };
-        let register = [I::I64Const(self.entered_register), I::LocalSet(r)];
+        let register: Vec<I<'static>> = match self.counts {
+            // `[base + 16 * (entry - 1)] += 1`.
+            Some(base) => {
+                let at = crate::emit::memarg(self.mem, base - 16, 3);
+                let addr = [I::LocalGet(entry), I::I32Const(4), I::I32Shl];
+                (addr.iter().chain(&addr).cloned())
+                    .chain([I::I64Load(at), I::I64Const(1), I::I64Add, I::I64Store(at)])
+                    .collect()
+            }
+            None => vec![I::I64Const(self.entered_register), I::LocalSet(r)],
+        };
         let inst_how = Splice {
             entry: Some(entry),
             checks: match self.resume {
@@ -470,6 +507,14 @@ impl SwitchedFunction<'_, '_> {
             clean,
             resume,
         }))
+    }
+
+    /// The loops with checks (indices into `Shape::loops`), each with its id (from 1).
+    pub fn ids(&self) -> Vec<(usize, u32)> {
+        (self.shape.targets(self.placement).into_iter())
+            .filter(|&k| self.nest_entries || !self.shape.enters_only(self.placement, k))
+            .zip(1..)
+            .collect()
     }
 
     /// Whether the function needs `F_resume`: some of its checks under `placement` only
@@ -695,8 +740,9 @@ impl Checks {
     }
 
     /// `if flag { slots = live locals; id = id; return_call to(params..) }` (or `if
-    /// !flag`): only the locals the loop reads before writing go over.
-    fn switch_to(&self, to: u32, when_set: bool, id: u32) -> Code {
+    /// !flag`): only the locals the loop reads before writing go over; `count`, a u64
+    /// counter the switch increments.
+    fn switch_to(&self, to: u32, when_set: bool, id: u32, count: Option<u32>) -> Code {
         let mut c: Vec<I<'static>> = Vec::new();
         if let Some(h) = self.headers {
             c.extend(increment(self.mem, h + 8 * (id - 1)));
@@ -722,6 +768,9 @@ impl Checks {
         c.push(I::If(BlockType::Empty));
         if when_set {
             c.extend(self.spend.iter().cloned());
+        }
+        if let Some(at) = count {
+            c.extend(increment(self.mem, at));
         }
         self.hand_over(to, id, &mut c);
         c.push(I::End);

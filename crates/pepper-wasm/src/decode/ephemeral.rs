@@ -1,6 +1,7 @@
 //! Ephemeral instrumentation's post-processing. Traub, Schechter and Smith leave theirs
-//! unpublished; ours: the instrumented copies' path counts give each branch's outcomes in
-//! the sampled executions, so its probabilities; every function's entries are counted
+//! unpublished; ours: the instrumented copies' counts (a spanning tree's chords, with their
+//! entries and leaves at loop headers, or paths) give each branch's outcomes in the
+//! sampled executions, so its probabilities; every function's entries are counted
 //! exactly in its clean code, and so are the iterations of the loops whose headers check
 //! the budget; `pepper_cfg::profile_edge_frequencies_with_headers` propagates one entry
 //! through the function's loop nest with those probabilities (the flow equations with
@@ -21,7 +22,7 @@ fn wilson_margin(p: f64, n: u64) -> f64 {
     z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt()
 }
 
-/// Turns the sampled branch counts in `profile` (from the copies' paths) into estimated
+/// Turns the sampled branch counts in `profile` (from the copies' counters) into estimated
 /// counts, keeping what they rest on in `recorded` and `bias_margin`. Functions without
 /// copies ran instrumented all along: their counts are exact and stay.
 pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
@@ -89,8 +90,8 @@ pub(crate) fn estimate(plan: &Plan, mem: &[u8], profile: &mut Profile) {
             b.counts = est.iter().map(|&x| x.round() as u64).collect();
         }
     }
-    // The copies' paths are a sample of executions per function and epoch, not in
-    // proportion to how often each ran: they stay out of the profile.
+    // The copies' paths (where they count paths) are a sample of executions per function
+    // and epoch, not in proportion to how often each ran: they stay out of the profile.
     profile.paths.clear();
 }
 

@@ -50,6 +50,9 @@ struct Emitted {
     copies: Vec<(usize, (u32, u32))>,
     /// (defined index, F_resume).
     resumes: Vec<(usize, u32)>,
+    /// Ephemeral copies counting edges: (defined index, its loops' entry and leave
+    /// counters).
+    switch_counts: Vec<(usize, Vec<SwitchCount>)>,
     /// Path windows: (defined index, each original operator's code offset).
     op_offsets: Vec<(usize, Vec<u32>)>,
     /// Switch: the checks' `if`s, hinted unlikely.
@@ -139,6 +142,9 @@ impl Build<'_, '_> {
         }
         for &(k, r) in &out.resumes {
             plan.functions[k].resume = Some(r);
+        }
+        for (k, counts) in out.switch_counts {
+            plan.functions[k].switch_counts = counts;
         }
         for (k, offsets) in out.op_offsets {
             plan.functions[k].op_offsets = Arc::from(offsets);
@@ -252,6 +258,7 @@ impl Build<'_, '_> {
                 copies: (first, first + 1),
                 resume: resume.then_some(first + 2),
                 entered_register: fp.counting.entered_register(fp.num_paths()),
+                counts: self.ephemeral_edges.then(|| c.laid.switch_counters[k]),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
                 lease: (!self.ephemeral && !self.opts.switch_chaos && layout.ring_entries > 0)
@@ -321,6 +328,18 @@ impl Build<'_, '_> {
                 out.resumes.push((k, first + 2));
             }
             out.copies.push((k, (first, first + 1)));
+            if let Some(base) = switched.counts {
+                let shape = switched.shape;
+                let counts = (switched.ids().into_iter()).filter_map(|(t, id)| {
+                    Some(SwitchCount {
+                        header: a.op_nodes.get(shape.loops[t].op).copied().flatten()?,
+                        way_in: crate::switch::way_in(a, shape, t),
+                        entered: base + 16 * (id - 1),
+                        left: base + 16 * (id - 1) + 8,
+                    })
+                });
+                out.switch_counts.push((k, counts.collect()));
+            }
             out.bodies.push(Some(b.checked.f));
             if c.plan.path_windows {
                 // The ring's path ends come from `F_inst`: windows place leaves there.
@@ -353,6 +372,11 @@ impl Build<'_, '_> {
     fn kind<'p>(&self, c: &FunctionContext<'p>) -> EmitKind<'p> {
         let fp = &c.plan.functions[c.k];
         match self.mode {
+            Mode::Ephemeral if self.ephemeral_edges => EmitKind::Edges {
+                counter: &fp.edge_counter,
+                tables: &c.tables.tables[c.k],
+                loops: &[],
+            },
             Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral => EmitKind::Paths {
                 numbered: fp
                     .numbered
@@ -373,13 +397,9 @@ impl Build<'_, '_> {
                 miss_fn: c.appended.miss_fn,
                 tables: &c.tables.tables[c.k],
                 arm_codes: &c.tables.arm_codes[c.k],
-                gate: (self.mode == Mode::Ephemeral
-                    && !self.budgets
-                    && self.opts.ephemeral_gate
-                    && self.opts.switch_nest_entries
-                    && !self.opts.switch_resume
-                    && self.switch.is_some_and(SwitchPlacement::has_nest_entries))
-                .then(|| module_flag(c.plan, self.facts.num_memories)),
+                gate: self
+                    .gated
+                    .then(|| module_flag(c.plan, self.facts.num_memories)),
             },
             _ => EmitKind::Edges {
                 counter: &fp.edge_counter,

@@ -131,7 +131,7 @@ impl Build<'_, '_> {
         may_unwind: bool,
         mem: &mut Allocator,
     ) {
-        if self.mode.paths() {
+        if self.mode.paths() && !self.ephemeral_edges {
             match self.number(fp, a) {
                 Ok(nd) => {
                     let nd = self.count_paths(fp, a, nd, may_unwind, mem);
@@ -139,7 +139,7 @@ impl Build<'_, '_> {
                 }
                 Err(e) => fp.skipped = Some(e.to_string()),
             }
-        } else if self.mode == Mode::ExactEdges {
+        } else if self.mode == Mode::ExactEdges || self.ephemeral_edges {
             self.count_edges(fp, a, given, may_unwind, mem);
         } else {
             // Contexts only: the function keeps its shape, no edge carries code.
@@ -251,8 +251,9 @@ impl Build<'_, '_> {
         nd
     }
 
-    /// Exact edges: counters on the chords of a maximum spanning tree, loops read by their
-    /// induction variable where they can be.
+    /// Exact edges (and ephemeral copies counting edges): counters on the chords of a
+    /// maximum spanning tree, loops read by their induction variable where they can be
+    /// (not in ephemeral copies).
     fn count_edges(
         &self,
         fp: &mut FunctionPlan,
@@ -271,8 +272,9 @@ impl Build<'_, '_> {
             let observed = opts.guide.as_ref().and_then(|g| g.observed(fp.index.0, a));
             let freqs = frequencies(a, observed.as_deref());
             let weights = edge_weights(a, &freqs);
-            // Unwinding skips loop exits, and so what a loop's count adds there.
-            let loops = if may_unwind || !opts.loop_counts {
+            // Unwinding skips loop exits, and so what a loop's count adds there; an
+            // ephemeral copy entered or left inside a loop runs part of its iterations.
+            let loops = if may_unwind || !opts.loop_counts || self.ephemeral {
                 Vec::new()
             } else {
                 readable_loops(a)

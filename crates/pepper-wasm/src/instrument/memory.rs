@@ -75,6 +75,20 @@ impl Allocator {
     }
 }
 
+/// An edge-counting `br_table`'s arm table: each arm's counter address, [`DISCARD`] for
+/// arms without one or counted at their target.
+fn edge_arms(
+    fp: &FunctionPlan,
+    a: &crate::analysis::FunctionAnalysis,
+    arms: &[pepper_cfg::EdgeId],
+) -> Vec<u8> {
+    let addrs = arms.iter().map(|&e| match fp.edge_counter[e.index()] {
+        Some(at) if !a.edges[e.index()].at_target => at,
+        _ => DISCARD,
+    });
+    addrs.flat_map(|s| s.to_le_bytes()).collect()
+}
+
 /// `br_table` arm tables: one data segment, and per function (action position, address).
 pub(super) struct ArmTables {
     pub start: u32,
@@ -92,6 +106,9 @@ pub(super) struct LaidOut {
     pub shapes: Vec<Shape>,
     /// Ephemeral: per function, the first of its checked loops' header counters.
     pub header_counters: Vec<u32>,
+    /// Ephemeral copies counting edges: per function, the first of its checked loops'
+    /// entry and leave counters (`[entered, left]` per loop id, from 1).
+    pub switch_counters: Vec<u32>,
 }
 
 impl Build<'_, '_> {
@@ -113,6 +130,7 @@ impl Build<'_, '_> {
                     continue;
                 };
                 let entries: Option<Vec<u8>> = match self.mode {
+                    Mode::Ephemeral if self.ephemeral_edges => Some(edge_arms(fp, a, arms)),
                     Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral => {
                         fp.numbered.as_ref().and_then(|nd| {
                             let (poison, scale) = (fp.poison, fp.counting.scale());
@@ -127,13 +145,7 @@ impl Build<'_, '_> {
                             bytes
                         })
                     }
-                    Mode::ExactEdges => {
-                        let addrs = arms.iter().map(|&e| match fp.edge_counter[e.index()] {
-                            Some(at) if !a.edges[e.index()].at_target => at,
-                            _ => DISCARD,
-                        });
-                        Some(addrs.flat_map(|s| s.to_le_bytes()).collect())
-                    }
+                    Mode::ExactEdges => Some(edge_arms(fp, a, arms)),
                     Mode::None => None,
                 };
                 if let Some(bytes) = entries {
@@ -204,6 +216,14 @@ impl Build<'_, '_> {
         }
         let n = planned.functions.len();
         let mut header_counters = vec![0u32; n];
+        // Ephemeral copies counting edges: an entry and a leave counter per checked loop
+        // (`SwitchCount`; every placement's targets, a superset of the ids emission gives).
+        let mut switch_counters = vec![0u32; n];
+        if let (true, Some(placement)) = (self.ephemeral_edges, self.switch) {
+            for (k, s) in shapes.iter().enumerate().take(n) {
+                switch_counters[k] = mem.alloc(16 * s.targets(placement).len() as u64);
+            }
+        }
         if self.budgets {
             mem.layout.switch_flag = mem.alloc(4 * n as u64);
             mem.layout.entry_counts = mem.alloc(8 * n as u64);
@@ -229,6 +249,7 @@ impl Build<'_, '_> {
             entry_counters,
             shapes,
             header_counters,
+            switch_counters,
         })
     }
 

@@ -712,3 +712,41 @@ fn enter_only_checks_hand_over_few_values() {
     assert_eq!(s.targets(SwitchPlacement::Nests), vec![0]);
     assert_eq!(s.targets(SwitchPlacement::Outer), vec![0]);
 }
+
+#[test]
+fn ephemeral_copies_count_edges_with_entries_and_leaves_per_loop() {
+    let wat = r#"(module (func (export "f") (param i32)
+          (block
+            (block
+              (loop                      ;; outer, behind two blocks
+                (loop                    ;; inner, right at the outer's start
+                  (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
+                (br_if 1 (i32.eqz (local.get 0)))
+                (br 0))))))"#;
+    let windows = |edges: bool| {
+        switched_with(wat, SwitchPlacement::All, |o| {
+            o.mode = pepper_profile::Mode::Ephemeral;
+            o.ephemeral_edges = edges;
+        })
+    };
+    let i = windows(true);
+    let fp = &i.plan.functions[0];
+    let a = fp.analysis.as_ref().unwrap();
+    assert!(fp.numbered.is_none() && fp.edge_counting.is_some());
+    // One pair of counters per checked loop, at its header; the way in runs the entry
+    // edge of each loop on it.
+    let mut loops = a.loops.clone();
+    loops.sort();
+    assert_eq!(fp.switch_counts.len(), 2, "{:?}", fp.switch_counts);
+    for (s, (depth, &(header, _))) in fp.switch_counts.iter().zip(loops.iter().enumerate()) {
+        assert_eq!(s.header, header);
+        let entries: Vec<_> = loops[..=depth].iter().map(|l| l.1).collect();
+        assert_eq!(s.way_in, entries);
+        assert_eq!(s.left, s.entered + 8);
+    }
+    assert!(i.plan.ephemeral_edges);
+    // Paths, as before, where asked.
+    let p = windows(false);
+    assert!(p.plan.functions[0].numbered.is_some());
+    assert!(p.plan.functions[0].switch_counts.is_empty());
+}

@@ -200,6 +200,10 @@ pub struct Args {
     /// the placement says (a recursion without loops then never switches).
     #[arg(long, hide = true)]
     switch_no_recursion_checks: bool,
+    /// With --mode ephemeral, for side-by-side measurements: the instrumented copies count
+    /// Ball-Larus paths instead of a spanning tree's chords.
+    #[arg(long, hide = true)]
+    ephemeral_paths: bool,
     /// With --switch, for side-by-side measurements: the most values a check that only
     /// enters the instrumented copy may hand over (0: no limit).
     #[arg(long, hide = true, value_name = "N", default_value_t = pepper_wasm::plan::NEST_HANDOVER_LIMIT)]
@@ -532,6 +536,7 @@ impl Args {
             switch_chaos: self.switch_chaos,
             switch_resume: !self.switch_no_resume,
             switch_recursion_checks: !self.switch_no_recursion_checks,
+            ephemeral_edges: !self.ephemeral_paths,
             switch_handover_limit: Some(self.switch_handover_limit).filter(|&n| n > 0),
             guest_flag: self.switch_flag == SwitchFlagArg::Program,
             guide,
