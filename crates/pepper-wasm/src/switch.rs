@@ -391,9 +391,9 @@ impl SwitchedFunction<'_, '_> {
         }
         let (inst_fn, clean_fn) = self.copies;
         let entry = np + only.original_locals.len() as u32;
-        let targets: Vec<usize> = self.ids().into_iter().map(|(k, _)| k).collect();
-        let checks = self.checks(&only.original_locals, &targets, scratch);
         let ids = self.ids();
+        let targets: Vec<usize> = ids.iter().map(|&(k, _)| k).collect();
+        let checks = self.checks(&only.original_locals, &targets, scratch);
         // Clean code is entered only where that is cheap (`Shape::leaves_at`: outermost
         // loops, and `Shallow`'s): the tests that skip to a loop run each time their
         // construct starts, which for a construct in a loop is every iteration. The
@@ -438,7 +438,7 @@ impl SwitchedFunction<'_, '_> {
             Some(resume) if !leaves_at(id) => checks.switch_to(resume, false, id, left(id)),
             _ => checks.switch_to(clean_fn, false, id, left(id)),
         };
-        let register: Vec<I<'static>> = match self.counts {
+        let arrived: Vec<I<'static>> = match self.counts {
             // `[base + 16 * (entry - 1)] += 1`.
             Some(base) => {
                 let at = crate::emit::memarg(self.mem, base - 16, 3);
@@ -456,7 +456,7 @@ impl SwitchedFunction<'_, '_> {
                 None => leaves.clone(),
             },
             entries: ids.clone(),
-            at_start: checks.arrival(entry, &register, at_start).into(),
+            at_start: checks.arrival(entry, &arrived, at_start).into(),
             check: &to_clean,
             arrive,
         };
