@@ -243,6 +243,11 @@ pub(crate) fn specs() -> Vec<Spec> {
         },
         Spec {
             interval: Duration::from_micros(500),
+            handover_limit: Some(16),
+            ..switched("pep(64,17)+switch-deep@500us, hand-over limit 16", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with enter-only checks where they hand over at most 16 values, the limit before it was 8")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
             recursion_checks: false,
             ..switched("pep(64,17)+switch-deep@500us, no recursion checks", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with recursive functions checking only where the placement says, and instrumented copies calling them at their instrumented copy")
         },

@@ -591,9 +591,9 @@ pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 /// say. `nests` also reaches a hot loop nest a frame enters in clean code behind many
 /// blocks, which `outer` misses (a Rust program's: 61% relative edge overlap against
 /// 99.7%). With enter-only checks only where they hand over at most
-/// [`NEST_HANDOVER_LIMIT`] values it costs about a point more than `outer` on the bench's
-/// programs (bench/results/ephemeral-nest-limit.md: +2.1% against +1.3%; +4.3% without the
-/// limit); missing a program's hot code entirely is worse.
+/// [`NEST_HANDOVER_LIMIT`] values it costs no more than `outer` on the bench's programs
+/// (bench/results/ephemeral-default-8.md: +2.6% against +4.3% in a noisy run; +4.8% at a
+/// limit of 16); missing a program's hot code entirely is worse.
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Nests;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough
@@ -602,10 +602,12 @@ pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Nests;
 pub const DEEP_DETOURS: usize = 8;
 
 /// Default for [`InstrumentOptions::switch_handover_limit`]: enough for a Rust program's hot
-/// nest behind eleven blocks (5 values) and for most of the bench programs' nests, too few
-/// for an interpreter's dispatch nests, whose checks cost the clean code on every
-/// iteration although they hardly ever switch.
-pub const NEST_HANDOVER_LIMIT: usize = 16;
+/// nest behind eleven blocks (5 values) and `deep_loop.wat`'s (tested), too few for an
+/// interpreter's dispatch nests or zstd's nests inside its hot loops, whose checks cost
+/// the clean code on every iteration although they hardly ever switch. A nest left
+/// without a check is still reached at its outer loops' checks, as under `outer`; only a
+/// frame that stays in it for a whole call goes unseen.
+pub const NEST_HANDOVER_LIMIT: usize = 8;
 
 impl SwitchPlacement {
     pub const ALL: [SwitchPlacement; 7] = [

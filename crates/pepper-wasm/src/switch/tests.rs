@@ -699,6 +699,27 @@ fn enter_only_checks_hand_over_few_values() {
             assert!(f.copies.is_some(), "the outermost loop keeps its check");
         }
     }
+    // At the default limit: a nest as the Rust program's (5 values) keeps its check,
+    // one that hands over 10 does not; `deep_loop.wat`'s nest, which the `sampled` test
+    // must reach, keeps its check under both placements.
+    let deep_loop = include_str!("../../../../tests/fixtures/deep_loop.wat");
+    for placement in [SwitchPlacement::Nests, SwitchPlacement::Deep] {
+        for (n, kept) in [(3, true), (8, false)] {
+            let i = switched_with(&body(n), placement, |_| ());
+            let f = &i.plan.functions[0];
+            assert_eq!(
+                f.resume.is_some(),
+                kept,
+                "{placement:?}, {n} locals, default"
+            );
+        }
+        let i = switched_with(deep_loop, placement, |_| ());
+        let deep = (i.plan.functions.iter()).find(|f| f.name.as_deref() == Some("deep"));
+        assert!(
+            deep.is_some_and(|f| f.resume.is_some()),
+            "{placement:?}: deep_loop.wat's nest lost its check"
+        );
+    }
     // The shape itself: the outermost loop is never wide.
     let wasm = wat::parse_str(body(15)).unwrap();
     let facts = crate::module::ModuleFacts::parse(&wasm).unwrap();

@@ -169,8 +169,9 @@ pub struct Args {
     /// bench/results/ephemeral-nest-limit.md).
     /// Under every placement, recursive functions without loops check at entry (such a
     /// recursion passes no loop header), and a check that only enters the instrumented
-    /// copy is placed only where it hands over at most 16 values (PEP's default +6.9%
-    /// against +8.8% without that limit, bench/results/switch-nest-limit.md).
+    /// copy is placed only where it hands over at most 8 values (PEP's default +6.0%
+    /// against +7.2% at 16, bench/results/switch-limit-8.md; ephemeral's +2.6% against
+    /// +4.8%, bench/results/ephemeral-default-8.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
