@@ -591,9 +591,10 @@ pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 /// say. `nests` also reaches a hot loop nest a frame enters in clean code behind many
 /// blocks, which `outer` misses (a Rust program's: 61% relative edge overlap against
 /// 99.7%). With enter-only checks only where they hand over at most
-/// [`NEST_HANDOVER_LIMIT`] values it costs no more than `outer` on the bench's programs
-/// (bench/results/ephemeral-default-8.md: +2.6% against +4.3% in a noisy run; +4.8% at a
-/// limit of 16); missing a program's hot code entirely is worse.
+/// [`NEST_HANDOVER_LIMIT`] values it cost +2.6% on the bench's programs, against +4.8% at
+/// a limit of 16 and `outer`'s +4.3% in the same noisy run
+/// (bench/results/ephemeral-default-8.md; on calm days at 16, about a point more than
+/// `outer`); missing a program's hot code entirely is worse.
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Nests;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough
