@@ -227,8 +227,8 @@ fn configs() -> Vec<Config> {
             Config::windows(us, ms(1), SwitchPlacement::Nests)
                 .but(", no hand-over limit", |c| c.handover_limit = None),
         );
-        // More enter-only checks: the limit before it was 8; the checks it adds cost
-        // zstd most.
+        // More enter-only checks: the default limit before it became 8; the checks it
+        // adds cost zstd most.
         configs.push(
             Config::windows(us, ms(1), SwitchPlacement::Nests)
                 .but(", hand-over limit 16", |c| c.handover_limit = Some(16)),

@@ -244,7 +244,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             interval: Duration::from_micros(500),
             handover_limit: Some(16),
-            ..switched("pep(64,17)+switch-deep@500us, hand-over limit 16", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with enter-only checks where they hand over at most 16 values, the limit before it was 8")
+            ..switched("pep(64,17)+switch-deep@500us, hand-over limit 16", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with enter-only checks where they hand over at most 16 values, the default before it became 8")
         },
         Spec {
             interval: Duration::from_micros(500),

@@ -681,6 +681,8 @@ fn enter_only_checks_hand_over_few_values() {
             ends = ")".repeat(10),
         )
     };
+    let default = crate::InstrumentOptions::default().switch_handover_limit;
+    let deep_loop = include_str!("../../../../tests/fixtures/deep_loop.wat");
     for placement in [SwitchPlacement::Nests, SwitchPlacement::Deep] {
         for (n, limit, kept) in [
             (3, Some(16), true),
@@ -688,6 +690,10 @@ fn enter_only_checks_hand_over_few_values() {
             (15, Some(16), false),
             (15, Some(17), true),
             (15, None, true),
+            // At the default limit: a nest as the Rust program's (5 values) keeps its
+            // check, one that hands over 10 does not.
+            (3, default, true),
+            (8, default, false),
         ] {
             let i = switched_with(&body(n), placement, |o| o.switch_handover_limit = limit);
             let f = &i.plan.functions[0];
@@ -698,21 +704,7 @@ fn enter_only_checks_hand_over_few_values() {
             );
             assert!(f.copies.is_some(), "the outermost loop keeps its check");
         }
-    }
-    // At the default limit: a nest as the Rust program's (5 values) keeps its check,
-    // one that hands over 10 does not; `deep_loop.wat`'s nest, which the `sampled` test
-    // must reach, keeps its check under both placements.
-    let deep_loop = include_str!("../../../../tests/fixtures/deep_loop.wat");
-    for placement in [SwitchPlacement::Nests, SwitchPlacement::Deep] {
-        for (n, kept) in [(3, true), (8, false)] {
-            let i = switched_with(&body(n), placement, |_| ());
-            let f = &i.plan.functions[0];
-            assert_eq!(
-                f.resume.is_some(),
-                kept,
-                "{placement:?}, {n} locals, default"
-            );
-        }
+        // `deep_loop.wat`'s nest, which the `sampled` test must reach, keeps its check.
         let i = switched_with(deep_loop, placement, |_| ());
         let deep = (i.plan.functions.iter()).find(|f| f.name.as_deref() == Some("deep"));
         assert!(
