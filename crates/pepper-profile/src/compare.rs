@@ -72,6 +72,12 @@ pub struct Accuracy {
     #[serde(default)]
     pub hot_branches: usize,
     pub hot_biases_within_5pt: Option<f64>,
+    /// Of the same branches, the share whose bias error (`1 -` relative overlap) is
+    /// within the estimate's own `bias_margin`, a branch without one counting as outside:
+    /// whether the estimate's 95% margins hold about 95% of the time. `None` when the
+    /// estimate has no margins (only ephemeral profiles do).
+    #[serde(default)]
+    pub hot_biases_within_margin: Option<f64>,
     /// Σ|estimate − reference| over every branch outcome's count, over the reference's
     /// executions: Nagpurkar's code-region error, which unlike the overlaps also charges
     /// an estimate for getting totals wrong (a sampled profile scaled by the wrong factor).
@@ -182,6 +188,9 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         .iter()
         .map(|b| (b.id, b.counts.as_slice()))
         .collect();
+    let margins: HashMap<u32, f64> = (estimate.branches.iter())
+        .filter_map(|b| Some((b.id, b.bias_margin?)))
+        .collect();
     let mut rel_num = 0.0;
     let mut abs = 0.0;
     let mut per_func_edges: HashMap<u32, (f64, f64)> = HashMap::new();
@@ -226,7 +235,7 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         .filter(|b| b.total() > 0)
         .collect();
     hot.sort_by(|a, b| b.total().cmp(&a.total()).then(a.id.cmp(&b.id)));
-    let (mut carried, mut hot_n, mut within) = (0u64, 0usize, 0usize);
+    let (mut carried, mut hot_n, mut within, mut within_margin) = (0u64, 0usize, 0usize, 0usize);
     for b in hot {
         if carried as f64 >= 0.95 * ref_total as f64 {
             break;
@@ -234,7 +243,9 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         carried += b.total();
         hot_n += 1;
         let est = est_counts.get(&b.id).copied().unwrap_or(&[]);
-        within += usize::from(branch_overlap(&b.counts, est) >= 0.95 - 1e-12);
+        let overlap = branch_overlap(&b.counts, est);
+        within += usize::from(overlap >= 0.95 - 1e-12);
+        within_margin += usize::from(margins.get(&b.id).is_some_and(|&m| 1.0 - overlap <= m));
     }
 
     // Per function.
@@ -304,6 +315,8 @@ pub fn compare(reference: &Profile, estimate: &Profile) -> Accuracy {
         edge_absolute_overlap: (ref_total > 0 && est_total > 0).then_some(abs),
         hot_branches: hot_n,
         hot_biases_within_5pt: (hot_n > 0).then(|| within as f64 / hot_n as f64),
+        hot_biases_within_margin: (hot_n > 0 && !margins.is_empty())
+            .then(|| within_margin as f64 / hot_n as f64),
         branch_count_error: (ref_total > 0).then(|| count_diff / ref_total as f64),
         reference_paths: reference.paths.len(),
         estimate_paths: estimate.paths.len(),

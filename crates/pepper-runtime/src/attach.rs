@@ -173,6 +173,10 @@ pub struct Collected {
     /// it as the program wrote it: ephemeral windows stopped there, PEP's bursts ran
     /// whenever the program's value said so.
     pub flag_overwritten: bool,
+    /// Ephemeral in windows: what the windows counted, split into random groups, each an
+    /// image of pepper's memory holding its group's counts (they sum to `counters`); see
+    /// `pepper_wasm::RunOutcome::window_groups`.
+    pub window_groups: Vec<Vec<u8>>,
 }
 
 impl Attached {
@@ -193,7 +197,7 @@ impl Attached {
         let armer = match &cfg.ephemeral {
             Some(e) => {
                 let mem = views.holding(e.in_guest_memory).context("ephemeral")?;
-                Some(epochs::Armer::start(mem, e.clone()))
+                Some(epochs::Armer::start(mem, views.counters, e.clone()))
             }
             None => None,
         };
@@ -225,10 +229,11 @@ impl Attached {
         drop(self.watcher.take());
         let counters = self.counters();
         let sampler = take(&self.sampler);
-        let armed = self
+        let mut armed = self
             .armer
             .take()
             .map_or_else(Default::default, epochs::Armer::finish);
+        let window_groups = armed.window_groups(counters.as_deref());
         let samples = sampler.map(sampler::Sampler::finish);
         Collected {
             counters,
@@ -238,6 +243,7 @@ impl Attached {
             samples,
             epochs: armed.epochs,
             windows: armed.windows,
+            window_groups,
         }
     }
 }

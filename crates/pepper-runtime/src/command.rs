@@ -305,6 +305,7 @@ impl CommandOptions {
                 window: guest.ephemeral_windows.then_some(s.window),
                 phase: s.window_phase,
                 in_guest_memory: flag.in_guest_memory,
+                counter_bytes: guest.layout.size,
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then_some(flag),
             sampler,
@@ -358,6 +359,7 @@ fn staged_guide(unit: &Unit, module: &ModuleInfo, opts: &CommandOptions) -> Resu
         warnings: Vec::new(),
         sampling: None,
         contexts: None,
+        window_groups: Vec::new(),
     };
     let p = stage.decode(r.counters.as_deref(), outcome, &|_| None);
     Ok(Guide::from_profile(&p, "staged".into()))

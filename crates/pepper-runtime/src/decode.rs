@@ -61,6 +61,9 @@ pub struct Results<'a> {
     /// The program wrote the switch's flag word in its memory 0 (see
     /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
     pub flag_overwritten: bool,
+    /// Ephemeral in windows: the windows' counts in random groups (see
+    /// [`Collected::window_groups`](crate::Collected::window_groups)).
+    pub window_groups: &'a [Vec<u8>],
 }
 
 impl Collected {
@@ -72,6 +75,7 @@ impl Collected {
             epochs: self.epochs,
             windows: self.windows,
             flag_overwritten: self.flag_overwritten,
+            window_groups: &self.window_groups,
         }
     }
 }
@@ -85,6 +89,7 @@ impl RunResult {
             epochs: self.epochs,
             windows: self.windows,
             flag_overwritten: self.flag_overwritten,
+            window_groups: &self.window_groups,
         }
     }
 }
@@ -206,6 +211,7 @@ pub fn profile(
         warnings,
         sampling,
         contexts: stacks.and_then(|(sc, every)| samples.and_then(|r| sc.collected(r, every))),
+        window_groups: collected.window_groups.to_vec(),
     };
     let mut profile = instrumented.decode(collected.counters, outcome, lines);
     if let Some(ir) = intervals {

@@ -10,6 +10,10 @@
 //! instrumented copy from its next check until the window closes. Each window opens at a
 //! random point of its epoch ([`WindowPhase`]): stratified sampling in time, so a program
 //! whose own period divides the epoch is not always seen at the same point of its cycle.
+//! After each window it also reads what the window counted into one of several random
+//! groups ([`groups`]), whose spread says how sure each branch's bias is.
+
+mod groups;
 
 use crate::memview::MemView;
 use crate::pick::Pick;
@@ -35,6 +39,10 @@ pub struct EphemeralConfig {
     /// Windows: the flag at `budgets` is a word of the program's memory 0, not of
     /// pepper's (`pepper_layout::Guest::guest_flag`).
     pub in_guest_memory: bool,
+    /// Windows: the bytes of pepper's memory from address 0 that hold counters
+    /// (`pepper_layout::MemoryLayout::size`), read after windows into random groups
+    /// ([`groups`]); 0: not read.
+    pub counter_bytes: u64,
 }
 
 /// Where in its epoch an ephemeral window opens.
@@ -74,7 +82,7 @@ pub struct WindowTime {
 }
 
 /// What the armer thread did.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Armed {
     pub(crate) epochs: u64,
     /// Windows: how long they were open.
@@ -83,6 +91,19 @@ pub(crate) struct Armed {
     /// program wrote it (a flag in its memory, [`EphemeralConfig::in_guest_memory`]); the
     /// thread stopped writing it from then on.
     pub(crate) overwritten: bool,
+    /// Windows: what they counted, in random groups.
+    pub(crate) groups: Option<groups::WindowGroups>,
+}
+
+impl Armed {
+    /// The windows' random groups as images of pepper's memory, given its copy at the
+    /// run's end (empty without windows or their groups).
+    pub(crate) fn window_groups(&mut self, end: Option<&[u8]>) -> Vec<Vec<u8>> {
+        match (self.groups.take(), end) {
+            (Some(g), Some(end)) => g.into_images(end),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// The running armer thread; `finish` says what it did.
@@ -91,16 +112,21 @@ pub(crate) struct Armer(Worker<Armed>);
 impl Armer {
     /// Arms every budget (or, in windows, opens the first window) now, so the first epoch
     /// starts with the guest, and again every epoch. Called on the guest's thread (windows
-    /// read its CPU clock). The caller keeps pepper's memory alive until `finish`.
-    pub(crate) fn start(mem: MemView, cfg: EphemeralConfig) -> Armer {
+    /// read its CPU clock). `mem` holds the budgets or the flag, `counters` is pepper's
+    /// memory, for the windows' groups. The caller keeps both alive until `finish`.
+    pub(crate) fn start(mem: MemView, counters: Option<MemView>, cfg: EphemeralConfig) -> Armer {
         if let Some(window) = cfg.window {
             let clock = ThreadCpuClock::current();
+            let mut pick = Pick(Pick::SEED);
+            let groups = counters
+                .filter(|_| cfg.counter_bytes > 0)
+                .map(|c| groups::WindowGroups::new(c, cfg.counter_bytes, &mut pick));
             let open = mem.cas_u32(cfg.budgets, 0, 1);
             let opened = Opened::now(clock);
             return Armer(Worker::spawn(
                 "pepper-epochs",
                 move |stop: &Stop| match open {
-                    true => windows(mem, &cfg, window, stop, clock, opened),
+                    true => windows(mem, &cfg, window, stop, clock, opened, pick, groups),
                     false => Armed {
                         overwritten: true,
                         ..Armed::default()
@@ -151,7 +177,9 @@ impl Opened {
 /// the value this thread left in it: a flag in the program's memory that the program
 /// wrote (a write through a null pointer, say) is left as the program wrote it, and
 /// the windows end there. With the guest's CPU `clock`, each window's CPU time is read
-/// as it opens and closes (two clock reads an epoch, on this thread).
+/// as it opens and closes (two clock reads an epoch, on this thread). Each closed window
+/// goes to `groups`.
+#[allow(clippy::too_many_arguments)]
 fn windows(
     mem: MemView,
     cfg: &EphemeralConfig,
@@ -159,11 +187,12 @@ fn windows(
     stop: &Stop,
     clock: Option<ThreadCpuClock>,
     mut opened: Opened,
+    mut pick: Pick,
+    mut groups: Option<groups::WindowGroups>,
 ) -> Armed {
     crate::worker::least_timer_slack();
     let first = opened;
     let cpu = || clock.and_then(ThreadCpuClock::now);
-    let mut pick = Pick(Pick::SEED);
     // `on_cpu` turns unknown for good once any read of the clock fails.
     let (mut epochs, mut on, mut on_cpu) = (1u32, Duration::ZERO, Some(Duration::ZERO));
     loop {
@@ -177,7 +206,7 @@ fn windows(
         };
         // The next epoch's window; at once if this thread fell behind.
         let at = first.wall + cfg.epoch * epochs + cfg.phase.offset(&mut pick, cfg.epoch, window);
-        let armed = |overwritten| {
+        let armed = |overwritten, groups| {
             // The guest's CPU time from the first window on (zero, like the windows',
             // where it is unknown).
             let (guest_cpu, cpu) = match (cpu().or(closed_cpu), first.cpu, on_cpu) {
@@ -192,16 +221,20 @@ fn windows(
                     guest_cpu,
                 },
                 overwritten,
+                groups,
             }
         };
         if !closed {
-            return armed(true);
+            return armed(true, groups);
+        }
+        if let Some(g) = &mut groups {
+            g.window_closed(&mut pick);
         }
         if stopped || stop.sleep_until(at) {
-            return armed(false);
+            return armed(false, groups);
         }
         if !mem.cas_u32(cfg.budgets, 0, 1) {
-            return armed(true);
+            return armed(true, groups);
         }
         opened = Opened::now(clock);
         epochs += 1;

@@ -213,6 +213,9 @@ pub struct RunResult {
     /// The program wrote the switch's flag word in its memory 0 (see
     /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
     pub flag_overwritten: bool,
+    /// Ephemeral in windows: the windows' counts in random groups (see
+    /// [`Collected::window_groups`](crate::Collected::window_groups)).
+    pub window_groups: Vec<Vec<u8>>,
 }
 
 impl RunResult {
@@ -383,6 +386,7 @@ impl Prepared {
             epochs: collected.epochs,
             windows: collected.windows,
             flag_overwritten: collected.flag_overwritten,
+            window_groups: collected.window_groups,
         })
     }
 

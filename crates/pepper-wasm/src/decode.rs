@@ -26,6 +26,11 @@ pub struct RunOutcome {
     pub sampling: Option<(Sampling, Vec<(u64, u64)>)>,
     /// The PCCT the host sampler built from the shadow stack.
     pub contexts: Option<SampledContexts>,
+    /// Ephemeral in windows: what the windows counted, split into random groups by the
+    /// runtime, each an image of pepper's memory holding only its group's counts (they
+    /// sum to the counters). Their spread gives each branch's `bias_margin`
+    /// (`decode::ephemeral`); empty: binomial margins.
+    pub window_groups: Vec<Vec<u8>>,
 }
 
 use pepper_layout::{read_u32, read_u64};
@@ -167,6 +172,7 @@ impl Plan {
     ) -> Profile {
         let mut warnings = self.warnings.clone();
         warnings.extend(outcome.warnings);
+        let window_groups = outcome.window_groups;
         let empty = Vec::new();
         let mem = mem.unwrap_or(&empty);
         let branches = self.branches(mem, location);
@@ -219,7 +225,7 @@ impl Plan {
             }
         }
         if self.mode == Mode::Ephemeral {
-            ephemeral::estimate(self, mem, &mut profile);
+            ephemeral::estimate(self, mem, &window_groups, &mut profile);
         }
         profile
     }
@@ -227,12 +233,37 @@ impl Plan {
     /// Every branch of the module, with its outcome counts (exact edges and ephemeral
     /// copies counting edges; the other modes derive them from paths later).
     fn branches(&self, mem: &[u8], location: &dyn Fn(u64) -> Option<String>) -> Vec<Branch> {
+        let mut counts = self.branch_counts(mem).into_iter();
         let mut branches = Vec::with_capacity(self.num_branches as usize);
+        for fp in &self.functions {
+            let Some(a) = &fp.analysis else { continue };
+            for (i, s) in a.sites.iter().enumerate() {
+                branches.push(Branch {
+                    id: fp.first_branch + i as u32,
+                    func: fp.index.0,
+                    offset: s.offset,
+                    kind: s.kind,
+                    outcomes: s.outcomes.clone(),
+                    counts: counts.next().unwrap_or_default(),
+                    location: location(s.offset),
+                    inlined: Vec::new(),
+                    recorded: None,
+                    bias_margin: None,
+                });
+            }
+        }
+        branches
+    }
+
+    /// Every branch's outcome counts in `mem`, in branch id order (zeros in modes that
+    /// derive them from paths).
+    pub(crate) fn branch_counts(&self, mem: &[u8]) -> Vec<Vec<u64>> {
         let edge_counts = match self.mode {
             Mode::ExactEdges => self.all_edge_counts(mem),
             Mode::Ephemeral if self.ephemeral_edges => self.all_edge_counts(mem),
             _ => Vec::new(),
         };
+        let mut out = Vec::with_capacity(self.num_branches as usize);
         for (k, fp) in self.functions.iter().enumerate() {
             let Some(a) = &fp.analysis else { continue };
             let mut site_counts: Vec<Vec<u64>> =
@@ -244,22 +275,9 @@ impl Plan {
                     }
                 }
             }
-            for (i, (s, counts)) in a.sites.iter().zip(site_counts).enumerate() {
-                branches.push(Branch {
-                    id: fp.first_branch + i as u32,
-                    func: fp.index.0,
-                    offset: s.offset,
-                    kind: s.kind,
-                    outcomes: s.outcomes.clone(),
-                    counts,
-                    location: location(s.offset),
-                    inlined: Vec::new(),
-                    recorded: None,
-                    bias_margin: None,
-                });
-            }
+            out.extend(site_counts);
         }
-        branches
+        out
     }
 
     /// Every counted path: array slots, the hash table and caches, PEP's samples.

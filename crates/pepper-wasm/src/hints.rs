@@ -63,7 +63,8 @@ pub struct HintSummary {
     pub hinted: usize,
     /// Branches executed fewer than `min_count` times.
     pub rare: usize,
-    /// Branches without a clear enough bias.
+    /// Branches without a clear enough bias: under `min_bias`, or (in a profile with
+    /// `bias_margin`s) with even odds inside the margin.
     pub unbiased: usize,
     /// `br_if`s biased towards not jumping, left out by `unlikely_br_if`.
     pub unlikely_br_if: usize,
@@ -160,7 +161,10 @@ pub fn choose(
         }
         let likely = 2 * taken >= total;
         let bias = taken.max(total - taken) as f64 / total as f64;
-        if bias < opts.min_bias {
+        // An ephemeral profile says how sure each bias is: a direction within its margin
+        // of even is no direction at all, however many outcomes it rests on.
+        let sure = b.bias_margin.is_none_or(|m| bias - m > 0.5);
+        if bias < opts.min_bias || !sure {
             summary.unbiased += 1;
             continue;
         }
@@ -445,6 +449,22 @@ pub(crate) mod tests {
                 tables: 0
             }
         );
+    }
+
+    /// A bias the profile itself is unsure of (its margin reaches even odds) gets no
+    /// hint; the same counts with a narrow margin do.
+    #[test]
+    fn a_bias_within_its_margin_of_even_is_left_out() {
+        let wasm = wat::parse_str(WAT).unwrap();
+        let found = branches(&wasm);
+        let mut profile = with_counts(&found, [[990, 10], [5, 995], [10, 0]]);
+        profile[0].bias_margin = Some(0.6);
+        let (hints, summary) = choose(&wasm, &profile, &HintOptions::default()).unwrap();
+        assert!(hints.is_empty());
+        assert_eq!(summary.unbiased, 1);
+        profile[0].bias_margin = Some(0.02);
+        let (hints, _) = choose(&wasm, &profile, &HintOptions::default()).unwrap();
+        assert_eq!(hints.len(), 1);
     }
 
     #[test]

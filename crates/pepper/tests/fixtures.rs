@@ -560,6 +560,18 @@ fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
         (0.3..=0.7).contains(&share),
         "the windows saw {got:?} of `phase`'s outcomes: {share:.3} in its first half"
     );
+    // How sure that is: the windows are some 200 samples of the program's rhythm, not
+    // the tens of thousands of independent outcomes they recorded. The margin from the
+    // windows' random groups says so (0.09-0.10 measured on about 70,000 outcomes),
+    // where a binomial one would claim under 0.01.
+    let idx = function_index(&eph, "phase");
+    let b = eph.branches.iter().find(|b| b.func == idx).unwrap();
+    let (recorded, margin) = (b.recorded.unwrap(), b.bias_margin.unwrap());
+    let binomial = 1.96 * (0.25 / recorded as f64).sqrt();
+    assert!(
+        (0.03..0.3).contains(&margin) && margin > 4.0 * binomial,
+        "margin {margin:.4} on {recorded} outcomes (binomial {binomial:.4})"
+    );
 }
 
 /// Ephemeral windows mostly find `$work` inside its long loop and enter its instrumented

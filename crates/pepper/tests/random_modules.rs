@@ -458,6 +458,7 @@ fn random_modules_behave_identically_and_profile_consistently() {
                 warnings: Vec::new(),
                 sampling: None,
                 contexts: None,
+                window_groups: Vec::new(),
             };
             if opts.mode == Mode::ExactEdges && !trapped {
                 given += inst.plan.given_entries.order.len();

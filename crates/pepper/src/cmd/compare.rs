@@ -175,6 +175,13 @@ fn text(acc: &Accuracy, reference: &Profile, estimate: &Profile, top: usize) -> 
         acc.hot_branches,
         pct(acc.hot_biases_within_5pt)
     );
+    if acc.hot_biases_within_margin.is_some() {
+        let _ = writeln!(
+            s,
+            "  within the estimate's own 95% margins:            {}",
+            pct(acc.hot_biases_within_margin)
+        );
+    }
     let _ = writeln!(
         s,
         "branch count error:                                 {}\n",

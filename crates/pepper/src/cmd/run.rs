@@ -99,7 +99,9 @@ pub struct Args {
     /// long once in each --epoch, at a random point of it (so a program with a rhythm of
     /// its own is not always seen at one point of it), e.g. `250us`. Clean code counts
     /// nothing, and the counts are the windows' executions scaled by the guest's CPU time
-    /// over theirs.
+    /// over theirs. Each branch also gets `recorded` (the outcomes the windows saw) and
+    /// `bias_margin`, a 95% margin of its bias from how much 16 random groups of windows
+    /// disagree (a bias that drifts over the run is less sure than its many outcomes say).
     /// Default 50 µs. The clean code's checks are most of what windows cost, so more
     /// windows cost little more and see more (bench/results/ephemeral-epoch.md: 50 µs
     /// every 1 ms, the default, +2.5% at 95.6% of the hot branches' biases
