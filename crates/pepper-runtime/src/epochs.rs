@@ -120,7 +120,7 @@ impl Armer {
             let mut pick = Pick(Pick::SEED);
             let groups = counters
                 .filter(|_| cfg.counter_bytes > 0)
-                .map(|c| groups::WindowGroups::new(c, cfg.counter_bytes, &mut pick));
+                .and_then(|c| groups::WindowGroups::new(c, cfg.counter_bytes, &mut pick));
             let open = mem.cas_u32(cfg.budgets, 0, 1);
             let opened = Opened::now(clock);
             return Armer(Worker::spawn(

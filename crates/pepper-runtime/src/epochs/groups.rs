@@ -29,6 +29,10 @@ pub(crate) const GROUPS: usize = 16;
 /// The share of this thread's time that reading counters may take.
 const PASS_SHARE: u32 = 50;
 
+/// Counters beyond this many bytes get no groups (binomial margins only): the groups
+/// hold [`GROUPS`] copies of them.
+const MAX_BYTES: u64 = 8 << 20;
+
 /// The counters' deltas so far, per group.
 pub(crate) struct WindowGroups {
     view: MemView,
@@ -48,8 +52,11 @@ pub(crate) struct WindowGroups {
 
 impl WindowGroups {
     /// Groups over the first `bytes` of `view` (pepper's memory in use), the counters as
-    /// they are now (before the first window) their zero.
-    pub(crate) fn new(view: MemView, bytes: u64, pick: &mut Pick) -> WindowGroups {
+    /// they are now (before the first window) their zero; `None` over [`MAX_BYTES`].
+    pub(crate) fn new(view: MemView, bytes: u64, pick: &mut Pick) -> Option<WindowGroups> {
+        if bytes > MAX_BYTES {
+            return None;
+        }
         let words = (bytes as usize / 8).min(view.len / 8);
         let mut last = Vec::with_capacity(words);
         let start = Instant::now();
@@ -66,7 +73,7 @@ impl WindowGroups {
             pass: start.elapsed(),
         };
         g.shuffle(pick);
-        g
+        Some(g)
     }
 
     /// A window has just closed: ends the current batch if reads are due.
@@ -142,7 +149,7 @@ mod tests {
             len: 32,
         };
         let mut pick = Pick(Pick::SEED);
-        let mut g = WindowGroups::new(view, 32, &mut pick);
+        let mut g = WindowGroups::new(view, 32, &mut pick).unwrap();
         g.pass = Duration::ZERO; // a read after every window
         for batch in 0..2 * GROUPS as u64 {
             words[1].fetch_add(1, Relaxed);
