@@ -603,13 +603,18 @@ fn branches_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
         }
         let outs: Vec<String> = outs.into_iter().map(|o| o.1).collect();
         let loc = b.place().map(|l| format!("  {l}")).unwrap_or_default();
+        // A sampled bias says how sure it is (ephemeral profiles' 95% margins).
+        let margin = (b.bias_margin)
+            .map(|m| format!(" (±{:.1} points)", m * 100.0))
+            .unwrap_or_default();
         let _ = writeln!(
             o,
-            "{:>14}  {:<8} {:>#10x}  {}  in {}{}",
+            "{:>14}  {:<8} {:>#10x}  {}{}  in {}{}",
             total,
             b.kind.name(),
             b.offset,
             outs.join(", "),
+            margin,
             p.function_name(b.func),
             loc
         );

@@ -69,6 +69,11 @@ fn ephemeral_windows_say_how_much_of_the_run_they_saw() {
         "{t}"
     );
     assert!(!t.contains("PEP("), "{t}");
+    // Each sampled bias says how sure it is; exact ones say nothing.
+    assert!(!t.contains('±'), "{t}");
+    p.branches[0].bias_margin = Some(0.116);
+    let t = text(&p, &ReportOptions::default());
+    assert!(t.contains("(±11.6 points)"), "{t}");
 }
 
 /// A sampled tree's line says how long native samples' signals took to reach the
