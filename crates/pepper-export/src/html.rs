@@ -272,8 +272,12 @@ fn sources(o: &mut String, p: &Profile, opts: &HtmlOptions) {
                             .filter(|(_, &c)| c > 0)
                             .map(|(n, &c)| format!("{n} {:.0}%", pct(c, total)))
                             .collect();
+                        // A sampled bias's 95% margin (ephemeral profiles).
+                        let margin = (b.bias_margin)
+                            .map(|m| format!(" (&plusmn;{:.0} points)", m * 100.0))
+                            .unwrap_or_default();
                         format!(
-                            "{} {total}&times;: {}",
+                            "{} {total}&times;: {}{margin}",
                             b.kind.name(),
                             esc(&outs.join(", "))
                         )
@@ -456,4 +460,38 @@ fn timeline(o: &mut String, p: &Profile) {
         }
     }
     o.push_str("</svg></section>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The source view gives a sampled bias its margin, and an exact one none.
+    #[test]
+    fn source_view_shows_sampled_biases_margins() {
+        let branch = |id: u32, margin: Option<f64>| {
+            serde_json::json!({"id": id, "func": 1, "offset": 40 + id, "kind": "if",
+                "outcomes": ["taken", "not-taken"], "counts": [75, 25],
+                "location": format!("/src/a.c:{}", 10 + id), "recorded": 100,
+                "bias_margin": margin})
+        };
+        let p: Profile = serde_json::from_value(serde_json::json!({
+            "format": "pepper-profile", "version": 3, "mode": "ephemeral",
+            "module": {"path": "m.wasm", "sha256": "00", "size": 10},
+            "run": {"args": [], "exit_code": 0, "trap": null,
+                    "instrument_ms": 0.0, "compile_ms": 0.0, "run_ms": 1.0},
+            "functions": [{"index": 1, "name": "f", "instrumented": true, "skipped": null,
+                           "num_paths": null, "counting": null, "truncated_nodes": 0}],
+            "branches": [branch(0, Some(0.116)), branch(1, None)],
+            "paths": [], "lost": {"hash_overflow": 0}, "warnings": []
+        }))
+        .unwrap();
+        let mut o = String::new();
+        sources(&mut o, &p, &HtmlOptions::default());
+        assert!(
+            o.contains("taken 75%, not-taken 25% (&plusmn;12 points)"),
+            "{o}"
+        );
+        assert_eq!(o.matches("&plusmn;").count(), 1, "{o}");
+    }
 }
