@@ -328,7 +328,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         for round in 0..=rounds {
             let results = shuffled(&mut variants, round, |v| {
                 let c = &v.config;
-                let cfg = w
+                let mut cfg = w
                     .options(
                         c.instrument_options(),
                         pepper_runtime::SamplingOptions {
@@ -340,7 +340,6 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                         },
                     )
                     .run_config(&v.inst);
-                let mut cfg = cfg;
                 if let (Some(e), false) = (&mut cfg.ephemeral, c.groups) {
                     e.counter_bytes = 0;
                 }

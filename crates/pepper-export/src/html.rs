@@ -475,17 +475,10 @@ mod tests {
                 "location": format!("/src/a.c:{}", 10 + id), "recorded": 100,
                 "bias_margin": margin})
         };
-        let p: Profile = serde_json::from_value(serde_json::json!({
-            "format": "pepper-profile", "version": 3, "mode": "ephemeral",
-            "module": {"path": "m.wasm", "sha256": "00", "size": 10},
-            "run": {"args": [], "exit_code": 0, "trap": null,
-                    "instrument_ms": 0.0, "compile_ms": 0.0, "run_ms": 1.0},
-            "functions": [{"index": 1, "name": "f", "instrumented": true, "skipped": null,
-                           "num_paths": null, "counting": null, "truncated_nodes": 0}],
-            "branches": [branch(0, Some(0.116)), branch(1, None)],
-            "paths": [], "lost": {"hash_overflow": 0}, "warnings": []
-        }))
-        .unwrap();
+        let p = crate::testing::one_function(
+            "ephemeral",
+            vec![branch(0, Some(0.116)), branch(1, None)],
+        );
         let mut o = String::new();
         sources(&mut o, &p, &HtmlOptions::default());
         assert!(

@@ -14,6 +14,8 @@
 mod firefox;
 mod html;
 mod pprof;
+#[cfg(test)]
+mod testing;
 
 pub use firefox::firefox;
 pub use html::{html, HtmlOptions};

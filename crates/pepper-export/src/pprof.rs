@@ -364,17 +364,13 @@ mod tests {
             serde_json::json!({"id": id, "func": 1, "offset": 40 + id, "kind": "br_if",
                 "outcomes": ["taken", "not-taken"], "counts": counts, "location": loc})
         };
-        serde_json::from_value(serde_json::json!({
-            "format": "pepper-profile", "version": 3, "mode": "exact-edges",
-            "module": {"path": "m.wasm", "sha256": "00", "size": 10},
-            "run": {"args": [], "exit_code": 0, "trap": null,
-                    "instrument_ms": 0.0, "compile_ms": 0.0, "run_ms": 1.0},
-            "functions": [{"index": 1, "name": "f", "instrumented": true, "skipped": null,
-                           "num_paths": null, "counting": null, "truncated_nodes": 0}],
-            "branches": [branch(0, "/src/a.c:10", [2, 3]), branch(1, "/src/a.c:7", [40, 10])],
-            "paths": [], "lost": {"hash_overflow": 0}, "warnings": []
-        }))
-        .unwrap()
+        crate::testing::one_function(
+            "exact-edges",
+            vec![
+                branch(0, "/src/a.c:10", [2, 3]),
+                branch(1, "/src/a.c:7", [40, 10]),
+            ],
+        )
     }
 
     #[test]

@@ -118,9 +118,8 @@ impl Armer {
         if let Some(window) = cfg.window {
             let clock = ThreadCpuClock::current();
             let mut pick = Pick(Pick::SEED);
-            let groups = counters
-                .filter(|_| cfg.counter_bytes > 0)
-                .and_then(|c| groups::WindowGroups::new(c, cfg.counter_bytes, &mut pick));
+            let groups =
+                counters.and_then(|c| groups::WindowGroups::new(c, cfg.counter_bytes, &mut pick));
             let open = mem.cas_u32(cfg.budgets, 0, 1);
             let opened = Opened::now(clock);
             return Armer(Worker::spawn(

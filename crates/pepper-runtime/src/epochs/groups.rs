@@ -52,9 +52,10 @@ pub(crate) struct WindowGroups {
 
 impl WindowGroups {
     /// Groups over the first `bytes` of `view` (pepper's memory in use), the counters as
-    /// they are now (before the first window) their zero; `None` over [`MAX_BYTES`].
+    /// they are now (before the first window) their zero; `None` for none or over
+    /// [`MAX_BYTES`].
     pub(crate) fn new(view: MemView, bytes: u64, pick: &mut Pick) -> Option<WindowGroups> {
-        if bytes > MAX_BYTES {
+        if bytes == 0 || bytes > MAX_BYTES {
             return None;
         }
         let words = (bytes as usize / 8).min(view.len / 8);
