@@ -36,9 +36,6 @@ struct Spec {
     switch: Option<pepper_wasm::switch::SwitchPlacement>,
     /// wasmtime's guest profiler at this period.
     guest_profiler: Option<Duration>,
-    /// The switch's flag in the program's memory where its layout allows
-    /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
-    guest_flag: bool,
     /// `InstrumentOptions::switch_nest_entries`.
     nest_entries: bool,
     /// `InstrumentOptions::switch_resume`.
@@ -59,7 +56,6 @@ fn specs() -> Vec<Spec> {
         bursts: crate::specs::PEP_INTERVAL,
         switch: None,
         guest_profiler: None,
-        guest_flag: true,
         nest_entries: true,
         resume: true,
         what: "uninstrumented",
@@ -293,26 +289,6 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
-            label: "pep+native-500us+switch-shallow, flag in pepper's memory",
-            mode: Mode::Pep,
-            interval: Some(Duration::from_micros(500)),
-            bursts: Duration::from_micros(500),
-            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            guest_flag: false,
-            what: "pep+native-500us+switch-shallow with the switch's flag in pepper's memory, as before it could live in the program's",
-            ..native.clone()
-        },
-        Spec {
-            label: "pep+switch-shallow-500us, flag in pepper's memory",
-            mode: Mode::Pep,
-            interval: Some(Duration::from_micros(500)),
-            bursts: Duration::from_micros(500),
-            switch: Some(pepper_wasm::switch::SwitchPlacement::Shallow),
-            guest_flag: false,
-            what: "pep+switch-shallow-500us with the flag in pepper's memory",
-            ..base.clone()
-        },
-        Spec {
             label: "pep+switch-shallow-500us",
             mode: Mode::Pep,
             interval: Some(Duration::from_micros(500)),
@@ -450,7 +426,6 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 call_log_log2: spec.windows.then_some(14),
                 path_windows: spec.path_windows,
                 switch: spec.switch,
-                guest_flag: spec.guest_flag,
                 switch_nest_entries: spec.nest_entries,
                 switch_resume: spec.resume,
                 ..Default::default()

@@ -32,9 +32,6 @@ struct Config {
     placement: Option<SwitchPlacement>,
     /// Where in its epoch a window opens.
     phase: WindowPhase,
-    /// Windows' flag in the program's memory where its layout allows
-    /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
-    guest_flag: bool,
     /// `InstrumentOptions::switch_handover_at_start`.
     handover_at_start: bool,
     /// `InstrumentOptions::ephemeral_gate` and `InstrumentOptions::switch_nest_entries`
@@ -63,7 +60,6 @@ impl Config {
             window: None,
             placement: None,
             phase: WindowPhase::default(),
-            guest_flag: true,
             handover_at_start: false,
             gated: true,
             resume: true,
@@ -102,7 +98,6 @@ impl Config {
             mode: self.mode,
             ephemeral_windows: self.window.is_some(),
             switch: self.placement,
-            guest_flag: self.guest_flag,
             switch_handover_at_start: self.handover_at_start,
             ephemeral_gate: self.gated,
             switch_nest_entries: self.gated,
@@ -168,14 +163,6 @@ fn configs() -> Vec<Config> {
         Config::windows(50, ms(2), SwitchPlacement::Outer)
             .but(" at epoch starts", |c| c.phase = WindowPhase::Start),
     );
-    // The default and its floor with the flag in pepper's memory, as before the flag could
-    // live in the program's.
-    for us in [0, 50] {
-        configs.push(
-            Config::windows(us, ms(2), SwitchPlacement::Outer)
-                .but(", flag in pepper's memory", |c| c.guest_flag = false),
-        );
-    }
     configs.push(Config::windows(0, ms(2), SwitchPlacement::Outer));
     configs.push(Config::windows(100, ms(4), SwitchPlacement::Outer));
     // A higher duty cycle, by longer windows or by more of them (1 ms: `pepper run`'s

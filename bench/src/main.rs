@@ -113,7 +113,6 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         loop_counts: spec.loop_counts,
         switch: spec.switch,
         switch_hints: spec.switch_hints,
-        guest_flag: spec.guest_flag,
         switch_handover_at_start: spec.handover_at_start,
         switch_nest_entries: spec.nest_entries,
         switch_resume: spec.resume,

@@ -66,9 +66,6 @@ pub(crate) struct Spec {
     pub(crate) switch: Option<SwitchPlacement>,
     /// Switch: hint the checks unlikely (`InstrumentOptions::switch_hints`).
     pub(crate) switch_hints: bool,
-    /// The switch's flag in the program's memory where its layout allows
-    /// (`InstrumentOptions::guest_flag`), as `pepper run` keeps it.
-    pub(crate) guest_flag: bool,
     /// Switch: the copies take a loop's locals over at their start
     /// (`InstrumentOptions::switch_handover_at_start`), as before they took them in front
     /// of the loop.
@@ -105,7 +102,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         interval: INTERVAL,
         switch: None,
         switch_hints: true,
-        guest_flag: true,
         handover_at_start: false,
         nest_entries: true,
         resume: true,
@@ -198,10 +194,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         switched("switch-deep-never", None, SwitchPlacement::Deep, "PEP with switchable instrumentation, the flag checked where switch-shallow-never checks it (the two differ in where the instrumented copy leaves), never set"),
         switched("switch-all-never", None, SwitchPlacement::All, "PEP with switchable instrumentation, the flag checked at entries and every loop header, never set"),
         Spec {
-            guest_flag: false,
-            ..switched("switch-shallow-never, flag in pepper's memory", None, SwitchPlacement::Shallow, "as switch-shallow-never with the flag in pepper's memory, as before it could live in the program's (whose memory base the program's loops keep anyway)")
-        },
-        Spec {
             switch_hints: false,
             ..switched("switch-outer-never-unhinted", None, SwitchPlacement::Outer, "as switch-outer-never without branch hints on the checks (the engine lays out their switching code in line)")
         },
@@ -216,11 +208,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             interval: Duration::from_micros(500),
             ..switched("pep(64,17)+switch-shallow@500us", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow with bursts every 500 µs, half as many (and checks at every loop nest, entering only)")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
-            guest_flag: false,
-            ..switched("pep(64,17)+switch-shallow@500us, flag in pepper's memory", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us with the flag in pepper's memory")
         },
         Spec {
             interval: Duration::from_micros(500),

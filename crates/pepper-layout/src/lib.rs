@@ -19,10 +19,6 @@ use std::collections::HashMap;
 /// Name of the exported memory that holds pepper's counters.
 pub const COUNTERS_EXPORT: &str = "pepper:counters";
 
-/// Name under which an instrumented module also exports the program's memory 0 when
-/// the switch keeps its flag there ([`Guest::guest_flag`]).
-pub const GUEST_MEMORY_EXPORT: &str = "pepper:guest-memory";
-
 /// log2 of PEP's ring length with path windows, at least: each stack sample copies the
 /// ring (4,096 path ends, 32 KB; Lua completes that many in about 4 µs). Measured on Lua
 /// at 1 ms: windows of 16,384 path ends placed no more calls correctly (call overlap
@@ -84,10 +80,6 @@ pub struct Guest {
     /// Ephemeral in windows: `layout.switch_flag` is one module-wide flag, not a budget
     /// per function.
     pub ephemeral_windows: bool,
-    /// A module-wide switch flag (PEP's bursts, ephemeral windows) is this word of the
-    /// program's memory 0 (exported as [`GUEST_MEMORY_EXPORT`]) instead of
-    /// `layout.switch_flag`; PEP's burst limit stays in pepper's memory.
-    pub guest_flag: Option<u32>,
     /// What the guest keeps for calling contexts.
     pub contexts: ContextMode,
     /// Functions in the original module, imports included (pepper's own come after).

@@ -5,6 +5,7 @@
 //! is recorded so that anything that does read the module (DWARF lookup, re-instrumentation
 //! with a guide) can refuse a mismatch. See `docs/profile-format.md` for the schema.
 
+pub mod blind;
 pub mod compare;
 pub mod context_accuracy;
 mod contexts;

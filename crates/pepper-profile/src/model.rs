@@ -103,6 +103,11 @@ pub struct Function {
     /// its counter when the loop was left (no memory increment per iteration).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub register_loops: Option<u32>,
+    /// Sampled modes: the function has far more of the stack samples' self time than
+    /// of the path or branch estimate, so its counts are not to be trusted; why, where
+    /// pepper knows ([`crate::blind`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_sampled: Option<String>,
 }
 
 /// The kind of a branch instruction.
@@ -257,11 +262,16 @@ pub struct Sampling {
     /// last tick); empty in profiles from before the choice existed (they used `ticks`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub weights: String,
-    /// Ring design, rate weights: ticks at which the guest completed no path while the
-    /// sampler watched its rate (in a host call, or not running); their bursts weigh
-    /// nothing. Absent when zero and in older profiles.
+    /// Ring design, rate weights: ticks at which the guest ran but completed no path
+    /// while the sampler watched its rate (in a host call); their bursts weigh nothing.
+    /// Absent when zero and in older profiles.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub idle_ticks: u64,
+    /// Ring design, rate weights: ticks at which the guest hardly ran while watched (it
+    /// waited for a core, or slept in a host call), judged by its thread's CPU clock: no
+    /// burst, and the next burst stands for its work meanwhile. Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub off_cpu_ticks: u64,
     /// Switchable instrumentation: where clean code checks the flag (`entries`, `outer`,
     /// `loops`); empty when the instrumented code always runs.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -72,6 +72,9 @@ pub struct JsonFunction {
     /// Targeted mode only: loops whose most frequent path was counted in a local.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub register_loops: Option<u32>,
+    /// Sampled modes: why the path and branch counts miss this function's time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub under_sampled: Option<String>,
 }
 
 #[derive(Serialize, Debug)]
@@ -152,6 +155,7 @@ pub fn json(p: &Profile) -> JsonReport<'_> {
                 obvious_paths: f.obvious_paths,
                 uninstrumented_edges: f.uninstrumented_edges,
                 register_loops: f.register_loops,
+                under_sampled: f.under_sampled.clone(),
             }
         })
         .collect();
@@ -349,8 +353,11 @@ fn sampling_how(p: &Profile, s: &crate::Sampling) -> String {
             "" | "ticks" => ", bursts weighted by the path ends since the last tick",
             _ => "",
         };
-        let idle = if s.idle_ticks > 0 {
-            format!(" ({} with the guest idle, weighing nothing)", s.idle_ticks)
+        let idle = if s.idle_ticks > 0 || s.off_cpu_ticks > 0 {
+            format!(
+                " ({} with the guest idle, weighing nothing; {} with it off its CPU)",
+                s.idle_ticks, s.off_cpu_ticks
+            )
         } else {
             String::new()
         };
@@ -655,12 +662,21 @@ fn contexts_text(o: &mut String, p: &Profile, opts: &ReportOptions) {
             let total: u64 = c.hot_functions.iter().map(|h| h.self_us).sum();
             let _ = writeln!(o, "Hot functions (sampled self time)");
             for h in c.hot_functions.iter().take(opts.top_functions) {
+                let blind = p
+                    .functions
+                    .iter()
+                    .any(|f| f.index == h.func && f.under_sampled.is_some());
                 let _ = writeln!(
                     o,
-                    "  {:>10.1} ms {:>5.1}%  {}",
+                    "  {:>10.1} ms {:>5.1}%  {}{}",
                     h.self_us as f64 / 1e3,
                     pct(h.self_us, total),
-                    p.function_name(h.func)
+                    p.function_name(h.func),
+                    if blind {
+                        "  [under-sampled: its path and branch counts miss it]"
+                    } else {
+                        ""
+                    }
                 );
             }
         }

@@ -28,16 +28,6 @@ pub struct AttachConfig {
     pub early_stop: Option<EarlyStop>,
 }
 
-impl AttachConfig {
-    /// Whether some thread writes a flag in the program's memory 0.
-    fn flag_in_guest_memory(&self) -> bool {
-        let sampler = self.sampler.as_ref().and_then(|s| s.switch);
-        self.ephemeral.as_ref().is_some_and(|e| e.in_guest_memory)
-            || sampler.is_some_and(|w| w.flag.in_guest_memory)
-            || self.switch_on.is_some_and(|w| w.in_guest_memory)
-    }
-}
-
 /// Why a run was stopped early.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum StopReason {
@@ -154,8 +144,6 @@ pub(crate) struct Attached {
     memory: Option<MemView>,
     sampler: Arc<Mutex<Option<sampler::Sampler>>>,
     armer: Option<epochs::Armer>,
-    /// `AttachConfig::switch_on` found the flag written by the program.
-    always_on_overwritten: bool,
 }
 
 /// What profiling collected.
@@ -169,10 +157,6 @@ pub struct Collected {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows: WindowTime,
-    /// The program wrote the switch's flag word (in its own memory 0), and pepper left
-    /// it as the program wrote it: ephemeral windows stopped there, PEP's bursts ran
-    /// whenever the program's value said so.
-    pub flag_overwritten: bool,
     /// Ephemeral in windows: what the windows counted, split into random groups, each an
     /// image of pepper's memory holding its group's counts (they sum to `counters`); see
     /// `pepper_wasm::RunOutcome::window_groups`.
@@ -190,14 +174,13 @@ impl Attached {
         code_map: &OnceLock<native::CodeMap>,
     ) -> Result<Attached> {
         let memory = views.counters;
-        let always_on_overwritten = match cfg.switch_on {
-            Some(word) => !Flag::new(word, views)?.set(true),
-            None => false,
-        };
+        if let Some(word) = cfg.switch_on {
+            Flag::new(word, memory)?.set(true);
+        }
         let armer = match &cfg.ephemeral {
             Some(e) => {
-                let mem = views.holding(e.in_guest_memory).context("ephemeral")?;
-                Some(epochs::Armer::start(mem, views.counters, e.clone()))
+                let mem = memory.context("ephemeral: the module has no counters memory")?;
+                Some(epochs::Armer::start(mem, e.clone()))
             }
             None => None,
         };
@@ -215,7 +198,6 @@ impl Attached {
             memory,
             sampler,
             armer,
-            always_on_overwritten,
         })
     }
 
@@ -237,9 +219,6 @@ impl Attached {
         let samples = sampler.map(sampler::Sampler::finish);
         Collected {
             counters,
-            flag_overwritten: armed.overwritten
-                || self.always_on_overwritten
-                || samples.as_ref().is_some_and(|s| s.flag_overwritten),
             samples,
             epochs: armed.epochs,
             windows: armed.windows,
@@ -317,7 +296,7 @@ fn start_sampler<T: 'static>(
     code_map: &OnceLock<native::CodeMap>,
 ) -> Result<sampler::Sampler> {
     let memory = views.counters;
-    let flag = sc.switch.map(|w| Flag::new(w.flag, views)).transpose()?;
+    let flag = sc.switch.map(|w| Flag::new(w.flag, memory)).transpose()?;
     let native_only = sc.entries == 0 && sc.stacks.as_ref().is_some_and(|s| s.native.is_some());
     anyhow::ensure!(
         memory.is_some() || native_only,
@@ -368,50 +347,25 @@ fn start_sampler<T: 'static>(
     ))
 }
 
-/// The memories the profiling threads read and write.
+/// The memories the profiling threads read and write: pepper's own, never the
+/// program's.
 #[derive(Copy, Clone, Default)]
 pub(crate) struct Views {
     /// Pepper's memory.
     pub(crate) counters: Option<MemView>,
-    /// The program's memory 0, where the switch keeps its module-wide flag in modules
-    /// that leave a word there free (`pepper_layout::Guest::guest_flag`). Its base does not
-    /// move when the program grows it (a 32-bit memory, inside wasmtime's default 4 GiB
-    /// reservation, which `crate::engine` keeps; embedders opt in,
-    /// `ProfilerOptions::flag_in_program_memory`), and the threads touch only that word.
-    pub(crate) guest: Option<MemView>,
 }
 
-impl Views {
-    /// The memory a switch flag is in: the program's memory 0 or pepper's.
-    pub(crate) fn holding(self, in_guest_memory: bool) -> Result<MemView> {
-        match in_guest_memory {
-            true => self.guest.with_context(|| {
-                format!(
-                    "the module does not export its memory 0 as `{}`",
-                    pepper_layout::GUEST_MEMORY_EXPORT
-                )
-            }),
-            false => self.counters.context("the module has no counters memory"),
-        }
-    }
-}
-
-/// The memories of a core module's instance: pepper's export, and the program's memory
-/// 0 when the switch keeps its flag there.
+/// The memories of a core module's instance: pepper's export.
 pub(crate) fn views<T: 'static>(
     store: &mut Store<T>,
     instance: &Instance,
     cfg: &AttachConfig,
 ) -> Views {
-    let mut view = |name: Option<&str>| {
-        let memory = name.and_then(|name| instance.get_memory(&mut *store, name))?;
-        Some(MemView::of(Some(&memory), &*store))
-    };
+    let memory = cfg
+        .counters_export
+        .as_deref()
+        .and_then(|name| instance.get_memory(&mut *store, name));
     Views {
-        counters: view(cfg.counters_export.as_deref()),
-        guest: view(
-            cfg.flag_in_guest_memory()
-                .then_some(pepper_layout::GUEST_MEMORY_EXPORT),
-        ),
+        counters: memory.map(|m| MemView::of(Some(&m), &*store)),
     }
 }

@@ -304,7 +304,6 @@ impl CommandOptions {
                 epoch: s.epoch,
                 window: guest.ephemeral_windows.then_some(s.window),
                 phase: s.window_phase,
-                in_guest_memory: flag.in_guest_memory,
                 counter_bytes: guest.layout.size,
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then_some(flag),
@@ -391,10 +390,7 @@ pub fn profile_command(
     } else {
         None
     };
-    let mut iopts = opts.instrument_options(guide);
-    // A component's memories are found by their size (`hostmem`), not by export: its
-    // windows' flag stays in pepper's memory.
-    iopts.guest_flag &= unit.component.is_none();
+    let iopts = opts.instrument_options(guide);
     let inst = Arc::new(pepper_wasm::instrument(&unit.core, &iopts)?);
     let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
     note(Note::Instrumented {

@@ -58,9 +58,6 @@ pub struct Results<'a> {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows: crate::WindowTime,
-    /// The program wrote the switch's flag word in its memory 0 (see
-    /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
-    pub flag_overwritten: bool,
     /// Ephemeral in windows: the windows' counts in random groups (see
     /// [`Collected::window_groups`](crate::Collected::window_groups)).
     pub window_groups: &'a [Vec<u8>],
@@ -74,7 +71,6 @@ impl Collected {
             samples: self.samples.as_ref(),
             epochs: self.epochs,
             windows: self.windows,
-            flag_overwritten: self.flag_overwritten,
             window_groups: &self.window_groups,
         }
     }
@@ -88,7 +84,6 @@ impl RunResult {
             samples: self.samples.as_ref(),
             epochs: self.epochs,
             windows: self.windows,
-            flag_overwritten: self.flag_overwritten,
             window_groups: &self.window_groups,
         }
     }
@@ -96,10 +91,9 @@ impl RunResult {
 
 /// Where a module-wide switch flag was (`Sampling::switch_flag`); empty without one.
 fn flag_place(guest: &pepper_layout::Guest) -> &'static str {
-    match (guest.switch, guest.guest_flag) {
-        (None, _) => "",
-        (Some(_), Some(_)) => "program",
-        (Some(_), None) => "pepper",
+    match guest.switch {
+        None => "",
+        Some(_) => "pepper",
     }
 }
 
@@ -131,6 +125,7 @@ pub fn profile(
             path_ends: s.path_ends,
             lost: s.lost,
             idle_ticks: s.idle_ticks,
+            off_cpu_ticks: s.off_cpu_ticks,
             switch: guest.switch.unwrap_or_default().into(),
             switch_flag: flag_place(guest).into(),
             switched_on_us: s.switched_on.as_micros() as u64,
@@ -191,18 +186,11 @@ pub fn profile(
     }
     let stacks = sampler.and_then(|s| s.stacks.as_ref().map(|st| (st, s.stack_interval())));
     let mut warnings = Vec::new();
-    // (A run stopped early hands over the sampler's result alone.)
-    if collected.flag_overwritten || samples.is_some_and(|s| s.flag_overwritten) {
-        let what = match instrumented.guest.mode {
-            Mode::Ephemeral => "the windows stopped there",
-            _ => "pepper left it as the program wrote it",
-        };
+    if let Some(s) = samples.filter(|s| s.off_cpu_ticks * 2 > s.ticks) {
         warnings.push(format!(
-            "the program wrote the word of its memory 0 that pepper's switch uses as its \
-             flag (address {}): {what}, and its clean code ran instrumented whenever it \
-             read the program's value, so the counts are not a time sample; profile it \
-             with `--switch-flag pepper` instead",
-            instrumented.guest.guest_flag.unwrap_or_default()
+            "the guest was off its CPU at {} of the sampler's {} ticks (a busy machine, or \
+             a guest asleep in host calls): the estimates rest on the other ticks' bursts",
+            s.off_cpu_ticks, s.ticks
         ));
     }
     let outcome = pepper_wasm::RunOutcome {
@@ -246,5 +234,6 @@ pub fn profile(
         // executions, `every` per sample).
         s.taken = profile.paths.iter().map(|p| p.count).sum::<u64>() / s.every.max(1);
     }
+    pepper_profile::blind::mark_blind_spots(&mut profile);
     profile
 }

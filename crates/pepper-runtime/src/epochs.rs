@@ -36,9 +36,6 @@ pub struct EphemeralConfig {
     pub window: Option<Duration>,
     /// Windows: where in its epoch each window opens.
     pub phase: WindowPhase,
-    /// Windows: the flag at `budgets` is a word of the program's memory 0, not of
-    /// pepper's (`pepper_layout::Guest::guest_flag`).
-    pub in_guest_memory: bool,
     /// Windows: the bytes of pepper's memory from address 0 that hold counters
     /// (`pepper_layout::MemoryLayout::size`), read after windows into random groups
     /// ([`groups`]); 0: not read.
@@ -87,10 +84,6 @@ pub(crate) struct Armed {
     pub(crate) epochs: u64,
     /// Windows: how long they were open.
     pub(crate) windows: WindowTime,
-    /// Windows: the flag word held something this thread had not written, so the
-    /// program wrote it (a flag in its memory, [`EphemeralConfig::in_guest_memory`]); the
-    /// thread stopped writing it from then on.
-    pub(crate) overwritten: bool,
     /// Windows: what they counted, in random groups.
     pub(crate) groups: Option<groups::WindowGroups>,
 }
@@ -112,24 +105,23 @@ pub(crate) struct Armer(Worker<Armed>);
 impl Armer {
     /// Arms every budget (or, in windows, opens the first window) now, so the first epoch
     /// starts with the guest, and again every epoch. Called on the guest's thread (windows
-    /// read its CPU clock). `mem` holds the budgets or the flag, `counters` is pepper's
-    /// memory, for the windows' groups. The caller keeps both alive until `finish`.
-    pub(crate) fn start(mem: MemView, counters: Option<MemView>, cfg: EphemeralConfig) -> Armer {
+    /// read its CPU clock). `mem` is pepper's memory, which holds the budgets or the flag
+    /// and the counters the windows' groups read. The caller keeps it alive until
+    /// `finish`.
+    pub(crate) fn start(mem: MemView, cfg: EphemeralConfig) -> Armer {
         if let Some(window) = cfg.window {
             let clock = ThreadCpuClock::current();
             let mut pick = Pick(Pick::SEED);
-            let groups =
-                counters.and_then(|c| groups::WindowGroups::new(c, cfg.counter_bytes, &mut pick));
+            let groups = groups::WindowGroups::new(mem, cfg.counter_bytes, &mut pick);
+            // A flag found set (the guest's own value, as `--switch-chaos` keeps one)
+            // opens no windows.
             let open = mem.cas_u32(cfg.budgets, 0, 1);
             let opened = Opened::now(clock);
             return Armer(Worker::spawn(
                 "pepper-epochs",
                 move |stop: &Stop| match open {
                     true => windows(mem, &cfg, window, stop, clock, opened, pick, groups),
-                    false => Armed {
-                        overwritten: true,
-                        ..Armed::default()
-                    },
+                    false => Armed::default(),
                 },
             ));
         }
@@ -205,7 +197,7 @@ fn windows(
         };
         // The next epoch's window; at once if this thread fell behind.
         let at = first.wall + cfg.epoch * epochs + cfg.phase.offset(&mut pick, cfg.epoch, window);
-        let armed = |overwritten, groups| {
+        let armed = |groups| {
             // The guest's CPU time from the first window on (zero, like the windows',
             // where it is unknown).
             let (guest_cpu, cpu) = match (cpu().or(closed_cpu), first.cpu, on_cpu) {
@@ -219,21 +211,20 @@ fn windows(
                     cpu,
                     guest_cpu,
                 },
-                overwritten,
                 groups,
             }
         };
         if !closed {
-            return armed(true, groups);
+            return armed(groups);
         }
         if let Some(g) = &mut groups {
             g.window_closed(&mut pick);
         }
         if stopped || stop.sleep_until(at) {
-            return armed(false, groups);
+            return armed(groups);
         }
         if !mem.cas_u32(cfg.budgets, 0, 1) {
-            return armed(true, groups);
+            return armed(groups);
         }
         opened = Opened::now(clock);
         epochs += 1;

@@ -273,8 +273,6 @@ pub(crate) struct Intervals {
     cfg: IntervalConfig,
     ring: (u32, u32, u32),
     flag: Option<Flag>,
-    /// The flag held a value this thread had not written (see `SamplerResult`).
-    pub(crate) flag_overwritten: bool,
     drain: Drain,
     current: Dense,
     interval_start: (u64, Instant),
@@ -327,7 +325,6 @@ impl Intervals {
             cfg,
             ring,
             flag,
-            flag_overwritten: false,
             drain,
             current: Dense::default(),
             intervals: Vec::new(),
@@ -504,7 +501,7 @@ impl Intervals {
             self.pending = Some(SampleTable::with_capacity(1 << 20));
         }
         if let Some(flag) = self.flag {
-            self.flag_overwritten |= !flag.set(next && !last);
+            flag.set(next && !last);
         }
     }
 

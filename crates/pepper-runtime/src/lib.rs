@@ -210,9 +210,6 @@ pub struct RunResult {
     pub epochs: u64,
     /// Ephemeral in windows: how long they were open.
     pub windows: WindowTime,
-    /// The program wrote the switch's flag word in its memory 0 (see
-    /// [`Collected::flag_overwritten`](crate::Collected::flag_overwritten)).
-    pub flag_overwritten: bool,
     /// Ephemeral in windows: the windows' counts in random groups (see
     /// [`Collected::window_groups`](crate::Collected::window_groups)).
     pub window_groups: Vec<Vec<u8>>,
@@ -244,8 +241,8 @@ pub fn default_cache_dir() -> Option<PathBuf> {
 /// A wasmtime engine with the proposals real toolchains emit (multi-memory is what pepper's
 /// counters memory needs; exceptions are what yosys needs), optionally with epoch
 /// interruption and branch hinting. Memories keep wasmtime's default reservation, in
-/// which a 32-bit memory never moves: pepper's threads write the switch's flag in the
-/// program's memory 0 while it runs (`pepper_layout::Guest::guest_flag`).
+/// which a 32-bit memory never moves: pepper's threads read and write pepper's own
+/// memory while the guest runs.
 pub fn engine(opts: &EngineOptions) -> Result<Engine> {
     engine_with(opts, None)
 }
@@ -385,7 +382,6 @@ impl Prepared {
             samples: collected.samples,
             epochs: collected.epochs,
             windows: collected.windows,
-            flag_overwritten: collected.flag_overwritten,
             window_groups: collected.window_groups,
         })
     }
@@ -505,10 +501,7 @@ impl Prepared {
         };
         let attached = attach::Attached::start_with(
             &mut store,
-            attach::Views {
-                counters: view,
-                guest: None,
-            },
+            attach::Views { counters: view },
             native::CodeSource::Component(component, program, program_at),
             &cfg.attach_config(),
             &self.code_map,

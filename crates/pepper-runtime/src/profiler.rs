@@ -51,15 +51,6 @@ pub struct ProfilerOptions {
     /// hinted unlikely: turn on `Config::wasm_branch_hinting` to lay them out of the way.
     /// `false`: the instrumented code always runs and writes PEP's ring.
     pub switch: bool,
-    /// The switch's flag in the program's memory 0 where the module's layout leaves a word
-    /// free (`pepper_wasm::guest_flag`), as `pepper run` keeps it: the clean code's checks
-    /// then need no base address of pepper's memory (+6.6% against +8.9% on the bench,
-    /// bench/results/switch-guest-flag.md). Off by default: pepper's sampler thread writes
-    /// that word while the guest runs, which is safe only if memory 0 never moves, as with
-    /// wasmtime's default `Config` (32-bit memories inside a 4 GiB reservation); with a
-    /// smaller `Config::memory_reservation` and `Config::memory_may_move`, growing the
-    /// memory may move it, and the thread would write where it no longer is.
-    pub flag_in_program_memory: bool,
 }
 
 impl Default for ProfilerOptions {
@@ -71,7 +62,6 @@ impl Default for ProfilerOptions {
             interval: d.interval,
             contexts: false,
             switch: true,
-            flag_in_program_memory: false,
         }
     }
 }
@@ -105,7 +95,6 @@ impl Profiler {
                     false,
                     switch,
                 ),
-                guest_flag: opts.flag_in_program_memory,
                 ..Default::default()
             },
         )?;

@@ -239,9 +239,12 @@ pub struct SamplerResult {
     pub path_ends: u64,
     /// Samples the guest overwrote before they were read, or beyond the table.
     pub lost: u64,
-    /// Ticks at which the guest completed no path while the rate was watched (in a host
-    /// call, or not running): their bursts weigh nothing.
+    /// Ticks at which the guest ran but completed no path while the rate was watched
+    /// (in a host call): their bursts weigh nothing.
     pub idle_ticks: u64,
+    /// Ticks at which the guest hardly ran while watched (it waited for a core, or slept
+    /// in a host call): no burst, and the next one stands for its work meanwhile.
+    pub off_cpu_ticks: u64,
     /// The calling context tree, when the shadow stack was sampled.
     pub pcct: Option<Pcct>,
     /// Samples taken while the guest was in a host call.
@@ -255,10 +258,6 @@ pub struct SamplerResult {
     pub switched_on: Duration,
     /// Path ends the instrumented copies wrote (switch).
     pub instrumented_ends: u64,
-    /// Switch: the flag word held a value this thread had not written, so the program
-    /// wrote it (a flag in its memory 0, [`FlagWord::in_guest_memory`]); this thread
-    /// left it as the program wrote it.
-    pub flag_overwritten: bool,
     /// The time line, detected phases and interval sampling's estimate.
     pub intervals: Option<crate::IntervalResult>,
 }
@@ -293,6 +292,11 @@ impl Snapshots {
             .wait_timeout_while(answer, timeout, |a| a.is_none())
             .unwrap_or_else(|e| e.into_inner());
         answer.take()
+    }
+
+    /// Whether a snapshot is asked for (leaving the request in place).
+    fn is_requested(&self) -> bool {
+        self.requested.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn wanted(&self) -> bool {
@@ -340,9 +344,11 @@ impl Sampler {
         }
         let snapshots = Arc::new(Snapshots::default());
         let mailbox = snapshots.clone();
+        // Called on the guest's thread: its CPU clock judges whether it ran.
+        let clock = crate::worker::ThreadCpuClock::current();
         Sampler(
             Worker::spawn("pepper-sampler", move |stop| {
-                sample_loop((mem, flag), &cfg, stop, &in_host, native, &mailbox)
+                sample_loop((mem, flag, clock), &cfg, stop, &in_host, native, &mailbox)
             }),
             snapshots,
         )
@@ -391,10 +397,56 @@ impl bursts::BurstStack for InBurst<'_, '_> {
     }
 }
 
+/// Longest a tick waits for the guest to run its period, as a multiple of the period: a
+/// guest asleep in a host call still gets its ticks (snapshots are answered at ticks).
+const TICK_PATIENCE: u32 = 100;
+
+/// Sleeps until the guest thread has run for `period` of CPU time since the last tick
+/// (`last`, updated), or stopped; with no CPU clock, for `period` of wall time. Returns
+/// whether a stop was requested.
+///
+/// Why: ticks at wall-clock times land on the guest's code in proportion to the wall
+/// time it spends there, which on a busy machine includes the time it waited for a core;
+/// where it waits most then gets the most bursts, each standing for work done elsewhere.
+/// Ticks spaced by the guest's own CPU time land on its code in proportion to the time
+/// it runs it, loaded or not, as a CPU-time profiling timer does.
+fn sleep_guest_time(
+    stop: &Stop,
+    period: Duration,
+    clock: Option<crate::worker::ThreadCpuClock>,
+    last: &mut Option<Duration>,
+    snapshots: &Snapshots,
+) -> bool {
+    let Some((clock, from)) = clock.zip(*last) else {
+        return stop.sleep(period);
+    };
+    let started = Instant::now();
+    let mut wait = period;
+    loop {
+        if stop.sleep(wait) {
+            return true;
+        }
+        let Some(now) = clock.now() else {
+            return false;
+        };
+        let ran = now.saturating_sub(from);
+        if ran >= period || started.elapsed() >= period * TICK_PATIENCE || snapshots.is_requested()
+        {
+            *last = Some(now);
+            return false;
+        }
+        // What the guest has left to run, or a little while if it is not running.
+        wait = (period - ran).max(MIN_TICK_WAIT);
+    }
+}
+
+/// The shortest sleep while waiting for the guest to run its tick's period.
+const MIN_TICK_WAIT: Duration = Duration::from_micros(50);
+
 /// The sampler thread's work, on pepper's memory and the switch's flag (when
 /// `cfg.switch` asks for one).
 fn sample_loop(
-    (mem, flag): (MemView, Option<Flag>),
+    (mem, flag, clock): (MemView, Option<Flag>, Option<crate::worker::ThreadCpuClock>),
     cfg: &SamplerConfig,
     stop: &Stop,
     in_host: &AtomicBool,
@@ -404,8 +456,9 @@ fn sample_loop(
     let mut stacks = cfg.stacks.as_ref().map(StackSamples::new);
     let ring = cfg.entries > 0;
     let mut res = SamplerResult::default();
-    let mut bursts = Bursts::new(mem, cfg, flag);
+    let mut bursts = Bursts::new(mem, cfg, flag, clock);
     let mut tick_no: u64 = 0;
+    let mut last_tick_cpu = clock.and_then(crate::worker::ThreadCpuClock::now);
     let mut intervals =
         cfg.intervals.clone().filter(|_| ring).map(|ic| {
             crate::intervals::Intervals::new(ic, (cfg.head, cfg.base, cfg.entries), flag)
@@ -440,7 +493,7 @@ fn sample_loop(
                     iv.drain(mem);
                 }
             }
-            None => stop.sleep(cfg.interval),
+            None => sleep_guest_time(stop, cfg.interval, clock, &mut last_tick_cpu, snapshots),
         };
         tick_no += 1;
         let stack_tick = last || tick_no.is_multiple_of(cfg.stack_every.max(1) as u64);
@@ -517,7 +570,6 @@ fn sample_loop(
         }
     }
     bursts.finish(mem, cfg, &mut res);
-    res.flag_overwritten |= intervals.as_ref().is_some_and(|iv| iv.flag_overwritten);
     if let Some(ir) = intervals.map(crate::intervals::Intervals::finish) {
         if let Some(words) = &ir.words {
             // Interval sampling: the profiled intervals' path ends, scaled per phase.

@@ -424,6 +424,7 @@ fn function(plan: &Plan, fp: &FunctionPlan, mem: &[u8]) -> Function {
                 .map_or(0, |o| o.removed.iter().filter(|&&r| r).count() as u32)
         }),
         register_loops: fp.cold_counter.map(|_| fp.register_loops.len() as u32),
+        under_sampled: None,
         truncated_nodes: fp
             .numbered
             .as_ref()

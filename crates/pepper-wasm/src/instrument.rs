@@ -160,14 +160,6 @@ fn build(
         switch_hints: 0,
         ephemeral_windows: windows,
         ephemeral_edges: b.ephemeral_edges,
-        // One module-wide flag (PEP's bursts, ephemeral windows) that the program's
-        // memory can hold; chaos modules write their flag from the guest.
-        guest_flag: (b.switch.is_some()
-            && !b.budgets
-            && !opts.switch_chaos
-            && opts.guest_flag
-            && crate::guest_flag::guest_flag_fits(wasm))
-        .then_some(crate::guest_flag::GUEST_FLAG_ADDRESS),
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (b.mode == Mode::None && !context_code) || facts.bodies.is_empty() {

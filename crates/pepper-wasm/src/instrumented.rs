@@ -78,7 +78,6 @@ impl Plan {
             layout: self.layout,
             switch: self.switch.map(SwitchPlacement::name),
             ephemeral_windows: self.ephemeral_windows,
-            guest_flag: self.guest_flag,
             contexts: self.contexts,
             num_funcs: self.imports.len() + self.functions.len(),
             num_imports: self.imports.len(),

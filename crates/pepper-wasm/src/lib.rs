@@ -21,7 +21,6 @@ pub mod decode;
 pub mod dwarf;
 pub mod emit;
 pub mod entries;
-pub mod guest_flag;
 pub mod hints;
 pub mod inline;
 mod instrument;

@@ -297,14 +297,6 @@ pub struct InstrumentOptions {
     /// only while a window is open ([`InstrumentOptions::ephemeral_gate`]), which needs
     /// paths. `false`: paths, as before, to measure the two.
     pub ephemeral_edges: bool,
-    /// A module-wide switch flag (PEP's bursts, ephemeral windows): keep it in the
-    /// program's memory 0 where the module's layout leaves a word there free
-    /// ([`crate::guest_flag`]), so that checks need no base address of pepper's memory,
-    /// and export that memory for the runtime. `false` where the runtime cannot reach the
-    /// program's memory (components), or where that memory may move while it runs (an
-    /// engine whose memories are not reserved up front): the runtime writes the word from
-    /// another thread.
-    pub guest_flag: bool,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -346,7 +338,6 @@ impl Default for InstrumentOptions {
             ephemeral_windows: true,
             ephemeral_gate: true,
             ephemeral_edges: true,
-            guest_flag: true,
         }
     }
 }
@@ -511,9 +502,6 @@ pub struct Plan {
     pub ephemeral_windows: bool,
     /// Ephemeral copies counting edges ([`InstrumentOptions::ephemeral_edges`]).
     pub ephemeral_edges: bool,
-    /// The switch flag's address in the program's memory 0, when it lives there
-    /// ([`InstrumentOptions::guest_flag`]).
-    pub guest_flag: Option<u32>,
     pub warnings: Vec<String>,
     /// Custom sections (or parts of them) the instrumented module leaves out because they
     /// locate code by offset and rewriting moved it: DWARF, branch hints of rewritten

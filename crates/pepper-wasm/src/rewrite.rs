@@ -25,8 +25,6 @@ pub struct Additions {
     pub globals: Vec<ValType>,
     /// Branch hints for rewritten functions and pepper's own (the switch's checks).
     pub hints: Vec<crate::hints::Hint>,
-    /// Export the program's memory 0 for the runtime ([`pepper_layout::GUEST_MEMORY_EXPORT`]).
-    pub export_guest_memory: bool,
     /// Names of appended functions, in index order, added to the module's function names
     /// where it has any.
     pub names: Vec<(u32, String)>,
@@ -96,9 +94,6 @@ impl Writer<'_, '_> {
     }
     fn add_export(&mut self, s: &mut ExportSection) {
         s.export(COUNTERS_EXPORT, ExportKind::Memory, self.add.memory_index);
-        if self.add.export_guest_memory {
-            s.export(pepper_layout::GUEST_MEMORY_EXPORT, ExportKind::Memory, 0);
-        }
         self.export_done = true;
     }
     fn add_data(&mut self, s: &mut DataSection) {

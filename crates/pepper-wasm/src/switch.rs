@@ -53,9 +53,7 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub a: &'a crate::analysis::FunctionAnalysis,
     pub wrapper: BlockType,
     pub mem: u32,
-    /// The flag word: (memory index, address). Pepper's memory, or the program's memory
-    /// 0 for one module-wide flag where the module leaves a word there free
-    /// (`crate::guest_flag`).
+    /// The flag word: (memory index, address), always in pepper's memory.
     pub flag: (u32, u32),
     pub params: &'a [wasm_encoder::ValType],
     pub shape: &'a Shape,

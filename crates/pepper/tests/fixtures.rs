@@ -533,21 +533,10 @@ fn ephemeral_windows_estimate_known_biases_from_part_of_the_run() {
 /// Ephemeral windows on a program with a 2 ms rhythm, as long as the windows' epoch: a
 /// window opens at a random point of its epoch, so the windows see both halves of the
 /// program's period and estimate its 50% branch as such. Windows at one fixed point of
-/// each epoch would all see the same half (a bias of 0 or 1). The flag lives in the
-/// program's memory here, so the windows are opened through that memory's export.
+/// each epoch would all see the same half (a bias of 0 or 1).
 #[test]
 fn ephemeral_windows_do_not_alias_with_a_periodic_program() {
     let f = fixture("periodic.wat");
-    // Laid out as LLVM lays modules out, so the flag is a word of its own memory 0.
-    let inst = pepper_wasm::instrument(
-        &wat::parse_file(&f).unwrap(),
-        &pepper_wasm::InstrumentOptions {
-            mode: pepper_profile::Mode::Ephemeral,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    assert_eq!(inst.guest.guest_flag, Some(0));
     let (c, _, err, eph) = run("ephemeral", &f, &["--epoch", "2ms"], &[]);
     assert_eq!(c, 0, "{err}");
     let s = eph.sampling.as_ref().expect("windows recorded");
@@ -610,35 +599,6 @@ fn ephemeral_copies_entered_at_a_loop_count_no_false_path() {
         let inner = branch(&eph, "work", If, 1);
         let share = inner[0] as f64 / (inner[0] + inner[1]).max(1) as f64;
         assert!((0.2..=0.3).contains(&share), "{extra:?}: {inner:?}");
-    }
-}
-
-/// A switch flag in the program's memory (ephemeral windows, PEP's bursts), in a program
-/// that writes that word itself: the program keeps what it wrote (it exits with it),
-/// pepper's threads and the instrumented copies' own clear leave it alone, and the
-/// profile says why its counts are not to be trusted and how to avoid it.
-#[test]
-fn a_switch_flag_the_program_wrote_is_left_alone() {
-    let f = fixture("flag_word.wat");
-    for mode in ["ephemeral", "pep"] {
-        let (c, _, err, p) = run(mode, &f, &[], &[]);
-        assert_eq!(
-            c, 7,
-            "{mode}: the program's own value at address 0 came back changed: {err}"
-        );
-        assert!(
-            p.warnings.iter().any(|w| w.contains("wrote the word")),
-            "{mode}: {:?}",
-            p.warnings
-        );
-        // What the warning advises: the flag in pepper's memory, out of the program's way.
-        let (c, _, err, p) = run(mode, &f, &["--switch-flag", "pepper"], &[]);
-        assert_eq!(c, 7, "{mode}, flag in pepper's memory: {err}");
-        assert!(
-            !p.warnings.iter().any(|w| w.contains("wrote the word")),
-            "{mode}: {:?}",
-            p.warnings
-        );
     }
 }
 

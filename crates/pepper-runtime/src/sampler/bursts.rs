@@ -4,6 +4,7 @@
 use super::{BurstWeights, MemView, SamplerConfig, SamplerResult};
 use crate::flag::Flag;
 use crate::pick::Pick;
+use crate::worker::ThreadCpuClock;
 use pepper_sampling::{ArnoldGrove, Decision, SampleTable};
 use std::time::{Duration, Instant};
 
@@ -48,10 +49,20 @@ pub(super) struct Bursts {
     reads: Vec<(u32, Instant)>,
     /// Switch: the flag this thread sets for each burst.
     flag: Option<Flag>,
+    /// The guest thread's CPU clock, and its reading when the last weighted burst was
+    /// taken: a burst stands for the guest's CPU time since the last one, not the wall
+    /// time, which on a busy machine includes stretches the guest waited for a core.
+    clock: Option<ThreadCpuClock>,
+    last_burst_cpu: Option<Duration>,
 }
 
 impl Bursts {
-    pub(super) fn new(mem: MemView, cfg: &SamplerConfig, flag: Option<Flag>) -> Bursts {
+    pub(super) fn new(
+        mem: MemView,
+        cfg: &SamplerConfig,
+        flag: Option<Flag>,
+        clock: Option<ThreadCpuClock>,
+    ) -> Bursts {
         let n = cfg.entries as u64;
         let head32 = if cfg.entries > 0 {
             mem.u32_at(cfg.head)
@@ -75,7 +86,14 @@ impl Bursts {
             taken: (Vec::new(), 0.0),
             reads: Vec::new(),
             flag,
+            clock,
+            last_burst_cpu: clock.and_then(ThreadCpuClock::now),
         }
+    }
+
+    /// The guest thread's CPU time now, where it can be read.
+    fn cpu(&self) -> Option<Duration> {
+        self.clock.and_then(ThreadCpuClock::now)
     }
 
     /// One tick's burst (`last`: the pass after the guest finished). With the switch,
@@ -94,16 +112,27 @@ impl Bursts {
         // only after a warm-up.
         let switched = self.flag.filter(|_| !last).map(|flag| {
             self.renew(mem, cfg);
-            res.flag_overwritten |= !flag.set(true);
+            flag.set(true);
             let from = (mem.u32_at(cfg.head), Instant::now());
-            watch(mem, cfg.head, from, SWITCH_WARM_UP, SWITCH_WAIT, None);
+            watch(
+                mem,
+                cfg.head,
+                from,
+                SWITCH_WARM_UP,
+                (SWITCH_WAIT, self.guest()),
+                None,
+            );
             self.renew(mem, cfg);
             (flag, from.0)
         });
         let switch_from = Instant::now();
+        let cpu0 = self.cpu();
         let t0 = Instant::now();
         let mut h = mem.u32_at(cfg.head);
         let mut rate = None;
+        // The guest hardly ran while its rate was watched (it waited for a core, or
+        // slept in a host call): its rate is unknown, not zero.
+        let mut off_cpu = false;
         // The path ends completed while the rate was watched: [watched_from, head).
         let mut watched_from = None;
         if self.rate_weights && !last && !self.ag.armed() {
@@ -120,7 +149,7 @@ impl Bursts {
             };
             let mut reads = std::mem::take(&mut self.reads);
             reads.clear();
-            let (h1, t1) = watch_rate(mem, cfg.head, (h, t0), span, &mut reads);
+            let (h1, t1, ran) = watch_rate(mem, cfg.head, (h, t0), span, self.guest(), &mut reads);
             let handler = stack.take_if(|_| signalled).and_then(|st| st.collect());
             // The signal stopped the guest well before its handler ran (on this VM the
             // head stood still for 10-20 us where the handler took 3-6): the rate is the
@@ -137,8 +166,27 @@ impl Bursts {
                 last
             });
             let (h_rate, t_rate) = moving.unwrap_or((h1, t1));
-            let (ends, time) = (h_rate.wrapping_sub(h), t_rate - t0);
+            let (ends, mut time) = (h_rate.wrapping_sub(h), t_rate - t0);
             self.reads = reads;
+            match ran {
+                // A stack sample's signal stops the guest for most of the watch even on
+                // an idle machine (its delivery is not the guest's CPU time): a guest
+                // that ran at all before the handler did was on its CPU.
+                Some(ran) if signalled => {
+                    off_cpu = moving.is_none() && ends == 0 && ran < GUEST_RAN;
+                }
+                Some(ran) => {
+                    let watched = t1 - t0;
+                    if ran < GUEST_RAN.min(watched / 4) {
+                        off_cpu = true;
+                    } else if ran < watched * 3 / 4 {
+                        // Descheduled for part of the watch: its path ends over the
+                        // time it ran.
+                        time = ran;
+                    }
+                }
+                None => {}
+            }
             (h, rate) = (h1, Some(per_second(ends, time)));
         }
         if switched.is_some() {
@@ -175,7 +223,7 @@ impl Bursts {
             // Until the burst's path ends are written (or the guest is too slow to).
             let from = (self.head32, Instant::now());
             let left = (begin + self.ag.pending()).saturating_sub(self.head);
-            let (h, _) = watch(mem, cfg.head, from, left, SWITCH_WAIT, None);
+            let (h, ..) = watch(mem, cfg.head, from, left, (SWITCH_WAIT, self.guest()), None);
             let delta = h.wrapping_sub(self.head32) as u64;
             self.head += delta;
             self.head32 = h;
@@ -234,7 +282,10 @@ impl Bursts {
             .count();
         let valid = self.buf.len() - overwritten - marks;
         res.lost += overwritten as u64;
-        if rate.is_some_and(|per_sec| per_sec <= 0.0) {
+        if off_cpu {
+            // No burst: the next one stands for this stretch of the guest's work too.
+            res.off_cpu_ticks += 1;
+        } else if rate.is_some_and(|per_sec| per_sec <= 0.0) {
             // The guest completed no path while watched (in a host call, or not running):
             // its path-end rate at this moment is zero, so this tick's burst, which holds
             // the paths before it stopped, stands for nothing. Weighting it by the path
@@ -242,19 +293,27 @@ impl Bursts {
             // runs just before host calls: bzip2's input loop got twice its flow.
             res.idle_ticks += 1;
             self.last_burst = t0;
+            self.last_burst_cpu = cpu0;
             self.unrepresented = 0;
         } else if valid > 0 {
             // The path ends this burst stands for: at the rate the guest completed them
             // at this moment, over the time since the last burst; or (tick weights, or no
             // rate measured: a burst left over from the previous tick) the path ends
             // since the last burst.
+            // The time since the last burst is the guest's CPU time where its clock can
+            // be read: wall time also counts stretches it waited for a core.
+            let since = match (cpu0, self.last_burst_cpu) {
+                (Some(now), Some(then)) => now.saturating_sub(then),
+                _ => t0 - self.last_burst,
+            };
             let represented = match rate {
-                Some(per_sec) => per_sec * (t0 - self.last_burst).as_secs_f64(),
+                Some(per_sec) => per_sec * since.as_secs_f64(),
                 None => self.unrepresented as f64,
             } * valid as f64
                 / (valid + marks) as f64;
             let weight = represented / valid as f64;
             self.last_burst = t0;
+            self.last_burst_cpu = cpu0;
             self.total_weight += represented;
             self.unrepresented = 0;
             self.taken.1 = weight;
@@ -269,6 +328,11 @@ impl Bursts {
                 }
             }
         }
+    }
+
+    /// The guest's CPU clock and its reading now, for [`watch`].
+    fn guest(&self) -> Option<(ThreadCpuClock, Duration)> {
+        self.clock.zip(self.cpu())
     }
 
     /// Switch: moves the burst's limit (`pepper_layout::SWITCH_LIMIT_OFFSET`) to
@@ -306,7 +370,7 @@ impl Bursts {
                 st.collect();
             }
         }
-        res.flag_overwritten |= !flag.set(false);
+        flag.set(false);
         res.switched_on += since.elapsed();
     }
 
@@ -388,14 +452,20 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 ///
 /// A guest that completes nothing while watched (in a host call, or descheduled) has a
 /// zero rate at that moment, and its burst weighs nothing.
+///
+/// On a busy machine the guest may wait for a core through the whole watch: with its CPU
+/// clock (`guest`), the watch goes on until the guest has run `RATE_MAX` (or for at
+/// most [`OFF_CPU_PATIENCE`] times that in wall time), and also says how long the guest
+/// ran meanwhile, so that a guest that did not run is not taken for an idle one.
 fn watch_rate(
     mem: MemView,
     head_at: u32,
     from: (u32, Instant),
     span: u64,
+    guest: Option<(ThreadCpuClock, Duration)>,
     reads: &mut Vec<(u32, Instant)>,
-) -> (u32, Instant) {
-    watch(mem, head_at, from, span, RATE_MAX, Some(reads))
+) -> (u32, Instant, Option<Duration>) {
+    watch(mem, head_at, from, span, (RATE_MAX, guest), Some(reads))
 }
 
 /// A burst ends in the guest after this many rings' worth of path ends since the sampler
@@ -404,6 +474,13 @@ fn watch_rate(
 /// still in its instrumented copies for its path window.
 const BURST_LIMIT_RINGS: u64 = 4;
 
+/// A watch that found the guest running for less than this (or a quarter of the watch)
+/// found it off its CPU.
+const GUEST_RAN: Duration = Duration::from_micros(2);
+/// How much longer than its limit of guest CPU time a watch waits, in wall time, for a
+/// guest that is not running.
+const OFF_CPU_PATIENCE: u32 = 25;
+
 /// Path ends the guest completes in its instrumented copies before a burst is drawn.
 const SWITCH_WARM_UP: u64 = 256;
 /// The longest the sampler waits for the switched guest, per wait.
@@ -411,7 +488,11 @@ const SWITCH_WAIT: Duration = Duration::from_micros(200);
 
 /// Reads the head every `RATE_GAP` from `(h0, t0)` until `span` more path ends are
 /// written or `max` has passed; returns the head and when it was read (and with `reads`,
-/// every read).
+/// every read). With the guest's CPU clock and its reading at `t0`, `max` is the guest's
+/// CPU time (up to [`OFF_CPU_PATIENCE`] times `max` in wall time), and the guest's CPU
+/// time during the watch is returned too. The clock is read only once `max` of wall
+/// time has passed, and then every `max`: it costs a system call. A guest found waiting
+/// for a core gets this thread's: it sleeps until the next read instead of spinning.
 ///
 /// It spins: yielding the core while the head does not move (so that a guest put on the
 /// sampler's core by a busy machine could run) moved bursts later into the instrumented
@@ -422,10 +503,13 @@ fn watch(
     head_at: u32,
     (h0, t0): (u32, Instant),
     span: u64,
-    max: Duration,
+    (max, guest): (Duration, Option<(ThreadCpuClock, Duration)>),
     mut reads: Option<&mut Vec<(u32, Instant)>>,
-) -> (u32, Instant) {
+) -> (u32, Instant, Option<Duration>) {
     let mut previous = t0;
+    let mut next_check = t0 + max;
+    let mut checked = guest.map(|(_, at)| (t0, at));
+    let ran = |now: Duration| guest.map(|(_, at)| now.saturating_sub(at));
     loop {
         let mut t = Instant::now();
         while t - previous < RATE_GAP {
@@ -437,8 +521,25 @@ fn watch(
         if let Some(r) = reads.as_deref_mut() {
             r.push((h, t));
         }
-        if h.wrapping_sub(h0) as u64 >= span || t - t0 >= max {
-            return (h, t);
+        if h.wrapping_sub(h0) as u64 >= span {
+            let cpu = guest.and_then(|(clock, _)| clock.now());
+            return (h, t, cpu.and_then(ran));
+        }
+        if t >= next_check {
+            let Some(cpu) = guest.and_then(|(clock, _)| clock.now()) else {
+                return (h, t, None);
+            };
+            if ran(cpu).unwrap_or(max) >= max || t - t0 >= max * OFF_CPU_PATIENCE {
+                return (h, t, ran(cpu));
+            }
+            if let Some((wall, cpu_then)) = checked {
+                if (cpu - cpu_then) * 2 < t - wall {
+                    std::thread::sleep(max);
+                }
+            }
+            checked = Some((t, cpu));
+            previous = Instant::now();
+            next_check = previous + max;
         }
     }
 }

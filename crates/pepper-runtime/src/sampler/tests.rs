@@ -14,12 +14,14 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 
 /// One phase of a simulated guest: paths with word `word`, each taking `per_path`
 /// (zero: as fast as the loop runs), for `length`; `None`: idle (a host call), no path
-/// ends at all.
+/// ends at all. Every 16 paths it waits `waits` off its CPU (zero: never), as a guest
+/// does that shares its core with other busy processes.
 #[derive(Copy, Clone)]
 struct Phase {
     word: Option<u64>,
     per_path: Duration,
     length: Duration,
+    waits: Duration,
 }
 
 /// Ring entries of the simulated guests.
@@ -47,14 +49,16 @@ fn simulated_memory() -> (Vec<AtomicU64>, MemView, SamplerConfig) {
 
 /// Runs a guest that repeats `phases` for 300 ms against the sampler, and returns the
 /// true executions of each word and the sampler's estimates.
+/// The sampler reads this thread's CPU clock, as it reads the guest thread's.
 fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
     let _turn = one_at_a_time();
+    let clock = crate::worker::ThreadCpuClock::current();
     let (mem, view, mut cfg) = simulated_memory();
     cfg.weights = weights;
     let in_host = Arc::new(AtomicBool::new(false));
     let sampler = Worker::spawn("test-sampler", move |stop| {
         sample_loop(
-            (view, None),
+            (view, None, clock),
             &cfg,
             stop,
             &in_host,
@@ -87,6 +91,9 @@ fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, Hash
                 mem[8 + (h % ENTRIES) as usize].store(word, Ordering::Relaxed);
                 h = h.wrapping_add(1);
                 head.store(h, Ordering::Release);
+            }
+            if !phase.waits.is_zero() {
+                std::thread::sleep(phase.waits);
             }
         }
     }
@@ -126,10 +133,7 @@ fn switched_run() -> (f64, f64) {
     const FLAG: u32 = 8;
     let (mem, view, mut cfg) = simulated_memory();
     cfg.switch = Some(SwitchWords {
-        flag: FlagWord {
-            at: FLAG,
-            in_guest_memory: false,
-        },
+        flag: FlagWord { at: FLAG },
         limit: FLAG + pepper_layout::SWITCH_LIMIT_OFFSET,
     });
     let flag = Some(Flag::at(view, FLAG));
@@ -137,7 +141,7 @@ fn switched_run() -> (f64, f64) {
     let in_host = Arc::new(AtomicBool::new(false));
     let sampler = Worker::spawn("test-sampler", move |stop| {
         sample_loop(
-            (view, flag),
+            (view, flag, None),
             &cfg,
             stop,
             &in_host,
@@ -195,6 +199,7 @@ fn fast_share(weights: BurstWeights) -> (f64, f64) {
         word: Some(word),
         per_path: Duration::from_micros(per_path),
         length: Duration::from_micros(300),
+        waits: Duration::ZERO,
     };
     let (truth, est) = simulate(weights, &[phase(1, 0), phase(2, 1)]);
     (share(&truth, 1), share(&est, 1))
@@ -217,16 +222,19 @@ fn bursts_taken_while_the_guest_completes_nothing_weigh_nothing() {
             word: Some(1),
             per_path: Duration::ZERO,
             length: Duration::from_micros(300),
+            waits: Duration::ZERO,
         },
         Phase {
             word: Some(3),
             per_path: Duration::ZERO,
             length: Duration::from_micros(3),
+            waits: Duration::ZERO,
         },
         Phase {
             word: None,
             per_path: Duration::ZERO,
             length: Duration::from_micros(300),
+            waits: Duration::ZERO,
         },
     ];
     let mut seen = Vec::new();
@@ -248,6 +256,46 @@ fn bursts_taken_while_the_guest_completes_nothing_weigh_nothing() {
     panic!("{seen:#?}");
 }
 
+/// A guest that alternates between code it runs without a pause (word 1) and code
+/// during which it keeps waiting for its core (word 2: 16 paths, then 150 µs off its
+/// CPU), as a guest beside other busy processes does. Ticks spaced by the guest's CPU
+/// time land on each word in proportion to the time the guest runs it, and a tick that
+/// finds it waiting is no sample, so word 2's small share of path ends (about 2%) is
+/// estimated as such. With ticks at wall-clock times and CPU-time weights, each burst
+/// in word 2 stood for the work done in word 1 before it, and word 2 came out at two to
+/// four times its share.
+#[test]
+fn a_guest_waiting_for_its_core_is_not_idle() {
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        eprintln!("skipped: the guest and the sampler need two cores");
+        return;
+    }
+    let phases = [
+        Phase {
+            word: Some(1),
+            per_path: Duration::from_nanos(200),
+            length: Duration::from_millis(3),
+            waits: Duration::ZERO,
+        },
+        Phase {
+            word: Some(2),
+            per_path: Duration::from_nanos(200),
+            length: Duration::from_millis(3),
+            waits: Duration::from_micros(150),
+        },
+    ];
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let (truth, cpu) = simulate(BurstWeights::Rate, &phases);
+        let (t2, c2) = (share(&truth, 2), share(&cpu, 2));
+        if (c2 - t2).abs() < 0.015 {
+            return;
+        }
+        seen.push(format!("word 2: truth {t2:.3}, estimated {c2:.3}"));
+    }
+    panic!("{seen:#?}");
+}
+
 /// A guest that completes its paths before the first tick and then completes none:
 /// every tick is idle, and no path end is new at exit. The exit burst still samples
 /// the newest paths, standing for all of them (before, such a run had no samples,
@@ -260,11 +308,13 @@ fn a_run_whose_every_tick_is_idle_still_gets_the_exit_burst() {
             word: Some(5),
             per_path: Duration::ZERO,
             length: Duration::from_micros(200),
+            waits: Duration::ZERO,
         },
         Phase {
             word: None,
             per_path: Duration::ZERO,
             length: Duration::from_secs(1),
+            waits: Duration::ZERO,
         },
     ];
     let (truth, est) = simulate(BurstWeights::Rate, &phases);

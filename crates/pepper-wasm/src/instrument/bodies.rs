@@ -471,7 +471,6 @@ impl Build<'_, '_> {
             data: (tables.start, tables.bytes.clone()),
             hints,
             globals,
-            export_guest_memory: plan.guest_flag.is_some(),
             names: appended_names(plan, appended),
         }
     }
@@ -554,10 +553,9 @@ fn header_nodes(fp: &FunctionPlan, laid: &LaidOut, k: usize) -> Vec<(pepper_cfg:
 }
 
 /// The switch's module-wide flag (PEP's bursts, ephemeral windows): (memory, address) of
-/// the word in the program's memory 0 or in pepper's memory `mem`.
+/// the word in pepper's memory `mem`. Never a word of the program's own memory: the
+/// sampler writes the flag while the guest runs, and the program must not be able to
+/// read or write anything of pepper's.
 fn module_flag(plan: &crate::plan::Plan, mem: u32) -> (u32, u32) {
-    match plan.guest_flag {
-        Some(word) => (0, word),
-        None => (mem, plan.layout.switch_flag),
-    }
+    (mem, plan.layout.switch_flag)
 }

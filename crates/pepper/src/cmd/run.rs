@@ -176,16 +176,6 @@ pub struct Args {
     /// +4.8%, bench/results/ephemeral-default-8.md).
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
-    /// Where the switch keeps its flag (PEP's bursts, ephemeral windows). `program`
-    /// (default): address 0 of the program's own memory 0, where its layout (LLVM's
-    /// `wasm-ld`: a `__stack_pointer`, no data there) leaves that word free, so the clean
-    /// code's checks need no base address of pepper's memory (PEP's default: +6.6%
-    /// against +8.9% with the flag in pepper's memory, bench/results/switch-guest-flag.md);
-    /// other modules and components keep it in pepper's memory. `pepper`: always in
-    /// pepper's memory, for a program that uses address 0, which reads 1 there while the
-    /// flag is set (pepper warns in the profile when it finds the word written).
-    #[arg(long, value_enum, default_value = "program")]
-    switch_flag: SwitchFlagArg,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
     /// through the instrumented copies, so `--every 1` counts what exact-paths counts).
     #[arg(long, hide = true)]
@@ -345,6 +335,12 @@ pub fn run(a: Args) -> Result<i32> {
         profile.run.compile_ms,
         profile.run.run_ms
     );
+    // Where the profile is blind, said last, where a user looks.
+    let blind: Vec<String> = (profile.warnings.iter())
+        .filter(|w| w.starts_with("under-sampled") || w.contains("off its CPU"))
+        .cloned()
+        .collect();
+    super::print_warnings(&blind, 10);
     Ok(done.exit_code)
 }
 
@@ -541,7 +537,6 @@ impl Args {
             switch_recursion_checks: !self.switch_no_recursion_checks,
             ephemeral_edges: !self.ephemeral_paths,
             switch_handover_limit: Some(self.switch_handover_limit).filter(|&n| n > 0),
-            guest_flag: self.switch_flag == SwitchFlagArg::Program,
             guide,
             cold_threshold: self.guided.cold_threshold,
             loop_threshold: self.guided.loop_threshold,
@@ -661,13 +656,6 @@ impl From<BurstWeightsArg> for pepper_runtime::BurstWeights {
             BurstWeightsArg::Ticks => pepper_runtime::BurstWeights::Ticks,
         }
     }
-}
-
-/// `--switch-flag`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum SwitchFlagArg {
-    Program,
-    Pepper,
 }
 
 /// `--switch`.

@@ -67,9 +67,14 @@ pub fn random_module(seed: u64) -> Option<Vec<u8>> {
     // every loop wrapped in a loop that runs once, behind 3 blocks (past `shallow`'s
     // limit) or 9 (past `deep`'s), where the switch's checks only enter the instrumented
     // copy.
+    //
+    // Another quarter read and write the low addresses of their memory 0 at every
+    // function entry, the way a C global at address 0 or a null pointer does: a word of
+    // pepper's placed there (as its switch flag once was) changes what they compute.
     let wasm = match seed % 8 {
         1 => wrap_loops(&m.to_bytes(), 3),
         5 => wrap_loops(&m.to_bytes(), 9),
+        2 | 6 => with_low_address_traffic(&m.to_bytes()),
         _ => m.to_bytes(),
     };
     // Every other module keeps only some of its function exports, so that exact edges
@@ -160,6 +165,76 @@ fn wrap_loops(wasm: &[u8], n: usize) -> Vec<u8> {
         .parse_core_module(&mut module, wasmparser::Parser::new(0), wasm)
         .map(|()| module.finish());
     match wrapped {
+        Ok(w) if wasmparser::validate(&w).is_ok() => w,
+        _ => wasm.to_vec(),
+    }
+}
+
+/// `wasm` with every function starting by adding one to the word at address 0 of memory
+/// 0 and to the byte at address 1, or unchanged where memory 0 has no page to start with
+/// (every call would trap) or the result does not validate.
+pub fn with_low_address_traffic(wasm: &[u8]) -> Vec<u8> {
+    use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+    use wasm_encoder::{Instruction as I, MemArg};
+
+    let memory0 = wasmparser::Parser::new(0)
+        .parse_all(wasm)
+        .find_map(|p| match p {
+            Ok(wasmparser::Payload::MemorySection(r)) => r.into_iter().next()?.ok(),
+            _ => None,
+        });
+    let Some(memory0) = memory0.filter(|m| m.initial >= 1) else {
+        return wasm.to_vec();
+    };
+    struct Touch(bool);
+    impl Touch {
+        fn address(&self, f: &mut wasm_encoder::Function, at: i64) {
+            match self.0 {
+                true => f.instruction(&I::I64Const(at)),
+                false => f.instruction(&I::I32Const(at as i32)),
+            };
+        }
+    }
+    impl Reencode for Touch {
+        type Error = std::convert::Infallible;
+        fn parse_function_body(
+            &mut self,
+            code: &mut wasm_encoder::CodeSection,
+            func: wasmparser::FunctionBody<'_>,
+        ) -> Result<(), wasm_encoder::reencode::Error<Self::Error>> {
+            let mut f = self.new_function_with_parsed_locals(&func)?;
+            let word = MemArg {
+                offset: 0,
+                align: 2,
+                target: wasm_encoder::MemArgTarget::Memory(0),
+                ordering: None,
+            };
+            let byte = MemArg { align: 0, ..word };
+            self.address(&mut f, 0);
+            self.address(&mut f, 0);
+            f.instruction(&I::I32Load(word));
+            f.instruction(&I::I32Const(1));
+            f.instruction(&I::I32Add);
+            f.instruction(&I::I32Store(word));
+            self.address(&mut f, 1);
+            self.address(&mut f, 1);
+            f.instruction(&I::I32Load8U(byte));
+            f.instruction(&I::I32Const(1));
+            f.instruction(&I::I32Add);
+            f.instruction(&I::I32Store8(byte));
+            let mut reader = func.get_operators_reader()?;
+            while !reader.eof() {
+                f.instruction(&RoundtripReencoder.instruction(reader.read()?)?);
+            }
+            code.function(&f);
+            Ok(())
+        }
+    }
+    let mut module = wasm_encoder::Module::new();
+    let touched = Touch(memory0.memory64)
+        .parse_core_module(&mut module, wasmparser::Parser::new(0), wasm)
+        .map(|()| module.finish());
+    match touched {
         Ok(w) if wasmparser::validate(&w).is_ok() => w,
         _ => wasm.to_vec(),
     }
