@@ -233,6 +233,50 @@ pub(crate) fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The CPU time of every thread of this process so far (the guest's and pepper's own).
+pub(crate) fn process_cpu() -> std::time::Duration {
+    // SAFETY: getrusage fills one struct of ours.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        let mut u: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut u);
+        u
+    };
+    let tv = |t: libc::timeval| {
+        std::time::Duration::new(t.tv_sec as u64, (t.tv_usec as u32).saturating_mul(1000))
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Busy processes (shell loops) competing with the measured runs for the machine's
+/// cores, as other work on a shared server does; stopped when dropped.
+pub(crate) struct Load(Vec<std::process::Child>);
+
+impl Load {
+    /// Starts `n` busy processes.
+    pub(crate) fn start(n: usize) -> Result<Load> {
+        let mut busy = Vec::new();
+        for _ in 0..n {
+            busy.push(
+                std::process::Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdout(std::process::Stdio::null())
+                    .spawn()?,
+            );
+        }
+        Ok(Load(busy))
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 pub(crate) fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -307,6 +351,9 @@ pub(crate) fn write_results(args: &Args, root: &Path, name: &str, doc: &str) -> 
 pub(crate) fn reproduce(args: &Args, first: &str) -> String {
     use std::fmt::Write as _;
     let mut cmd = format!("{first} --rounds {}", args.rounds);
+    if args.load > 0 {
+        write!(cmd, " --load {}", args.load).expect("writing to a String");
+    }
     for o in &args.only {
         write!(cmd, " --only {o}").expect("writing to a String");
     }

@@ -44,6 +44,10 @@ struct Args {
     /// Interleaved rounds (the median is reported).
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Busy processes that compete with every measured run for the cores (a loaded
+    /// machine); 0 for a quiet one.
+    #[arg(long, default_value_t = 0)]
+    load: usize,
     /// Small inputs and one round: checks the harness works, measures nothing meaningful.
     #[arg(long)]
     quick: bool,
@@ -98,6 +102,8 @@ struct Variant {
     times: Vec<f64>,
     /// Per round: starting and stopping the sampler (ms), outside `times`.
     start_stop: Vec<f64>,
+    /// Per round: the whole run's wall time and the CPU time of all its threads, ms.
+    whole: Vec<(f64, f64)>,
     /// Per round: path accuracy, edge relative overlap, edge absolute overlap, samples
     /// (PEP) or cold executions (targeted), AoDF.
     accuracy: Vec<[f64; 6]>,
@@ -118,6 +124,11 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         switch_resume: spec.resume,
         switch_recursion_checks: spec.recursion_checks,
         switch_handover_limit: spec.handover_limit,
+        contexts: match (spec.contexts, pepper_runtime::NATIVE_STACKS) {
+            (false, _) => pepper_wasm::ContextMode::Off,
+            (true, true) => pepper_wasm::ContextMode::Native,
+            (true, false) => pepper_wasm::ContextMode::Sampled,
+        },
         ..Default::default()
     };
     if !spec.register_loops {
@@ -194,6 +205,7 @@ fn main() -> Result<()> {
     }
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
+    let _load = harness::Load::start(args.load)?;
     let specs: Vec<Spec> = specs()
         .into_iter()
         .enumerate()
@@ -220,6 +232,8 @@ fn main() -> Result<()> {
     // Per spec: ratios to plain, ratios to epoch, accuracies.
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut ratios_epoch: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
+    // Per spec: the whole run's wall and CPU-of-all-threads ratios to plain.
+    let mut ratios_whole: Vec<Vec<(f64, f64)>> = vec![Vec::new(); specs.len()];
     let mut accs: Vec<Vec<[f64; 6]>> = vec![Vec::new(); specs.len()];
     // Targeted: (static paths removed, functions moved from hash to arrays, paths counted on
     // a defining edge) per workload.
@@ -305,13 +319,20 @@ fn main() -> Result<()> {
                 hashed,
                 times: Vec::new(),
                 start_stop: Vec::new(),
+                whole: Vec::new(),
                 accuracy: Vec::new(),
             });
         }
         // One untimed warm-up of each variant, then interleaved timed rounds.
         for round in 0..=rounds {
             let results = shuffled(&mut variants, round, |v| {
-                let r = v.prepared.run(&run_config(&w, &v.spec, &v.inst))?;
+                let config = run_config(&w, &v.spec, &v.inst);
+                let (cpu0, t0) = (harness::process_cpu(), Instant::now());
+                let r = v.prepared.run(&config)?;
+                let whole = (
+                    t0.elapsed().as_secs_f64() * 1e3,
+                    (harness::process_cpu() - cpu0).as_secs_f64() * 1e3,
+                );
                 anyhow::ensure!(
                     r.exit_code == 0,
                     "{} {} exited {} ({:?})",
@@ -322,6 +343,7 @@ fn main() -> Result<()> {
                 );
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
+                    v.whole.push(whole);
                     v.start_stop
                         .push(r.sampler_start_stop().as_secs_f64() * 1e3);
                 }
@@ -410,6 +432,13 @@ fn main() -> Result<()> {
             if let Some(r) = vs_epoch {
                 ratios_epoch[k].push(r);
             }
+            let base = &variants[0].whole;
+            let part =
+                |f: fn(&(f64, f64)) -> f64, w: &[(f64, f64)]| w.iter().map(f).collect::<Vec<_>>();
+            ratios_whole[k].push((
+                paired_ratio(&part(|x| x.0, &v.whole), &part(|x| x.0, base)),
+                paired_ratio(&part(|x| x.1, &v.whole), &part(|x| x.1, base)),
+            ));
             let acc = medians(&v.accuracy);
             if v.spec.mode == Mode::Targeted {
                 // What cold elimination removed, against exact paths counted the same way.
@@ -467,18 +496,28 @@ fn main() -> Result<()> {
     let mut summary = String::new();
     writeln!(
         summary,
-        "| variant | overhead (geomean) | worst | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | AoDF (mean / worst) | static paths removed (mean) | functions hash→array (total) | obvious paths (total; mean share of executions) | what |"
+        "| variant | overhead (geomean) | worst | whole run wall (geomean / worst) | CPU, all threads (geomean / worst) | vs epoch baseline (geomean) | path acc (mean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | AoDF (mean / worst) | static paths removed (mean) | functions hash→array (total) | obvious paths (total; mean share of executions) | what |"
     )?;
-    writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(
+        summary,
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    )?;
     for (k, spec) in specs.iter().enumerate() {
         let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
         let acc = |i: usize| mean_worst_pct(&accs[k].iter().map(|a| a[i]).collect::<Vec<_>>());
+        let whole = |f: fn(&(f64, f64)) -> f64| {
+            let r: Vec<f64> = ratios_whole[k].iter().map(f).collect();
+            let worst = r.iter().copied().fold(f64::NAN, f64::max);
+            format!("{:+.1}% / {:+.1}%", geo(&r), (worst - 1.0) * 100.0)
+        };
         writeln!(
             summary,
-            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             spec.label,
             geo(&ratios[k]),
             (worst - 1.0) * 100.0,
+            whole(|x| x.0),
+            whole(|x| x.1),
             if ratios_epoch[k].is_empty() {
                 String::new()
             } else {
@@ -537,11 +576,13 @@ fn main() -> Result<()> {
     };
     let doc = format!(
         "# pepper benchmark: overhead and accuracy\n\n\
-         Machine: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
+         Machine: {}. Load: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up), median of guest run time (compilation excluded, and starting and stopping \
          pepper's sampler thread too: that is its own column; wasmtime {}, Cranelift). Overhead is relative to the \
          uninstrumented module in the same run (median over rounds of the per-round ratio, so \
-         that slow drifts in machine noise cancel); \"vs epoch\" relative to the uninstrumented \
+         that slow drifts in machine noise cancel); \"whole run\" is the same ratio of the wall time of \
+         the whole run (instantiation, pepper's threads started and stopped) and of the CPU time \
+         of all of the process's threads over it (the guest's and pepper's own); \"vs epoch\" relative to the uninstrumented \
          module with epoch interruption ticking every 1 ms (for variants without epochs of \
          their own this compares against a slower engine; `pep(64,17)+epoch` runs with \
          epochs, so its \"vs epoch\" is what PEP costs on top of them). Accuracy (median over rounds) is \
@@ -554,6 +595,10 @@ fn main() -> Result<()> {
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}{increments_section}",
         machine(),
+        match args.load {
+            0 => "none (a quiet machine)".to_string(),
+            n => format!("{n} busy process(es) beside every run"),
+        },
         "48.0.8",
         INTERVAL.as_millis(),
         PEP_INTERVAL.as_micros(),

@@ -83,6 +83,9 @@ pub(crate) struct Spec {
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
+    /// Calling contexts as `pepper run` takes them by default: native stack samples and
+    /// call-site counters.
+    pub(crate) contexts: bool,
     pub(crate) what: &'static str,
 }
 
@@ -108,6 +111,7 @@ pub(crate) fn specs() -> Vec<Spec> {
         recursion_checks: true,
         handover_limit: Some(pepper_wasm::plan::NEST_HANDOVER_LIMIT),
         component: false,
+        contexts: false,
         what: "uninstrumented (the baseline)",
     };
     let pep = |label, samples, stride, what| Spec {
@@ -217,6 +221,25 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             interval: Duration::from_micros(500),
             ..switched("pep(64,17)+switch-deep@500us", Some(PEP_DEFAULT), SwitchPlacement::Deep, "pepper's default: as pep(64,17)+switch-shallow@500us, also left at loops that hold loops behind up to eight other constructs (`--switch deep`)")
+        },
+        Spec {
+            interval: pepper_runtime::PEP_INTERVAL,
+            contexts: true,
+            ..switched("default", Some(PEP_DEFAULT), SwitchPlacement::Deep, "`pepper run`'s default: PEP(64,17) bursts on the switch (`--switch deep`) every 1 ms of the guest's CPU time, with calling contexts (native stack samples at the bursts, call-site counters)")
+        },
+        Spec {
+            interval: Duration::from_micros(500),
+            contexts: true,
+            ..switched("default@500us", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as default with bursts and stack samples every 500 µs of the guest's CPU time")
+        },
+        Spec {
+            interval: pepper_runtime::PEP_INTERVAL,
+            ..switched("default without contexts", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as default without calling contexts (`--contexts off`)")
+        },
+        Spec {
+            interval: Duration::from_millis(2),
+            contexts: true,
+            ..switched("default@2ms", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as default with bursts and stack samples every 2 ms of the guest's CPU time")
         },
         Spec {
             interval: Duration::from_micros(500),

@@ -100,10 +100,11 @@ pub struct SamplingOptions {
     pub live: Option<Arc<crate::LiveCounts>>,
 }
 
-/// PEP's default burst period (and stack-sample period): every 500 µs cost about 4 points
-/// less than every 250 µs, with or without calling contexts, for 0.3 points of path
-/// accuracy and 2 of absolute edge overlap (bench/results/analysis.md, switchable PEP).
-pub const PEP_INTERVAL: Duration = Duration::from_micros(500);
+/// PEP's default burst period (and stack-sample period), in the guest thread's CPU time:
+/// each tick costs the guest its instrumented copies and a signal and costs pepper's
+/// thread its processing, and on a busy machine every wake-up of that thread takes a core
+/// from someone; halving the ticks from every 500 µs cost well under a point of accuracy.
+pub const PEP_INTERVAL: Duration = Duration::from_millis(1);
 
 /// Default for [`SamplingOptions::window`]: 50 µs every [`EPHEMERAL_EPOCH`]. What windows
 /// cost is mostly the clean code's checks, which run whether a window is open or not; the

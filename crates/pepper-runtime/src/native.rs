@@ -461,8 +461,14 @@ impl NativeSampler {
                 return false;
             }
             // The handler runs when the guest thread is next scheduled; on a busy machine
-            // spinning would take the core it needs.
-            std::thread::yield_now();
+            // spinning (or yielding, which the scheduler takes for spinning when another
+            // process is busy) would take the core it needs: after the few microseconds
+            // a handler takes on an idle machine, this thread sleeps between looks.
+            if t0.elapsed() < Duration::from_micros(20) {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(20));
+            }
         }
         let n = self.slot.n.load(Ordering::Relaxed) as usize;
         for k in 0..n {

@@ -120,6 +120,7 @@ impl Bursts {
                 from,
                 SWITCH_WARM_UP,
                 (SWITCH_WAIT, self.guest()),
+                Pace::Nap(SWITCH_NAP),
                 None,
             );
             self.renew(mem, cfg);
@@ -149,7 +150,12 @@ impl Bursts {
             };
             let mut reads = std::mem::take(&mut self.reads);
             reads.clear();
-            let (h1, t1, ran) = watch_rate(mem, cfg.head, (h, t0), span, self.guest(), &mut reads);
+            let pace = match switched {
+                Some(_) => Pace::Nap(SWITCH_NAP),
+                None => Pace::Spin,
+            };
+            let (h1, t1, ran) =
+                watch_rate(mem, cfg.head, (h, t0), span, self.guest(), pace, &mut reads);
             let handler = stack.take_if(|_| signalled).and_then(|st| st.collect());
             // The signal stopped the guest well before its handler ran (on this VM the
             // head stood still for 10-20 us where the handler took 3-6): the rate is the
@@ -223,7 +229,16 @@ impl Bursts {
             // Until the burst's path ends are written (or the guest is too slow to).
             let from = (self.head32, Instant::now());
             let left = (begin + self.ag.pending()).saturating_sub(self.head);
-            let (h, ..) = watch(mem, cfg.head, from, left, (SWITCH_WAIT, self.guest()), None);
+            let pace = Pace::Nap(SWITCH_NAP);
+            let (h, ..) = watch(
+                mem,
+                cfg.head,
+                from,
+                left,
+                (SWITCH_WAIT, self.guest()),
+                pace,
+                None,
+            );
             let delta = h.wrapping_sub(self.head32) as u64;
             self.head += delta;
             self.head32 = h;
@@ -336,16 +351,16 @@ impl Bursts {
     }
 
     /// Switch: moves the burst's limit (`pepper_layout::SWITCH_LIMIT_OFFSET`) to
-    /// [`BURST_LIMIT_RINGS`] rings past the guest's head. The limit is a lease this thread
+    /// [`BURST_LEASE`] path ends past the guest's head. The limit is a lease this thread
     /// renews at every step of a burst: the instrumented copies leave on their own once
     /// the guest has written that many path ends since the last renewal, so a sampler
-    /// descheduled in the middle of a burst (two runs on two cores) no longer leaves the
-    /// guest instrumented until it runs again.
+    /// descheduled in the middle of a burst (a busy machine) leaves the guest in its
+    /// slower copies for a few microseconds, not until it runs again.
     fn renew(&self, mem: MemView, cfg: &SamplerConfig) {
         if let Some(words) = cfg.switch {
             let limit = mem
                 .u32_at(cfg.head)
-                .wrapping_add((BURST_LIMIT_RINGS * self.n) as u32);
+                .wrapping_add(BURST_LEASE.max(self.n) as u32);
             mem.set_u32(words.limit, limit.max(1));
         }
     }
@@ -463,16 +478,26 @@ fn watch_rate(
     from: (u32, Instant),
     span: u64,
     guest: Option<(ThreadCpuClock, Duration)>,
+    pace: Pace,
     reads: &mut Vec<(u32, Instant)>,
 ) -> (u32, Instant, Option<Duration>) {
-    watch(mem, head_at, from, span, (RATE_MAX, guest), Some(reads))
+    watch(
+        mem,
+        head_at,
+        from,
+        span,
+        (RATE_MAX, guest),
+        pace,
+        Some(reads),
+    )
 }
 
-/// A burst ends in the guest after this many rings' worth of path ends since the sampler
-/// last renewed it (see `Bursts::renew`): the sampler's steps take microseconds, in which
-/// a fast loop writes a ring or two, and a stack sample taken in the burst needs the guest
-/// still in its instrumented copies for its path window.
-const BURST_LIMIT_RINGS: u64 = 4;
+/// A burst ends in the guest after this many path ends since the sampler last renewed
+/// it (see `Bursts::renew`): the sampler's steps take microseconds, in which a fast loop
+/// writes a ring or two, and a stack sample taken in the burst needs the guest still in
+/// its instrumented copies for its path window. (A lease of one ring lost a third of
+/// the bursts on a busy machine, where the sampler waits for a core between its steps.)
+const BURST_LEASE: u64 = 4 << 14;
 
 /// A watch that found the guest running for less than this (or a quarter of the watch)
 /// found it off its CPU.
@@ -486,34 +511,65 @@ const SWITCH_WARM_UP: u64 = 256;
 /// The longest the sampler waits for the switched guest, per wait.
 const SWITCH_WAIT: Duration = Duration::from_micros(200);
 
-/// Reads the head every `RATE_GAP` from `(h0, t0)` until `span` more path ends are
-/// written or `max` has passed; returns the head and when it was read (and with `reads`,
-/// every read). With the guest's CPU clock and its reading at `t0`, `max` is the guest's
-/// CPU time (up to [`OFF_CPU_PATIENCE`] times `max` in wall time), and the guest's CPU
-/// time during the watch is returned too. The clock is read only once `max` of wall
-/// time has passed, and then every `max`: it costs a system call. A guest found waiting
-/// for a core gets this thread's: it sleeps until the next read instead of spinning.
+/// How a watch waits between its reads of the head.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pace {
+    /// Spins, reading every `RATE_GAP` (the ring written all along: a burst is drawn from
+    /// the newest path ends, which a slower read would let the guest overwrite).
+    Spin,
+    /// Spins for [`SWITCH_SPIN`], then sleeps this long between reads (the switch: the
+    /// guest writes to the ring only while the flag is set, so nothing is lost by reading
+    /// late, and a sampler that spins takes a core from the guest on a busy machine;
+    /// but a guest near a check writes a burst's path ends within microseconds, and
+    /// every microsecond the flag stays set it runs its slower instrumented copies).
+    Nap(Duration),
+}
+
+/// A switched burst's first nap.
+const SWITCH_NAP: Duration = Duration::from_micros(20);
+/// How long a switched watch spins before it naps.
+const SWITCH_SPIN: Duration = Duration::from_micros(25);
+
+/// Reads the head from `(h0, t0)` at `pace` until `span` more path ends are written or
+/// `max` has passed; returns the head and when it was read (and with `reads`, every
+/// read). With the guest's CPU clock and its reading at `t0`, `max` is the guest's CPU
+/// time (up to [`OFF_CPU_PATIENCE`] times `max` in wall time), and the guest's CPU time
+/// during the watch is returned too. Spinning, the clock is read only once `max` of wall
+/// time has passed, and then every `max`: it costs a system call, and a guest found
+/// waiting for a core gets this thread's: it sleeps until the next read. Napping, it is
+/// read at every wake, and a nap in which the guest did not run is followed by a
+/// longer one.
 ///
-/// It spins: yielding the core while the head does not move (so that a guest put on the
-/// sampler's core by a busy machine could run) moved bursts later into the instrumented
-/// stretch even on an idle machine, and the switch's absolute edge overlap on bzip2 fell
-/// from 72-78% to 50-63%.
+/// The ring's spin: yielding the core while the head does not move moved bursts later
+/// into the instrumented stretch even on an idle machine (when the switch's bursts were
+/// drawn from the newest path ends).
 fn watch(
     mem: MemView,
     head_at: u32,
     (h0, t0): (u32, Instant),
     span: u64,
     (max, guest): (Duration, Option<(ThreadCpuClock, Duration)>),
+    pace: Pace,
     mut reads: Option<&mut Vec<(u32, Instant)>>,
 ) -> (u32, Instant, Option<Duration>) {
     let mut previous = t0;
     let mut next_check = t0 + max;
     let mut checked = guest.map(|(_, at)| (t0, at));
     let ran = |now: Duration| guest.map(|(_, at)| now.saturating_sub(at));
+    let mut nap = match pace {
+        Pace::Nap(d) => d,
+        Pace::Spin => Duration::ZERO,
+    };
+    let spin_until = t0 + SWITCH_SPIN;
     loop {
         let mut t = Instant::now();
-        while t - previous < RATE_GAP {
-            std::hint::spin_loop();
+        if nap.is_zero() || t < spin_until {
+            while t - previous < RATE_GAP {
+                std::hint::spin_loop();
+                t = Instant::now();
+            }
+        } else {
+            std::thread::sleep(nap);
             t = Instant::now();
         }
         previous = t;
@@ -525,16 +581,23 @@ fn watch(
             let cpu = guest.and_then(|(clock, _)| clock.now());
             return (h, t, cpu.and_then(ran));
         }
-        if t >= next_check {
+        if t >= next_check || (!nap.is_zero() && t >= spin_until) {
             let Some(cpu) = guest.and_then(|(clock, _)| clock.now()) else {
-                return (h, t, None);
+                if t >= t0 + max {
+                    return (h, t, None);
+                }
+                continue;
             };
             if ran(cpu).unwrap_or(max) >= max || t - t0 >= max * OFF_CPU_PATIENCE {
                 return (h, t, ran(cpu));
             }
             if let Some((wall, cpu_then)) = checked {
-                if (cpu - cpu_then) * 2 < t - wall {
-                    std::thread::sleep(max);
+                let idle = (cpu - cpu_then) * 2 < t - wall;
+                match pace {
+                    Pace::Spin if idle => std::thread::sleep(max),
+                    Pace::Nap(_) if idle => nap = (nap * 2).min(max),
+                    Pace::Nap(d) => nap = d,
+                    Pace::Spin => {}
                 }
             }
             checked = Some((t, cpu));

@@ -31,7 +31,7 @@ use std::time::Duration;
 /// export` turns the tree into pprof, folded stacks, a flame graph or a Firefox profile.
 ///
 /// Examples:
-///   pepper run prog.wasm input.txt                 PEP(64,17) and a stack sample every 500 µs
+///   pepper run prog.wasm input.txt                 PEP(64,17) and a stack sample every 1 ms
 ///   pepper run --mode exact-paths prog.wasm        every path counted (ground truth)
 ///   pepper run --guide prog.pepper.json prog.wasm  smart numbering from an earlier profile
 ///   pepper run --every 1 prog.wasm                 PEP recording every path end (deterministic)
@@ -109,14 +109,12 @@ pub struct Args {
     /// where --switch says (default `nests`).
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
-    /// PEP: period of the sampler's bursts, e.g. `250us`, `1ms`, `10ms`. Each burst runs
-    /// instrumented code, so fewer bursts cost less and estimate less well
-    /// (switch-interval-shallow.md: +6.7% at 500 µs against +11.0% at 250 µs in one run,
-    /// for 99.0% against 99.3% path accuracy and 86.6% against 88.4% absolute edge
-    /// overlap; with calling contexts +11.5% against +16.2%, contexts-interval.md). A
-    /// long run gets more bursts either way. With --switch off the guest's cost does not
-    /// depend on it (it writes every path end to the ring anyway).
-    #[arg(long, default_value = "500us", value_parser = parse_duration)]
+    /// PEP: period of the sampler's bursts, in the guest's CPU time (so a guest waiting
+    /// for a core on a busy machine is not sampled meanwhile), e.g. `500us`, `1ms`,
+    /// `10ms`. Each burst runs instrumented code, so fewer bursts cost less and estimate
+    /// less well; a long run gets more bursts either way. With --switch off the guest's
+    /// cost does not depend on it (it writes every path end to the ring anyway).
+    #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     interval: std::time::Duration,
     /// Period of calling-context stack samples (each one interrupts the guest for a few
     /// microseconds), e.g. `250us`, `1ms`, `10ms`. Default: every --interval tick with PEP
