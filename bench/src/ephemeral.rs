@@ -41,8 +41,6 @@ struct Config {
     resume: bool,
     /// `InstrumentOptions::switch_recursion_checks`.
     recursion_checks: bool,
-    /// `InstrumentOptions::switch_handover_limit`.
-    handover_limit: Option<usize>,
     /// `InstrumentOptions::ephemeral_edges`.
     edges: bool,
     /// Windows: margins from random groups of windows (`EphemeralConfig::counter_bytes`
@@ -64,7 +62,6 @@ impl Config {
             gated: true,
             resume: true,
             recursion_checks: true,
-            handover_limit: Some(pepper_wasm::plan::NEST_HANDOVER_LIMIT),
             edges: true,
             groups: true,
         }
@@ -103,7 +100,6 @@ impl Config {
             switch_nest_entries: self.gated,
             switch_resume: self.resume && self.gated,
             switch_recursion_checks: self.recursion_checks,
-            switch_handover_limit: self.handover_limit,
             ephemeral_edges: self.edges,
             ..Default::default()
         }
@@ -212,19 +208,9 @@ fn configs() -> Vec<Config> {
     for us in [0, 50] {
         configs.push(Config::windows(us, ms(1), SwitchPlacement::Nests));
     }
-    // Enter-only checks however many values they hand over, and recursion checked only
-    // where the placement says, each against the default at `nests` and `outer`.
+    // Recursion checked only where the placement says, against the default at `nests`
+    // and `outer`.
     for us in [0, 50] {
-        configs.push(
-            Config::windows(us, ms(1), SwitchPlacement::Nests)
-                .but(", no hand-over limit", |c| c.handover_limit = None),
-        );
-        // More enter-only checks: the default limit before it became 8; the checks it
-        // adds cost zstd most.
-        configs.push(
-            Config::windows(us, ms(1), SwitchPlacement::Nests)
-                .but(", hand-over limit 16", |c| c.handover_limit = Some(16)),
-        );
         for placement in [SwitchPlacement::Nests, SwitchPlacement::Outer] {
             configs.push(
                 Config::windows(us, ms(1), placement)
@@ -420,8 +406,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          Windows (`--window W`): one module-wide flag open for W once every epoch, at a \
          random point of it unless the label says otherwise, checked by clean code where \
          the label's placement says (`--switch`; \
-         `pepper run`'s default is W=50us@1ms {}, with enter-only checks where they hand \
-         over at most {} values), nothing counted in clean code, \
+         `pepper run`'s default is W=50us@1ms {}, with enter-only checks at every loop nest), \
+         nothing counted in clean code, \
          counts scaled by the guest's CPU time over the windows' (measured; the epoch thread \
          ends a window by spinning, so it lasts what was asked); W=0 sets the flag and at once \
          clears it every epoch, which a few frames meet at a check: about the clean code's \
@@ -441,7 +427,6 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         machine(),
         EPOCH.as_millis(),
         pepper_wasm::plan::EPHEMERAL_PLACEMENT.name(),
-        pepper_wasm::plan::NEST_HANDOVER_LIMIT,
         crate::reproduce(args, " --ephemeral"),
     );
     crate::write_results(args, root, "ephemeral", &doc)

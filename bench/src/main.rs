@@ -123,7 +123,6 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         switch_nest_entries: spec.nest_entries,
         switch_resume: spec.resume,
         switch_recursion_checks: spec.recursion_checks,
-        switch_handover_limit: spec.handover_limit,
         contexts: match (spec.contexts, pepper_runtime::NATIVE_STACKS) {
             (false, _) => pepper_wasm::ContextMode::Off,
             (true, true) => pepper_wasm::ContextMode::Native,

@@ -78,8 +78,6 @@ pub(crate) struct Spec {
     /// Switch: recursive functions check at entry
     /// (`InstrumentOptions::switch_recursion_checks`).
     pub(crate) recursion_checks: bool,
-    /// Switch: `InstrumentOptions::switch_handover_limit`.
-    pub(crate) handover_limit: Option<usize>,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
@@ -109,7 +107,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         nest_entries: true,
         resume: true,
         recursion_checks: true,
-        handover_limit: Some(pepper_wasm::plan::NEST_HANDOVER_LIMIT),
         component: false,
         contexts: false,
         what: "uninstrumented (the baseline)",
@@ -245,16 +242,6 @@ pub(crate) fn specs() -> Vec<Spec> {
             interval: Duration::from_micros(500),
             resume: false,
             ..switched("pep(64,17)+switch-deep@500us, no resume", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us without `F_resume`: a burst entered at a nest's enter-only check runs instrumented on to the next loop the clean copy can be entered at")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
-            handover_limit: None,
-            ..switched("pep(64,17)+switch-deep@500us, no hand-over limit", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with enter-only checks at every loop nest past the detour limit, however many values they hand over")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
-            handover_limit: Some(16),
-            ..switched("pep(64,17)+switch-deep@500us, hand-over limit 16", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with enter-only checks where they hand over at most 16 values, the default before it became 8")
         },
         Spec {
             interval: Duration::from_micros(500),

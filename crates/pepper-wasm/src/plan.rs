@@ -265,13 +265,6 @@ pub struct InstrumentOptions {
     /// instrumented would stay so to its end. `false` leaves recursion to the placement,
     /// as before, to measure the two against each other.
     pub switch_recursion_checks: bool,
-    /// Switch: a check that only enters the instrumented copy
-    /// (`switch::Shape::enters_only`) is placed only where it hands over at most this
-    /// many values (the function's parameters and the loop's live locals); `None`: no
-    /// limit. Each value is a use inside the loop that the register allocator weighs like
-    /// any other, although the branch is cold: SQLite's interpreter nests hand over 24 to
-    /// 39 (see [`NEST_HANDOVER_LIMIT`]).
-    pub switch_handover_limit: Option<usize>,
     /// Ephemeral in windows (the default): one module-wide flag, set by the runtime for a
     /// window every epoch, instead of a budget per function; no entry or loop counts in
     /// clean code. The counts are the windows' executions, scaled to the run (see
@@ -333,7 +326,6 @@ impl Default for InstrumentOptions {
             switch_nest_entries: true,
             switch_resume: true,
             switch_recursion_checks: true,
-            switch_handover_limit: Some(NEST_HANDOVER_LIMIT),
             switch_hints: true,
             ephemeral_windows: true,
             ephemeral_gate: true,
@@ -577,26 +569,14 @@ pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
 /// say. `nests` also reaches a hot loop nest a frame enters in clean code behind many
-/// blocks, which `outer` misses (a Rust program's: 61% relative edge overlap against
-/// 99.7%). With enter-only checks only where they hand over at most
-/// [`NEST_HANDOVER_LIMIT`] values it cost +2.6% on the bench's programs, against +4.8% at
-/// a limit of 16 and `outer`'s +4.3% in the same noisy run
-/// (bench/results/ephemeral-default-8.md; on calm days at 16, about a point more than
-/// `outer`); missing a program's hot code entirely is worse.
+/// blocks, which `outer` misses; missing a program's hot code entirely is worse than
+/// the checks' cost.
 pub const EPHEMERAL_PLACEMENT: SwitchPlacement = SwitchPlacement::Nests;
 
 /// `SwitchPlacement::Deep`: as [`SHALLOW_DETOURS`] for loops that hold loops, high enough
 /// for a sort's loops nested in `if`s and low enough to leave out most of a dispatch
 /// `br_table`'s cases.
 pub const DEEP_DETOURS: usize = 8;
-
-/// Default for [`InstrumentOptions::switch_handover_limit`]: enough for a Rust program's hot
-/// nest behind eleven blocks (5 values) and `deep_loop.wat`'s (tested), too few for an
-/// interpreter's dispatch nests or zstd's nests inside its hot loops, whose checks cost
-/// the clean code on every iteration although they hardly ever switch. A nest left
-/// without a check is still reached at its outer loops' checks, as under `outer`; only a
-/// frame that stays in it for a whole call goes unseen.
-pub const NEST_HANDOVER_LIMIT: usize = 8;
 
 impl SwitchPlacement {
     pub const ALL: [SwitchPlacement; 7] = [

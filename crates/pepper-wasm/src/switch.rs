@@ -264,9 +264,9 @@ pub fn live_at_headers(
 }
 
 /// Reads, once per function, which locals each enterable loop of `shape` reads before
-/// writing ([`live_at_headers`], into `ShapeLoop::live`): both the hand-over limit
-/// ([`mark_wide_loops`]) and the checks' hand-over code need it, and the backward pass
-/// over a big function (an interpreter's) is the costly part.
+/// writing ([`live_at_headers`], into `ShapeLoop::live`): the checks' hand-over code
+/// needs it, and the backward pass over a big function (an interpreter's) is the costly
+/// part.
 pub fn read_liveness(
     shape: &mut Shape,
     a: &crate::analysis::FunctionAnalysis,
@@ -286,30 +286,6 @@ pub fn read_liveness(
         shape.loops[k].live = Some(live);
     }
     Ok(())
-}
-
-/// Marks the loops of `shape` where a check that only enters the instrumented copy under
-/// `placement` ([`Shape::enters_only`]) would hand over more than `limit` values: `F`'s
-/// `num_params` parameters (the tail call's arguments) and the locals the loop reads
-/// before writing (`ShapeLoop::live`, from [`read_liveness`]; a loop without it is left
-/// unmarked). Other loops are never marked: a check where the copy also leaves is where
-/// the switch reaches and leaves a frame at all.
-pub fn mark_wide_loops(
-    shape: &mut Shape,
-    placement: SwitchPlacement,
-    num_params: usize,
-    limit: usize,
-) {
-    for k in 0..shape.loops.len() {
-        if !shape.enters_only(placement, k) {
-            continue;
-        }
-        let l = &mut shape.loops[k];
-        if let Some(live) = &l.live {
-            let handed = live.iter().skip(num_params).filter(|&&x| x).count();
-            l.wide = num_params + handed > limit;
-        }
-    }
 }
 
 /// The edges whose code a copy entered at loop `k` of `shape` runs on its way in

@@ -197,12 +197,6 @@ impl Build<'_, '_> {
             Some(_) => crate::switch::shapes(self.wasm)?,
             None => Vec::new(),
         };
-        // Enter-only checks past the hand-over limit are dropped here, before anything
-        // counts the checks (header counters, `F_resume`).
-        let limited = (self
-            .switch
-            .filter(|p| p.has_nest_entries() && !self.budgets))
-        .zip(self.opts.switch_handover_limit);
         for (k, shape) in shapes.iter_mut().enumerate() {
             let a = planned.functions.get(k).and_then(|fp| fp.analysis.as_ref());
             let (Some(a), Some(sig)) = (a, self.facts.defined_sig(k)) else {
@@ -210,9 +204,6 @@ impl Build<'_, '_> {
             };
             let num_params = sig.params.len();
             crate::switch::read_liveness(shape, a, &self.facts.bodies[k], num_params)?;
-            if let Some((placement, limit)) = limited {
-                crate::switch::mark_wide_loops(shape, placement, num_params, limit);
-            }
         }
         let n = planned.functions.len();
         let mut header_counters = vec![0u32; n];

@@ -35,10 +35,6 @@ pub struct ShapeLoop {
     /// stack or a construct with parameters on the way, unreachable code, or labels
     /// [`splice`] does not renumber).
     pub chain: Option<Vec<Link>>,
-    /// A check here would hand over more values than
-    /// `InstrumentOptions::switch_handover_limit` allows ([`super::mark_wide_loops`]):
-    /// where it would only enter the instrumented copy, there is none.
-    pub wide: bool,
     /// Which locals (parameters included) the header reads before writing them: the ones
     /// a check here hands over (`super::read_liveness`; `None` until read).
     pub live: Option<Vec<bool>>,
@@ -52,16 +48,14 @@ pub struct Shape {
 
 impl Shape {
     /// The loops (indices into `loops`, in operator order) that get checks under
-    /// `placement`. A check that would only enter the instrumented copy is left out where
-    /// it would hand over too many values (`ShapeLoop::wide`): it hardly ever switches,
-    /// and it costs the clean code at every iteration.
+    /// `placement`. Every loop nest the placement wants gets its check, however many
+    /// values it hands over: a nest without one is a hot loop a frame that entered it in
+    /// clean code never leaves for its instrumented copy, and a profile blind to it.
     pub fn targets(&self, placement: SwitchPlacement) -> Vec<usize> {
         (0..self.loops.len())
             .filter(|&k| {
                 let l = &self.loops[k];
-                l.chain.is_some()
-                    && wants(placement, l)
-                    && !(l.wide && self.enters_only(placement, k))
+                l.chain.is_some() && wants(placement, l)
             })
             .collect()
     }
@@ -212,7 +206,6 @@ fn shape(
                         calls: false,
                         detours,
                         chain,
-                        wide: false,
                         live: None,
                     });
                     shape.loops.len() - 1

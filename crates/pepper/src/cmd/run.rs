@@ -168,10 +168,9 @@ pub struct Args {
     /// relative edge overlap against 61% for `outer`; +2.1% against `outer`'s +1.3% in
     /// bench/results/ephemeral-nest-limit.md).
     /// Under every placement, recursive functions without loops check at entry (such a
-    /// recursion passes no loop header), and a check that only enters the instrumented
-    /// copy is placed only where it hands over at most 8 values (PEP's default +6.0%
-    /// against +7.2% at 16, bench/results/switch-limit-8.md; ephemeral's +2.6% against
-    /// +4.8%, bench/results/ephemeral-default-8.md).
+    /// recursion passes no loop header), and every loop nest the placement names gets
+    /// its check, however many values it hands over to the instrumented copy: a hot loop
+    /// without a way in would be missing from the profile.
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
@@ -195,10 +194,6 @@ pub struct Args {
     /// Ball-Larus paths instead of a spanning tree's chords.
     #[arg(long, hide = true)]
     ephemeral_paths: bool,
-    /// With --switch, for side-by-side measurements: the most values a check that only
-    /// enters the instrumented copy may hand over (0: no limit).
-    #[arg(long, hide = true, value_name = "N", default_value_t = pepper_wasm::plan::NEST_HANDOVER_LIMIT)]
-    switch_handover_limit: usize,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
@@ -534,7 +529,6 @@ impl Args {
             switch_resume: !self.switch_no_resume,
             switch_recursion_checks: !self.switch_no_recursion_checks,
             ephemeral_edges: !self.ephemeral_paths,
-            switch_handover_limit: Some(self.switch_handover_limit).filter(|&n| n > 0),
             guide,
             cold_threshold: self.guided.cold_threshold,
             loop_threshold: self.guided.loop_threshold,
