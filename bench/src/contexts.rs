@@ -218,6 +218,14 @@ fn specs() -> Vec<Spec> {
             ..native_shallow_500.clone()
         },
         Spec {
+            label: "default",
+            interval: Some(pepper_runtime::PEP_INTERVAL),
+            bursts: pepper_runtime::PEP_INTERVAL,
+            switch: Some(pepper_wasm::switch::SwitchPlacement::Deep),
+            what: "`pepper run`'s default: PEP's bursts and native stack samples every 1 ms of the guest's CPU time, `--switch deep`",
+            ..native_shallow_500.clone()
+        },
+        Spec {
             label: "pep+native-500us+switch-deep",
             switch: Some(pepper_wasm::switch::SwitchPlacement::Deep),
             what: "pepper's default: as pep+native-500us+switch-shallow with the copies also left at loops that hold loops behind up to eight other constructs (`--switch deep`)",
@@ -401,6 +409,7 @@ fn profile(v: &Variant, r: &pepper_runtime::RunResult) -> Profile {
 pub fn main(args: &Args, root: &Path) -> Result<()> {
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
+    let _load = crate::harness::Load::start(args.load)?;
     // `--variants` narrows the run; the baseline and the two references always run.
     let specs: Vec<Spec> = specs()
         .into_iter()
@@ -559,7 +568,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     }
     let doc = format!(
         "# pepper benchmark: calling contexts\n\n\
-         Machine: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
+         Machine: {}. Load: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up), median of guest run time (compilation excluded, and starting and stopping \
          pepper's sampler thread too: that is its own column; wasmtime 48.0.8). Overhead: median over rounds of the per-round \
          ratio to the uninstrumented run. Accuracy (median over rounds, `pepper compare`'s \
@@ -567,10 +576,14 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          against the exact-calls tree of the same round; hot-function precision (functions with \
          ≥ 1% of sampled self time that have ≥ 0.5% in the reference) against native stack \
          samples every 0.1 ms in the same round. The period in a label is the stack samples'; \
-         PEP's bursts come every 250 µs (`pepper run`'s default).\n\n\
+         PEP's bursts come every 250 µs unless the label says otherwise.\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
+        match args.load {
+            0 => "none (a quiet machine)".to_string(),
+            n => format!("{n} busy process(es) beside every run"),
+        },
         crate::reproduce(args, " --contexts"),
     );
     crate::write_results(args, root, "contexts", &doc)

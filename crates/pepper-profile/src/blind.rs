@@ -115,6 +115,11 @@ fn reason(p: &Profile, f: &Function) -> String {
     if !f.instrumented {
         return "it was not instrumented".into();
     }
+    if p.mode == Mode::Ephemeral {
+        return "the windows rarely found it in its instrumented copy: a long-running loop \
+                that the windows' checks do not reach would do that"
+            .into();
+    }
     match p.sampling.as_ref().map(|s| s.switch.as_str()) {
         Some(s) if !s.is_empty() && s != "off" => format!(
             "the bursts rarely found it in its instrumented copy: a long-running loop \

@@ -84,8 +84,10 @@ impl<T: 'static> Profiled<T> {
     ///
     /// Call it on the thread that will call into the guest: native stack samples
     /// interrupt that thread (one such thread per process at a time; a second attach
-    /// meanwhile goes without stacks and says so), and ephemeral windows read its CPU
-    /// clock to scale what they recorded. Do not grow pepper's memory (the
+    /// meanwhile goes without stacks and says so), PEP's ticks are spaced by its CPU
+    /// clock (a guest called from another thread would look off its CPU at every tick,
+    /// and its profile would be nearly empty), and ephemeral windows read that clock to
+    /// scale what they recorded. Do not grow pepper's memory (the
     /// module's `pepper:counters` export): its address must not move.
     pub fn new(
         mut store: Store<T>,

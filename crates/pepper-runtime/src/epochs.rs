@@ -164,10 +164,9 @@ impl Opened {
 }
 
 /// Windows: the flag set for `window` once every epoch, epochs counted from `opened`
-/// (when the first window, open already, opened). The flag is only ever swapped from
-/// the value this thread left in it: a flag in the program's memory that the program
-/// wrote (a write through a null pointer, say) is left as the program wrote it, and
-/// the windows end there. With the guest's CPU `clock`, each window's CPU time is read
+/// (when the first window, open already, opened). The flag, in pepper's memory, is only
+/// ever swapped from the value this thread left in it; a flag found otherwise ends the
+/// windows. With the guest's CPU `clock`, each window's CPU time is read
 /// as it opens and closes (two clock reads an epoch, on this thread). Each closed window
 /// goes to `groups`.
 #[allow(clippy::too_many_arguments)]

@@ -586,8 +586,8 @@ impl SwitchedFunction<'_, '_> {
                 I::End,
             ]
         });
-        // 1 -> 0, never a plain store: in the program's memory, a word the program wrote
-        // (a bug there, but its own) keeps its value.
+        // 1 -> 0, never a plain store: a value other than the sampler's (`--switch-chaos`
+        // keeps a generator there) keeps its value.
         let clear = vec![
             I::I32Const(0),
             I::I32Const(1),

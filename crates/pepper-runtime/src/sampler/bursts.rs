@@ -592,7 +592,7 @@ fn watch(
                 return (h, t, ran(cpu));
             }
             if let Some((wall, cpu_then)) = checked {
-                let idle = (cpu - cpu_then) * 2 < t - wall;
+                let idle = cpu.saturating_sub(cpu_then) * 2 < t - wall;
                 match pace {
                     Pace::Spin if idle => std::thread::sleep(max),
                     Pace::Nap(_) if idle => nap = (nap * 2).min(max),

@@ -7,10 +7,9 @@ use std::path::PathBuf;
 /// Write the instrumented module without running it.
 ///
 /// The output imports nothing new: counters live in an extra memory exported as
-/// `pepper:counters` (needs multi-memory, on by default in wasmtime). Where the module
-/// switches between clean and instrumented code (PEP's bursts, ephemeral windows) and was
-/// laid out by LLVM's `wasm-ld`, the switch's flag is address 0 of the program's own
-/// memory, which is then also exported as `pepper:guest-memory`.
+/// `pepper:counters` (needs multi-memory, on by default in wasmtime), which also holds
+/// the switch's flag where the module switches between clean and instrumented code
+/// (PEP's bursts, ephemeral windows). Nothing of pepper's is in the program's memory.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// What to instrument for.
