@@ -139,20 +139,42 @@ fn functions(o: &mut String, p: &Profile, top: usize) {
          <th>branch executions</th><th>%</th><th>path executions</th>\
          <th class=\"l\">function</th></tr>",
     );
+    let blind = |f: u32| {
+        (p.functions.iter())
+            .find(|x| x.index == f)
+            .and_then(|x| x.under_sampled.as_deref())
+    };
     for t in totals.iter().take(top) {
         let share = pct(t.2, all);
         let _ = write!(
             o,
             "<tr><td>{}</td><td><span class=\"bar\" style=\"width:{:.0}px\"></span> {:.1}%</td>\
-             <td>{}</td><td class=\"l\">{}</td></tr>",
+             <td>{}</td><td class=\"l\">{}{}</td></tr>",
             t.2,
             share,
             share,
             t.1,
-            esc(&p.function_name(t.0))
+            esc(&p.function_name(t.0)),
+            if blind(t.0).is_some() {
+                " <span class=\"warn\">(under-sampled)</span>"
+            } else {
+                ""
+            }
         );
     }
-    o.push_str("</table></section>\n");
+    o.push_str("</table>");
+    // Functions whose counts miss their time, whether or not they made the table (one
+    // the estimate missed entirely has no counts to rank it by).
+    for f in p.functions.iter().filter(|f| f.under_sampled.is_some()) {
+        let _ = write!(
+            o,
+            "<p class=\"warn\">under-sampled: {}: the stack samples find it far more often \
+             than its path and branch counts show, so those are not to be trusted: {}</p>",
+            esc(&p.function_name(f.index)),
+            esc(f.under_sampled.as_deref().unwrap_or_default())
+        );
+    }
+    o.push_str("</section>\n");
 }
 
 fn paths(o: &mut String, p: &Profile, top: usize) {
@@ -486,5 +508,24 @@ mod tests {
             "{o}"
         );
         assert_eq!(o.matches("&plusmn;").count(), 1, "{o}");
+    }
+
+    /// A function the estimate misses is named as under-sampled, with its reason, in the
+    /// functions section; one it does not miss is not.
+    #[test]
+    fn under_sampled_functions_are_marked() {
+        let mut p = crate::testing::one_function("pep", Vec::new());
+        let mut o = String::new();
+        functions(&mut o, &p, 10);
+        assert!(!o.contains("under-sampled"), "{o}");
+        let f = p.functions[0].index;
+        p.functions[0].under_sampled = Some("a loop the bursts miss".into());
+        let mut o = String::new();
+        functions(&mut o, &p, 10);
+        assert!(
+            o.contains(&format!("under-sampled: {}", esc(&p.function_name(f))))
+                && o.contains("a loop the bursts miss"),
+            "{o}"
+        );
     }
 }
