@@ -204,8 +204,8 @@ mod tests {
         p
     }
 
-    /// The failure seen on a loaded machine: 79% of self time in a function the path
-    /// profile shows at 0%. It is found, with the switch's reason, and marked.
+    /// The failure seen on a loaded machine: most of the self time in a function the
+    /// path profile shows none of. It is found, with the switch's reason, and marked.
     #[test]
     fn a_hot_function_the_paths_miss_is_blind() {
         let mut p = profile([790, 110, 100], [0, 500, 500], 1000);
@@ -229,7 +229,8 @@ mod tests {
     fn differences_that_cost_or_sampling_explain_are_not_blind() {
         // Half the time, a sixth of the blocks: slow blocks, not a blind spot.
         assert!(blind_spots(&profile([500, 250, 250], [200, 500, 500], 1000)).is_empty());
-        // 30% against 6% of the work, but on 25 samples: 3 standard errors are 27 points.
+        // Five times the estimate's share, but on so few samples that three standard
+        // errors are wider than the gap.
         assert!(blind_spots(&profile([300, 350, 350], [60, 470, 470], 25)).is_empty());
         // The same on 1,000 samples is blind.
         assert_eq!(

@@ -63,9 +63,9 @@ impl Reach {
         );
         // Windows, at the default placement: the function's branch executions, scaled
         // from the windows, near the exact count. The copies' pace keeps the estimate
-        // below one: a window records at the instrumented copy's speed (0.19-0.24 of the
-        // exact count in some runs since the flag moved to pepper's memory). A nest the
-        // windows never reach records nothing there.
+        // below one: a window records at the instrumented copy's speed (about a fifth of
+        // the exact count in some runs since the flag moved to pepper's memory). A nest
+        // the windows never reach records nothing there.
         let branches = |p: &Profile| {
             let idx = function_index(p, self.func);
             (p.branches.iter().filter(|b| b.func == idx))

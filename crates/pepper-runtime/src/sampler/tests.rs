@@ -260,7 +260,7 @@ fn bursts_taken_while_the_guest_completes_nothing_weigh_nothing() {
 /// during which it keeps waiting for its core (word 2: 16 paths, then 150 µs off its
 /// CPU), as a guest beside other busy processes does. Ticks spaced by the guest's CPU
 /// time land on each word in proportion to the time the guest runs it, and a tick that
-/// finds it waiting is no sample, so word 2's small share of path ends (about 2%) is
+/// finds it waiting is no sample, so word 2's small share of path ends is
 /// estimated as such. With ticks at wall-clock times and CPU-time weights, each burst
 /// in word 2 stood for the work done in word 1 before it, and word 2 came out at two to
 /// four times its share.
