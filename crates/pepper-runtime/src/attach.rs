@@ -95,9 +95,9 @@ impl<T: 'static> Profiled<T> {
         module: &Module,
         cfg: &AttachConfig,
     ) -> Result<Profiled<T>> {
-        let views = views(&mut store, instance, cfg);
+        let memory = counters_view(&mut store, instance, cfg);
         let code = native::CodeSource::Module(module);
-        let attached = Attached::start_with(&mut store, views, code, cfg, &OnceLock::new())?;
+        let attached = Attached::start_with(&mut store, memory, code, cfg, &OnceLock::new())?;
         Ok(Profiled { attached, store })
     }
 
@@ -170,12 +170,11 @@ impl Attached {
     /// keeps `store` alive until `finish` ([`Profiled`], `Prepared::run`).
     pub(crate) fn start_with<T: 'static>(
         store: &mut Store<T>,
-        views: Views,
+        memory: Option<MemView>,
         code: native::CodeSource<'_>,
         cfg: &AttachConfig,
         code_map: &OnceLock<native::CodeMap>,
     ) -> Result<Attached> {
-        let memory = views.counters;
         if let Some(word) = cfg.switch_on {
             Flag::new(word, memory)?.set(true);
         }
@@ -187,7 +186,7 @@ impl Attached {
             None => None,
         };
         let sampler = match &cfg.sampler {
-            Some(sc) => Some(start_sampler(store, views, code, sc, code_map)?),
+            Some(sc) => Some(start_sampler(store, memory, code, sc, code_map)?),
             None => None,
         };
         let sampler = Arc::new(Mutex::new(sampler));
@@ -292,12 +291,11 @@ fn watch(
 /// handler is free.
 fn start_sampler<T: 'static>(
     store: &mut Store<T>,
-    views: Views,
+    memory: Option<MemView>,
     code: native::CodeSource<'_>,
     sc: &SamplerConfig,
     code_map: &OnceLock<native::CodeMap>,
 ) -> Result<sampler::Sampler> {
-    let memory = views.counters;
     let flag = sc.switch.map(|w| Flag::new(w.flag, memory)).transpose()?;
     let native_only = sc.entries == 0 && sc.stacks.as_ref().is_some_and(|s| s.native.is_some());
     anyhow::ensure!(
@@ -349,25 +347,16 @@ fn start_sampler<T: 'static>(
     ))
 }
 
-/// The memories the profiling threads read and write: pepper's own, never the
-/// program's.
-#[derive(Copy, Clone, Default)]
-pub(crate) struct Views {
-    /// Pepper's memory.
-    pub(crate) counters: Option<MemView>,
-}
-
-/// The memories of a core module's instance: pepper's export.
-pub(crate) fn views<T: 'static>(
+/// Pepper's memory in a core module's instance (its export), the only memory the
+/// profiling threads read and write: never the program's.
+pub(crate) fn counters_view<T: 'static>(
     store: &mut Store<T>,
     instance: &Instance,
     cfg: &AttachConfig,
-) -> Views {
+) -> Option<MemView> {
     let memory = cfg
         .counters_export
         .as_deref()
-        .and_then(|name| instance.get_memory(&mut *store, name));
-    Views {
-        counters: memory.map(|m| MemView::of(Some(&m), &*store)),
-    }
+        .and_then(|name| instance.get_memory(&mut *store, name))?;
+    Some(MemView::of(Some(&memory), &*store))
 }

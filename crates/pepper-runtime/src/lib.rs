@@ -439,10 +439,10 @@ impl Prepared {
                 let entry = Entry::find(&instance, &mut store, cfg.invoke.as_ref())?;
                 let setup = Instant::now();
                 let attach = cfg.attach_config();
-                let views = attach::views(&mut store, &instance, &attach);
+                let memory = attach::counters_view(&mut store, &instance, &attach);
                 let attached = attach::Attached::start_with(
                     &mut store,
-                    views,
+                    memory,
                     native::CodeSource::Module(module),
                     &attach,
                     &self.code_map,
@@ -501,7 +501,7 @@ impl Prepared {
         };
         let attached = attach::Attached::start_with(
             &mut store,
-            attach::Views { counters: view },
+            view,
             native::CodeSource::Component(component, program, program_at),
             &cfg.attach_config(),
             &self.code_map,

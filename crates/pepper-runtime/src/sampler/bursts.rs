@@ -154,8 +154,15 @@ impl Bursts {
                 Some(_) => Pace::Nap(SWITCH_NAP),
                 None => Pace::Spin,
             };
-            let (h1, t1, ran) =
-                watch_rate(mem, cfg.head, (h, t0), span, self.guest(), pace, &mut reads);
+            let (h1, t1, ran) = watch_rate(
+                mem,
+                cfg.head,
+                (h, t0),
+                span,
+                self.clock.zip(cpu0),
+                pace,
+                &mut reads,
+            );
             let handler = stack.take_if(|_| signalled).and_then(|st| st.collect());
             // The signal stopped the guest well before its handler ran (on this VM the
             // head stood still for 10-20 us where the handler took 3-6): the rate is the
