@@ -425,7 +425,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     writeln!(table, "|---|---|---|---|---|---|---|---|---|---|---|")?;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
-    for (w, wasm, cache) in selected(args, &build)? {
+    let loaded = selected(args, &build)?;
+    let corpus = crate::corpus_size(&loaded);
+    for (w, wasm, cache) in loaded {
         let mut variants = Vec::new();
         for spec in &specs {
             let opts = pepper_wasm::InstrumentOptions {
@@ -441,7 +443,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             };
             let inst = pepper_wasm::instrument(&wasm, &opts)?;
             let prepared = pepper_runtime::Prepared::new(
-                &inst.wasm,
+                &w.runnable(&inst.wasm),
                 &pepper_runtime::EngineOptions {
                     cache_dir: cache.clone(),
                     epoch_interruption: spec.guest_profiler.is_some(),
@@ -568,7 +570,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     }
     let doc = format!(
         "# pepper benchmark: calling contexts\n\n\
-         Machine: {}. Load: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
+         Corpus: {corpus}. Machine: {}. Load: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up), median of guest run time (compilation excluded, and starting and stopping \
          pepper's sampler thread too: that is its own column; wasmtime 48.0.8). Overhead: median over rounds of the per-round \
          ratio to the uninstrumented run. Accuracy (median over rounds, `pepper compare`'s \

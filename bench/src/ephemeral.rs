@@ -277,12 +277,14 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     // The worst single round anywhere (edge rel, hot biases): a run whose windows missed
     // a hot loop nest altogether shows here, not in the medians.
     let mut worst_rounds = vec![[f64::NAN; 2]; configs.len()];
-    for (w, wasm, cache) in selected(args, &build)? {
+    let loaded = selected(args, &build)?;
+    let corpus = crate::corpus_size(&loaded);
+    for (w, wasm, cache) in loaded {
         let mut variants = Vec::new();
         for config in &configs {
             let inst = pepper_wasm::instrument(&wasm, &config.instrument_options())?;
             let prepared = pepper_runtime::Prepared::new(
-                &inst.wasm,
+                &w.runnable(&inst.wasm),
                 &pepper_runtime::EngineOptions {
                     cache_dir: cache.clone(),
                     branch_hints: inst.wants_branch_hinting(),
@@ -400,7 +402,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     }
     let doc = format!(
         "# pepper benchmark: ephemeral instrumentation\n\n\
-         Machine: {}. wasmtime 48.0.8. Epoch {} ms unless the variant says otherwise; P is \
+         Corpus: {corpus}. Machine: {}. wasmtime 48.0.8. Epoch {} ms unless the variant says otherwise; P is \
          the persistence (`--persistence`: function entries and outermost loop iterations \
          each function records per epoch); P=0 is never armed, the clean code's cost alone. \
          Windows (`--window W`): one module-wide flag open for W once every epoch, at a \

@@ -29,7 +29,7 @@ fn record_guides(w: &crate::Workload, wasm: &[u8], n: usize) -> Result<Vec<Arc<G
         Default::default(),
     );
     let inst = pepper_wasm::instrument(wasm, &opts.instrument_options(None))?;
-    let prepared = pepper_runtime::Prepared::new(&inst.wasm, &Default::default())?;
+    let prepared = pepper_runtime::Prepared::new(&w.runnable(&inst.wasm), &Default::default())?;
     let cfg = opts.run_config(&inst);
     (0..n)
         .map(|g| {
@@ -57,7 +57,7 @@ fn variant(
     let inst = pepper_wasm::instrument(wasm, &opts.instrument_options(guide))?;
     Ok(Variant {
         label,
-        prepared: pepper_runtime::Prepared::new(&inst.wasm, &Default::default())?,
+        prepared: pepper_runtime::Prepared::new(&w.runnable(&inst.wasm), &Default::default())?,
         cfg: opts.run_config(&inst),
         times: Vec::new(),
     })

@@ -7,13 +7,18 @@ use anyhow::{Context, Result};
 use pepper_profile::{ModuleInfo, Profile, RunInfo};
 use std::path::{Path, PathBuf};
 
-/// A program and its inputs.
+/// A program of the corpus and its inputs, ready for the runtime.
 pub(crate) struct Workload {
-    pub name: &'static str,
+    pub name: String,
+    /// Its language family, for the table's heading.
+    pub family: String,
     pub args: Vec<String>,
     /// A different input, for guides that must not come from the measured run.
     pub other_args: Vec<String>,
     pub dirs: Vec<pepper_runtime::Preopen>,
+    pub env: Vec<(String, String)>,
+    /// Where the program's core module sits, when the program is a component.
+    pub unit: pepper_wasm::component::Unit,
 }
 
 impl Workload {
@@ -29,86 +34,36 @@ impl Workload {
             wasi: pepper_runtime::WasiOptions {
                 args: self.args.clone(),
                 dirs: self.dirs.clone(),
+                env: self.env.clone(),
                 ..Default::default()
             },
             sampling,
             ..Default::default()
         }
     }
+
+    /// What to compile for an instrumented core module: the module itself, or the
+    /// program's component with the module put back in.
+    pub fn runnable<'a>(&self, core: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
+        self.unit.wrap(core)
+    }
+
+    /// Whether the program is a component (its core module is what pepper rewrites).
+    pub fn is_component(&self) -> bool {
+        self.unit.component.is_some()
+    }
 }
 
-pub(crate) fn workloads(build: &Path, quick: bool, yosys: bool, phases: bool) -> Vec<Workload> {
-    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
-    let data = vec![pepper_runtime::Preopen::new(build, "/data")];
-    let input = if quick {
-        "/data/input-small.txt"
-    } else {
-        "/data/input-bench.txt"
-    };
-    let y = build.join("yosys");
-    let script = |design: &str| format!("read_verilog /work/{design}; synth_ice40 -top top; stat");
-    let mut v = Vec::new();
-    if phases {
-        // Programs with phases: the same libraries as below, driven through stages.
-        v.push(Workload {
-            name: "sqlite-phases",
-            args: s(&["sqlite-phases", if quick { "1" } else { "4" }]),
-            other_args: s(&["sqlite-phases", "1"]),
-            dirs: vec![],
-        });
-        v.push(Workload {
-            name: "lua-phases",
-            args: s(&["lua-phases", if quick { "1" } else { "4" }]),
-            other_args: s(&["lua-phases", "1"]),
-            dirs: vec![],
-        });
+/// Whether a table's options select `p`: the corpus proper always, the programs of a set
+/// (`phases`, `yosys`) only with their option.
+fn in_table(args: &Args, p: &pepper_bench::corpus::Program) -> bool {
+    match p.set.as_deref() {
+        None => true,
+        Some("phases") => args.phases,
+        Some("yosys") => args.yosys,
+        Some(_) => false,
     }
-    v.extend([
-        Workload {
-            name: "bzip2",
-            args: s(&["bzip2", "-c", "-9", input]),
-            other_args: s(&["bzip2", "-c", "-1", "/data/input-small.txt"]),
-            dirs: data,
-        },
-        Workload {
-            name: "lua",
-            args: s(&["lua", if quick { "2" } else { "100" }]),
-            other_args: s(&["lua", "1"]),
-            dirs: vec![],
-        },
-        Workload {
-            name: "sqlite",
-            args: s(&["sqlite", if quick { "1" } else { "20" }]),
-            other_args: s(&["sqlite", "2"]),
-            dirs: vec![],
-        },
-        Workload {
-            name: "zstd",
-            args: s(&["zstd", if quick { "1" } else { "8" }]),
-            other_args: s(&["zstd", "1"]),
-            dirs: vec![],
-        },
-    ]);
-    if yosys {
-        v.push(Workload {
-            name: "yosys",
-            args: vec!["yosys".into(), "-q".into(), "-p".into(), script("alu.v")],
-            other_args: vec![
-                "yosys".into(),
-                "-q".into(),
-                "-p".into(),
-                "read_verilog /work/alu.v; proc; opt; stat".into(),
-            ],
-            dirs: vec![
-                pepper_runtime::Preopen::new(y.join("share"), "/share"),
-                pepper_runtime::Preopen::new(y.join("tmp"), "/tmp"),
-                pepper_runtime::Preopen::new(y.join("work"), "/work"),
-            ],
-        });
-    }
-    v
 }
-
 /// Runs `run` once on every variant, in an order shuffled afresh each round (the same
 /// shuffles every time the harness runs), so that no variant always runs first or right
 /// after the same neighbour, which would bias it the same way every round. (It does not
@@ -190,34 +145,75 @@ pub(crate) fn geomean_pct(v: &[f64]) -> f64 {
     (g.exp() - 1.0) * 100.0
 }
 
-/// A workload with its module bytes and the compilation cache to use.
+/// A workload with its core module's bytes and the compilation cache to use.
 pub(crate) type Loaded = (Workload, Vec<u8>, Option<PathBuf>);
 
-/// The workloads selected by `--only`, loaded (yosys compiles through wasmtime's cache:
-/// ~45 s cold).
+/// The corpus programs the options select (`--only`, the sets, `--quick`), loaded. A program of the
+/// corpus that was not built is skipped with a warning, unless `--only` names it.
 pub(crate) fn selected(args: &Args, build: &Path) -> Result<Vec<Loaded>> {
+    let root = build.join("../../..");
     let mut out = Vec::new();
-    for w in workloads(build, args.quick, args.yosys, args.phases) {
-        if !args.only.is_empty() && !args.only.iter().any(|o| o == w.name) {
+    for p in pepper_bench::corpus::load(&pepper_bench::corpus::manifest_dir(&root))? {
+        let named = args.only.contains(&p.name);
+        // `--quick` (CI's smoke) runs the few programs the manifest marks `ci`, and a
+        // table's own set.
+        let smoke = !args.quick || p.ci || p.set.is_some();
+        if !args.only.is_empty() && !named || args.only.is_empty() && !(in_table(args, &p) && smoke)
+        {
             continue;
         }
-        let path = if w.name == "yosys" {
-            build.join("yosys/yosys.wasm")
-        } else {
-            build.join(format!("{}.wasm", w.name))
-        };
-        let cache = (w.name == "yosys")
-            .then(pepper_runtime::default_cache_dir)
-            .flatten();
-        let wasm = std::fs::read(&path).with_context(|| {
+        let path = p.module(build);
+        if !path.exists() && !named {
+            eprintln!(
+                "bench: skipping {}: {} was not built (bench/workloads/build.sh)",
+                p.name,
+                path.display()
+            );
+            continue;
+        }
+        let bytes = std::fs::read(&path).with_context(|| {
             format!(
                 "{} missing: run bench/workloads/build.sh (yosys: bench/workloads/yosys.sh)",
                 path.display()
             )
         })?;
-        out.push((w, wasm, cache));
+        let unit = pepper_wasm::component::Unit::parse(&bytes)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let cache = p.cache.then(pepper_runtime::default_cache_dir).flatten();
+        let quick = args.quick;
+        let w = Workload {
+            name: p.name.clone(),
+            family: p.family.clone(),
+            args: if quick {
+                p.quick.clone()
+            } else {
+                p.args.clone()
+            },
+            other_args: p.other.clone().unwrap_or_else(|| p.quick.clone()),
+            dirs: p
+                .preopens(build)
+                .into_iter()
+                .map(|(host, guest)| pepper_runtime::Preopen::new(host, &guest))
+                .collect(),
+            env: p.env_pairs(),
+            unit: unit.clone(),
+        };
+        out.push((w, unit.core, cache));
     }
     Ok(out)
+}
+
+/// The corpus's size for a table's heading: programs and language families.
+pub(crate) fn corpus_size(loaded: &[Loaded]) -> String {
+    let mut families: Vec<&str> = loaded.iter().map(|l| l.0.family.as_str()).collect();
+    families.sort();
+    families.dedup();
+    format!(
+        "{} programs in {} language families ({})",
+        loaded.len(),
+        families.len(),
+        families.join(", ")
+    )
 }
 
 pub(crate) fn median(v: &[f64]) -> f64 {

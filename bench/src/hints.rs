@@ -159,7 +159,7 @@ fn train(wasm: &[u8], w: &crate::Workload, mode: Mode) -> Result<Profile> {
     let inst = pepper_wasm::instrument(wasm, &opts)?;
     let mut cfg = w.options(opts, Default::default()).run_config(&inst);
     cfg.args = w.other_args.clone();
-    let r = pepper_runtime::run(&inst.wasm, &cfg)?;
+    let r = pepper_runtime::run(&w.runnable(&inst.wasm), &cfg)?;
     Ok(crate::profile_of(&inst, &r))
 }
 
@@ -232,7 +232,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 }
             };
             let prepared = pepper_runtime::Prepared::new(
-                &module,
+                &w.runnable(&module),
                 &pepper_runtime::EngineOptions {
                     cache_dir: cache.clone(),
                     epoch_interruption: false,

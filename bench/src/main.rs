@@ -14,6 +14,7 @@
 //!   cargo run --release -p pepper-bench -- --hints      # branch hints' speedup: bench/results/hints.md
 //!   cargo run --release -p pepper-bench -- --ephemeral  # ephemeral instrumentation: bench/results/ephemeral.md
 //!   cargo run --release -p pepper-bench -- --phases     # phases: bench/results/phases.md
+//!   cargo run --release -p pepper-bench -- --list       # the corpus: bench/results/corpus.md
 //!
 //! Shared machinery (workloads, interleaving, ratios, results files) is in `harness`.
 
@@ -23,6 +24,7 @@ mod ephemeral;
 mod guides;
 mod harness;
 mod hints;
+mod list;
 mod phases;
 mod specs;
 
@@ -48,7 +50,8 @@ struct Args {
     /// machine); 0 for a quiet one.
     #[arg(long, default_value_t = 0)]
     load: usize,
-    /// Small inputs and one round: checks the harness works, measures nothing meaningful.
+    /// Small inputs, one round, and only the programs the corpus manifest marks for CI:
+    /// checks the harness works, measures nothing meaningful.
     #[arg(long)]
     quick: bool,
     /// Output Markdown file [default: bench/results/bench.md, or a temp file with --quick].
@@ -65,6 +68,10 @@ struct Args {
     /// compilation goes through wasmtime's cache, and is reported apart from run time.
     #[arg(long)]
     yosys: bool,
+    /// List the corpus instead, with each program's toolchain as its module records it
+    /// (writes bench/results/corpus.md).
+    #[arg(long)]
+    list: bool,
     /// Measure calling-context profiling instead (writes bench/results/contexts.md).
     #[arg(long)]
     contexts: bool,
@@ -193,6 +200,9 @@ fn main() -> Result<()> {
     if args.hints {
         return hints::main(&args, &root);
     }
+    if args.list {
+        return list::main(&args, &root);
+    }
     if args.ephemeral {
         return ephemeral::main(&args, &root);
     }
@@ -237,7 +247,9 @@ fn main() -> Result<()> {
     // Targeted: (static paths removed, functions moved from hash to arrays, paths counted on
     // a defining edge) per workload.
     let mut tpp_static: Vec<Vec<(f64, i64, usize)>> = vec![Vec::new(); specs.len()];
-    for (w, wasm, cache) in selected(&args, &build)? {
+    let loaded = selected(&args, &build)?;
+    let corpus = corpus_size(&loaded);
+    for (w, wasm, cache) in loaded {
         let mut variants: Vec<Variant> = Vec::new();
         let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
         let mut component: Option<pepper_wasm::component::Unit> = None;
@@ -266,8 +278,9 @@ fn main() -> Result<()> {
                 Some(i) => guides[i].clone(),
                 None => None,
             };
-            // A component variant instruments the program's module inside the component.
-            let unit = match spec.component {
+            // A component variant instruments the program's module inside the component
+            // (a program that is a component already is its own component variant).
+            let unit = match spec.component && !w.is_component() {
                 true => {
                     if component.is_none() {
                         let c = componentize::componentize(&wasm)?;
@@ -279,11 +292,10 @@ fn main() -> Result<()> {
             };
             let core = unit.as_ref().map_or(&wasm[..], |u| &u.core[..]);
             let (inst, rewrite_ms) = instrument(&w, core, spec, guide.as_ref())?;
-            let runnable = unit
-                .as_ref()
-                .map_or(std::borrow::Cow::Borrowed(&inst.wasm[..]), |u| {
-                    u.wrap(&inst.wasm)
-                });
+            let runnable = match &unit {
+                Some(u) => u.wrap(&inst.wasm),
+                None => w.runnable(&inst.wasm),
+            };
             let fns = &inst.plan.functions;
             let static_paths: u64 = fns
                 .iter()
@@ -575,7 +587,7 @@ fn main() -> Result<()> {
     };
     let doc = format!(
         "# pepper benchmark: overhead and accuracy\n\n\
-         Machine: {}. Load: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
+         Corpus: {corpus}. Machine: {}. Load: {}. Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up), median of guest run time (compilation excluded, and starting and stopping \
          pepper's sampler thread too: that is its own column; wasmtime {}, Cranelift). Overhead is relative to the \
          uninstrumented module in the same run (median over rounds of the per-round ratio, so \
@@ -589,8 +601,8 @@ fn main() -> Result<()> {
          flow and the 0.125% hot threshold, edge relative overlap, edge absolute overlap, \
          TPP's AoDF (`pepper compare`). Timer period: {} ms (epochs, wasmtime's guest profiler); PEP's \
          bursts every {} µs unless the variant says otherwise. Targeted guides: exact-paths \
-         profiles of the measured input, or of the other input (bzip2 `-1` on the 300 KB \
-         input; lua 1 iteration; sqlite 2; zstd 1).\n\n\
+         profiles of the measured input, or of another input (the corpus manifest's `other`, \
+         else its `quick` input).\n\n\
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}{increments_section}",
         machine(),

@@ -45,10 +45,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let rounds = if args.quick { 1 } else { args.rounds.max(1) };
     let build = root.join("bench/workloads/build");
     let loaded = selected(args, &build)?;
-    let mut lines: Vec<(&'static str, Timeline)> = Vec::new();
+    let mut lines: Vec<(String, Timeline)> = Vec::new();
     for (w, wasm, cache) in &loaded {
         let inst = instrument(wasm, Mode::Pep, None, ContextMode::Off, true)?;
-        let prepared = prepare(&inst, cache)?;
+        let prepared = prepare(w, &inst, cache)?;
         let mut cfg = run_config(w, &inst, None);
         if let Some(s) = cfg.sampler.as_mut() {
             s.intervals = Some(IntervalConfig::Timeline {
@@ -69,7 +69,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             t.intervals.len(),
             t.lost
         );
-        lines.push((w.name, t));
+        lines.push((w.name.clone(), t));
     }
     let baselines = baseline_table(&lines)?;
     let (sweep_summary, sweep_table) = sweep(&lines)?;
@@ -117,7 +117,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         lines
             .iter()
             .filter(|(n, _)| has_phases(n))
-            .map(|(n, _)| *n)
+            .map(|(n, _)| n.as_str())
             .collect::<Vec<_>>()
             .join(", "),
         crate::reproduce(args, " --phases"),
@@ -150,11 +150,12 @@ fn instrument(
 }
 
 fn prepare(
+    w: &crate::Workload,
     inst: &pepper_wasm::Instrumented,
     cache: &Option<std::path::PathBuf>,
 ) -> Result<pepper_runtime::Prepared> {
     pepper_runtime::Prepared::new(
-        &inst.wasm,
+        &w.runnable(&inst.wasm),
         &pepper_runtime::EngineOptions {
             cache_dir: cache.clone(),
             ..Default::default()
@@ -191,7 +192,7 @@ fn baselines_of(t: &Timeline) -> Vec<Vec<pepper_phases::Label>> {
 }
 
 /// Part 1: baseline phases per workload and MPL.
-fn baseline_table(lines: &[(&'static str, Timeline)]) -> Result<String> {
+fn baseline_table(lines: &[(String, Timeline)]) -> Result<String> {
     let mut s = String::new();
     write!(s, "| workload | intervals | path ends unread |")?;
     for m in MPLS {
@@ -292,7 +293,7 @@ impl Sweep {
 }
 
 /// Part 2: every configuration's mean score over the phase workloads and MPLs.
-fn sweep(lines: &[(&'static str, Timeline)]) -> Result<(String, String)> {
+fn sweep(lines: &[(String, Timeline)]) -> Result<(String, String)> {
     let configs = Sweep::all();
     // scores[config][line][mpl]
     let mut scores = vec![vec![[f64::NAN; MPLS.len()]; lines.len()]; configs.len()];
@@ -308,10 +309,10 @@ fn sweep(lines: &[(&'static str, Timeline)]) -> Result<(String, String)> {
         }
     }
     let phase_lines: Vec<usize> = (0..lines.len())
-        .filter(|&i| has_phases(lines[i].0))
+        .filter(|&i| has_phases(&lines[i].0))
         .collect();
     let other_lines: Vec<usize> = (0..lines.len())
-        .filter(|&i| !has_phases(lines[i].0))
+        .filter(|&i| !has_phases(&lines[i].0))
         .collect();
     let mean = |ci: usize, ls: &[usize], mpls: &[usize]| {
         let v: Vec<f64> = ls
@@ -413,7 +414,7 @@ fn sweep(lines: &[(&'static str, Timeline)]) -> Result<(String, String)> {
 }
 
 /// Part 3: periodic against phase-aware sampling on the exhaustive time lines.
-fn trace_sampling(lines: &[(&'static str, Timeline)]) -> Result<String> {
+fn trace_sampling(lines: &[(String, Timeline)]) -> Result<String> {
     const TARGET: f64 = 0.05;
     let periods = [2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 25, 32, 40, 50, 64];
     let thresholds = [0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0];
@@ -508,11 +509,7 @@ struct Variant {
 }
 
 /// Part 4: live runs of the phase workloads.
-fn live(
-    loaded: &[crate::Loaded],
-    lines: &[(&'static str, Timeline)],
-    rounds: usize,
-) -> Result<String> {
+fn live(loaded: &[crate::Loaded], lines: &[(String, Timeline)], rounds: usize) -> Result<String> {
     const PHASE_INTERVAL: Duration = Duration::from_millis(10);
     let native = if pepper_runtime::NATIVE_STACKS {
         ContextMode::Native
@@ -618,9 +615,9 @@ fn live(
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); specs.len()];
     let mut accs: Vec<Vec<[f64; 5]>> = vec![Vec::new(); specs.len()];
     let mut vs_pep: Vec<f64> = Vec::new();
-    for (w, wasm, cache) in loaded.iter().filter(|l| has_phases(l.0.name)) {
+    for (w, wasm, cache) in loaded.iter().filter(|l| has_phases(&l.0.name)) {
         let exact_inst = instrument(wasm, Mode::ExactPaths, None, ContextMode::Off, false)?;
-        let exact_run = prepare(&exact_inst, cache)?.run(&run_config(w, &exact_inst, None))?;
+        let exact_run = prepare(w, &exact_inst, cache)?.run(&run_config(w, &exact_inst, None))?;
         let reference = profile_of(&exact_inst, &exact_run);
         let line = lines.iter().find(|l| l.0 == w.name).map(|l| &l.1);
         let mut variants = Vec::new();
@@ -631,7 +628,7 @@ fn live(
                 ContextMode::Off
             };
             let inst = instrument(wasm, *mode, *switch, contexts, *big_ring)?;
-            let prepared = prepare(&inst, cache)?;
+            let prepared = prepare(w, &inst, cache)?;
             variants.push(Variant {
                 label: label.to_string(),
                 inst,

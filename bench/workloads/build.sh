@@ -5,8 +5,9 @@
 #   bench/workloads/build.sh          installs what is missing (apt), vendors sources, builds
 #
 # Output: bench/workloads/build/{bzip2,lua,sqlite,zstd}.wasm, lua-phases.wasm and
-# sqlite-phases.wasm (the same libraries run in phases), deflate-p2.component.wasm (a Rust
-# program built as a component), and deterministic inputs.
+# sqlite-phases.wasm (the same libraries run in phases), {zlib,xz,pcre2,expat,tree-sitter-c,
+# monocypher}.wasm, deflate-p2.component.wasm (a Rust program built as a component), and
+# deterministic inputs.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 OUT="$HERE/build"
@@ -25,13 +26,17 @@ if [ "$need_install" = 1 ]; then
   apt-get install -y -qq clang lld wasi-libc libclang-rt-dev-wasm32 >/dev/null
 fi
 
-if [ ! -d "$VENDOR" ]; then
+# Vendored again whenever sources.toml changes (its hash is kept beside the sources).
+stamp="$(sha256sum "$HERE/sources.toml" | cut -d' ' -f1)"
+if [ ! -f "$VENDOR/.sources-sha256" ] || [ "$(cat "$VENDOR/.sources-sha256")" != "$stamp" ]; then
   echo "workloads: fetching C sources from crates.io source crates (cargo vendor)" >&2
+  rm -rf "$VENDOR" "$VENDOR.tmp"
   tmp="$(mktemp -d)"
   cp "$HERE/sources.toml" "$tmp/Cargo.toml"
   touch "$tmp/lib.rs"
   (cd "$tmp" && cargo vendor --quiet --versioned-dirs "$VENDOR.tmp" >/dev/null)
   mv "$VENDOR.tmp" "$VENDOR"
+  echo "$stamp" > "$VENDOR/.sources-sha256"
   rm -rf "$tmp"
 fi
 
@@ -89,6 +94,62 @@ OUT_DIR="$OUT/obj/zstd" compile zstd -I"$ZS" -I"$ZS/common" -DZSTD_DISABLE_ASM -
   "$ZS"/common/*.c "$ZS"/compress/*.c "$ZS"/decompress/*.c "$HERE/drivers/zstd_driver.c"
 "${LINK[@]}" "$OUT"/obj/zstd/*.o -o "$OUT/zstd.wasm"
 
+# More C programs: zlib, xz (liblzma), PCRE2, Expat, tree-sitter with its C grammar and
+# Monocypher. xz, Expat and tree-sitter-c are built with -Os (the last -O flag wins), the
+# others with -O2. Their inputs (input-log{,-small}.txt, input-doc.xml, input-code.c) come from
+# gen_inputs_c.py.
+ZL="$VENDOR/libz-sys-1.1.33/src/zlib"
+OUT_DIR="$OUT/obj/zlib" compile zlib -I"$ZL" -- \
+  "$ZL"/{adler32,compress,crc32,deflate,infback,inffast,inflate,inftrees,trees,uncompr,zutil}.c \
+  "$HERE/drivers/zlib_driver.c"
+"${LINK[@]}" "$OUT"/obj/zlib/*.o -o "$OUT/zlib.wasm"
+
+XZ="$VENDOR/lzma-sys-0.1.20/xz-5.2/src"
+XZ_SRC=()
+for f in "$XZ"/liblzma/{common,lzma,lz,check,delta,rangecoder,simple}/*.c; do
+  case "$(basename "$f")" in
+    # no threads in wasi-libc: leave out the multi-threaded encoder and the CPU/memory probes
+    # (stubs/xz has liblzma's config.h and a signal.h for mythread.h)
+    *_small.c|*tablegen.c|stream_encoder_mt.c|outqueue.c|hardware_*.c) ;;
+    *) XZ_SRC+=("$f") ;;
+  esac
+done
+XZ_INC=()
+for d in api common lzma lz check delta simple rangecoder; do XZ_INC+=(-I"$XZ/liblzma/$d"); done
+OUT_DIR="$OUT/obj/xz" compile xz -Os -DHAVE_CONFIG_H -I"$HERE/stubs/xz" "${XZ_INC[@]}" -I"$XZ/common" -- \
+  "${XZ_SRC[@]}" "$HERE/drivers/xz_driver.c"
+"${LINK[@]}" "$OUT"/obj/xz/*.o -o "$OUT/xz.wasm"
+
+PC="$VENDOR/pcre2-sys-0.2.10/upstream"
+PC_SRC=()
+for f in "$PC"/src/*.c; do
+  # the JIT parts are left out (no JIT on wasm); pcre2_ucptables.c is included by pcre2_tables.c
+  case "$(basename "$f")" in pcre2_jit_*.c|pcre2_ucptables.c) ;; *) PC_SRC+=("$f") ;; esac
+done
+OUT_DIR="$OUT/obj/pcre2" compile pcre2 -DPCRE2_CODE_UNIT_WIDTH=8 -DHAVE_CONFIG_H -DPCRE2_STATIC \
+  -DHAVE_STDLIB_H -DHAVE_MEMMOVE -DSTDC_HEADERS -DSUPPORT_PCRE2_8 -DSUPPORT_UNICODE \
+  -I"$PC/src" -I"$PC/include" -- "${PC_SRC[@]}" "$HERE/drivers/pcre2_driver.c"
+"${LINK[@]}" "$OUT"/obj/pcre2/*.o -o "$OUT/pcre2.wasm"
+
+EX="$VENDOR/expat-sys-2.1.6/expat/lib"
+OUT_DIR="$OUT/obj/expat" compile expat -Os -DHAVE_MEMMOVE -DXML_NS -DXML_DTD -DXML_CONTEXT_BYTES=1024 \
+  -DBYTEORDER=1234 -I"$EX" -- "$EX"/{xmlparse,xmlrole,xmltok}.c "$HERE/drivers/expat_driver.c"
+"${LINK[@]}" "$OUT"/obj/expat/*.o -o "$OUT/expat.wasm"
+
+TS="$VENDOR/tree-sitter-0.27.1"
+TSC="$VENDOR/tree-sitter-c-0.24.2/src"
+OUT_DIR="$OUT/obj/tree-sitter-c" compile tree-sitter-c -Os -std=c11 -D_POSIX_C_SOURCE=200112L \
+  -D_DEFAULT_SOURCE -I"$TS/src" -I"$TS/include" -I"$TSC" -- \
+  "$TS/src/lib.c" "$TSC/parser.c" "$HERE/drivers/tree_sitter_c_driver.c"
+"${LINK[@]}" "$OUT"/obj/tree-sitter-c/*.o -o "$OUT/tree-sitter-c.wasm"
+
+MC="$VENDOR/monocypher-sys-4.0.2/Monocypher/src"
+OUT_DIR="$OUT/obj/monocypher" compile monocypher -I"$MC" -I"$MC/optional" -- \
+  "$MC/monocypher.c" "$MC/optional/monocypher-ed25519.c" "$HERE/drivers/monocypher_driver.c"
+"${LINK[@]}" "$OUT"/obj/monocypher/*.o -o "$OUT/monocypher.wasm"
+
+python3 "$HERE/gen_inputs_c.py" "$OUT"
+
 # deflate-p2: miniz_oxide built as a component from the start (Rust's wasm32-wasip2 links
 # a wasi:cli/command component); the target comes from rustup.
 if command -v rustup >/dev/null && rustup target add wasm32-wasip2 >/dev/null 2>&1; then
@@ -101,4 +162,11 @@ fi
 
 python3 "$HERE/gen_input.py" "$OUT/input-small.txt" 300000
 python3 "$HERE/gen_input.py" "$OUT/input-bench.txt" 3000000
+
+# The rest of the corpus, one script per toolchain family (each lists its programs in
+# corpus/FAMILY.toml). Each gets the build directory and may install what it needs.
+for family in "$HERE"/families/*.sh; do
+  [ -e "$family" ] || continue
+  OUT="$OUT" VENDOR="$VENDOR" bash "$family"
+done
 ls -la "$OUT"/*.wasm >&2

@@ -1,0 +1,83 @@
+//! `pepper-bench --list`: the corpus as a table (bench/results/corpus.md), with each
+//! program's toolchain read from its module's `producers` section rather than taken on
+//! trust from the manifest.
+
+use crate::{corpus_size, selected, write_results, Args};
+use anyhow::Result;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The `producers` section of a core module, as `field: name version, ...; ...` (empty
+/// when the module has none).
+fn producers(core: &[u8]) -> String {
+    let mut out = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(core) {
+        let Ok(wasmparser::Payload::CustomSection(c)) = payload else {
+            continue;
+        };
+        let wasmparser::KnownCustom::Producers(reader) = c.as_known() else {
+            continue;
+        };
+        for field in reader.into_iter().flatten() {
+            let values: Vec<String> = field
+                .values
+                .into_iter()
+                .flatten()
+                .map(|v| format!("{} {}", v.name, v.version).trim().to_string())
+                .collect();
+            out.push(format!("{}: {}", field.name, values.join(", ")));
+        }
+    }
+    out.join("; ")
+}
+
+/// Defined functions of a core module.
+fn functions(core: &[u8]) -> usize {
+    wasmparser::Parser::new(0)
+        .parse_all(core)
+        .filter_map(|p| match p {
+            Ok(wasmparser::Payload::FunctionSection(s)) => Some(s.count() as usize),
+            _ => None,
+        })
+        .sum()
+}
+
+pub fn main(args: &Args, root: &Path) -> Result<()> {
+    let build = pepper_bench::corpus::build_dir(root);
+    let programs = pepper_bench::corpus::load(&pepper_bench::corpus::manifest_dir(root))?;
+    let loaded = selected(args, &build)?;
+    let mut table = String::from(
+        "| program | family | what | source | producers (from the module) | kind | size | functions |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for (w, core, _) in &loaded {
+        let p = programs
+            .iter()
+            .find(|p| p.name == w.name)
+            .expect("selected programs come from the manifest");
+        let size = std::fs::metadata(p.module(&build))?.len();
+        writeln!(
+            table,
+            "| {} | {} | {} | {} | {} | {} | {:.1} MB | {} |",
+            p.name,
+            p.family,
+            p.what,
+            p.source,
+            producers(core).replace('|', "/"),
+            if w.is_component() {
+                "component (its main module shown)"
+            } else {
+                "core module"
+            },
+            size as f64 / 1e6,
+            functions(core),
+        )?;
+    }
+    let doc = format!(
+        "# pepper's benchmark corpus\n\n{}. Listed in `bench/workloads/corpus/*.toml`, built by \
+         `bench/workloads/build.sh`; producers are read from each module's `producers` section.\n\n\
+         Reproduce: `cargo run --release -p pepper-bench -- --list`\n\n{table}",
+        corpus_size(&loaded)
+    );
+    write_results(args, root, "corpus", &doc)
+}
