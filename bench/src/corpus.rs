@@ -33,8 +33,9 @@ pub struct Program {
     /// Environment variables, `NAME=value`.
     #[serde(default)]
     pub env: Vec<String>,
-    /// Set for programs that only some tables run (`phases`, `yosys`); the corpus proper
-    /// has none.
+    /// Set for programs that only some tables run: `phases` (staged drivers for phase
+    /// detection), `large` (minutes to compile), `multi-module` (components whose work is
+    /// in modules pepper does not profile yet). The measured corpus has none.
     pub set: Option<String>,
     /// Among the few programs CI runs (the identity test and the benchmark's smoke).
     #[serde(default)]

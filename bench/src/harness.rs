@@ -55,12 +55,12 @@ impl Workload {
 }
 
 /// Whether a table's options select `p`: the corpus proper always, the programs of a set
-/// (`phases`, `yosys`) only with their option.
+/// (`phases`, `large`) only with their option.
 fn in_table(args: &Args, p: &pepper_bench::corpus::Program) -> bool {
     match p.set.as_deref() {
         None => true,
         Some("phases") => args.phases,
-        Some("yosys") => args.yosys,
+        Some("large") => args.large,
         Some(_) => false,
     }
 }
@@ -365,8 +365,8 @@ pub(crate) fn reproduce(args: &Args, first: &str) -> String {
         };
         write!(cmd, " --variants {quoted}").expect("writing to a String");
     }
-    if args.yosys {
-        cmd.push_str(" --yosys");
+    if args.large {
+        cmd.push_str(" --large");
     }
     if args.wasm_opt {
         cmd.push_str(" --wasm-opt");

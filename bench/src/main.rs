@@ -64,10 +64,10 @@ struct Args {
     /// selects that label alone.
     #[arg(long)]
     variants: Vec<String>,
-    /// Also run yosys (prebuilt, 65 MB; fetch it with bench/workloads/yosys.sh). Its
-    /// compilation goes through wasmtime's cache, and is reported apart from run time.
+    /// Also run the large programs (gcc's cc1; yosys, fetched by bench/workloads/yosys.sh).
+    /// They compile through wasmtime's cache, apart from run time.
     #[arg(long)]
-    yosys: bool,
+    large: bool,
     /// List the corpus instead, with each program's toolchain as its module records it
     /// (writes bench/results/corpus.md).
     #[arg(long)]
