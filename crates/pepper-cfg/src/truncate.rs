@@ -5,7 +5,8 @@
 //! that node a split node exactly like a loop header. That keeps one instrumentation shape
 //! (a path end followed by a path start, at a node's first instruction) for headers and
 //! truncation points alike. The node chosen is the one with the most paths through it,
-//! `paths(ENTRY→w) × paths(w→EXIT)`, repeated until the count fits.
+//! `paths(ENTRY→w) × paths(w→EXIT)`, repeated until the count fits; a function that needs
+//! many cuts gets them in one pass (see [`number_pruned`]).
 
 use crate::cfg::Cfg;
 use crate::dag::{CycleError, PathDag};
@@ -102,6 +103,19 @@ pub fn number_pruned(
 ) -> Result<NumberedDag, DagError> {
     let mut splits: Vec<NodeId> = headers.to_vec();
     let mut truncated = Vec::new();
+    // Nodes that may not be split (the entry and exit too), and nodes already split.
+    let mut blocked = vec![false; cfg.num_nodes()];
+    for &n in headers.iter().chain(never_split).chain([&cfg.entry(), &cfg.exit()]) {
+        blocked[n.index()] = true;
+    }
+    // The busiest node is cut, one per round, so that functions that need a few cuts get
+    // the fewest. A function that still does not fit after a few rounds (thousands of
+    // stacked conditionals in one body: a big C `switch`, a generated parser) is cut in
+    // one pass over it instead, and then, if nodes that may not be cut keep it too big,
+    // in rounds that take twice as many nodes each time: the rounds, each a pass over the
+    // whole function, stay few, and the rewriter stays linear in the function's size.
+    let mut batch = 1usize;
+    let mut rounds = 0u32;
     loop {
         let dag = PathDag::build(cfg, &splits)?;
         let weights = freq.map(|f| f(&dag));
@@ -121,23 +135,66 @@ pub fn number_pruned(
                 });
             }
             Err(err) => {
-                let Some(w) = busiest_node(cfg, &dag, &splits, never_split) else {
-                    return Err(err.into());
+                rounds += 1;
+                let chosen = match rounds {
+                    r if r == SINGLE_ROUNDS => cuts_in_one_pass(&dag, &blocked, limit),
+                    r if r > SINGLE_ROUNDS => {
+                        batch = batch.saturating_mul(2);
+                        busiest_nodes(cfg, &dag, &blocked, batch)
+                    }
+                    _ => busiest_nodes(cfg, &dag, &blocked, 1),
                 };
-                splits.push(w);
-                truncated.push(w);
+                let chosen = if chosen.is_empty() && rounds == SINGLE_ROUNDS {
+                    busiest_nodes(cfg, &dag, &blocked, 1)
+                } else {
+                    chosen
+                };
+                if chosen.is_empty() {
+                    return Err(err.into());
+                }
+                for w in chosen {
+                    blocked[w.index()] = true;
+                    splits.push(w);
+                    truncated.push(w);
+                }
             }
         }
     }
 }
 
-/// The unsplit node with the largest saturating `paths_to × paths_from`.
-fn busiest_node(
-    cfg: &Cfg,
-    dag: &PathDag,
-    splits: &[NodeId],
-    never_split: &[NodeId],
-) -> Option<NodeId> {
+/// Rounds that cut the busiest node each, before the function is cut in one pass.
+const SINGLE_ROUNDS: u32 = 8;
+
+/// Cuts for a function that needs many, in one pass: in topological order, every node
+/// reached by more than `limit / (edges + 1)` paths is cut (its paths end there and a new
+/// one starts). Every path then ends on an edge from a node that few enough paths reach,
+/// so the function's count fits `limit`, unless nodes that may not be cut carry more.
+fn cuts_in_one_pass(dag: &PathDag, blocked: &[bool], limit: u64) -> Vec<NodeId> {
+    let cap = (u128::from(limit) / (dag.num_edges() as u128 + 1)).max(2);
+    let mut to = vec![0u128; dag.num_vertices()];
+    to[dag.entry().index()] = 1;
+    let mut cuts = Vec::new();
+    for &v in dag.topo() {
+        if to[v.index()] > cap {
+            if let Some(n) = dag.node_of(v) {
+                if !blocked[n.index()] && !dag.is_split(n) && dag.body(n) == Some(v) {
+                    cuts.push(n);
+                    to[v.index()] = 1;
+                }
+            }
+        }
+        let t = to[v.index()];
+        for &e in dag.succs(v) {
+            let d = dag.edge(e).dst.index();
+            to[d] = to[d].saturating_add(t);
+        }
+    }
+    cuts
+}
+
+/// Up to `count` unsplit nodes with the largest saturating `paths_to × paths_from`, the
+/// busiest first (ties to the lower node).
+fn busiest_nodes(cfg: &Cfg, dag: &PathDag, blocked: &[bool], count: usize) -> Vec<NodeId> {
     let nv = dag.num_vertices();
     let mut from = vec![0u128; nv];
     for &v in dag.topo().iter().rev() {
@@ -157,15 +214,25 @@ fn busiest_node(
             to[d] = to[d].saturating_add(to[v.index()]);
         }
     }
-    cfg.nodes()
-        .filter(|&n| n != cfg.exit() && n != cfg.entry())
-        .filter(|n| !splits.contains(n) && !never_split.contains(n))
+    let mut gains: Vec<(u128, std::cmp::Reverse<NodeId>)> = cfg
+        .nodes()
+        .filter(|&n| !blocked[n.index()])
         .filter_map(|n| dag.body(n).map(|v| (n, v)))
         // Splitting w turns to×from paths through it into to+from.
-        .max_by_key(|&(n, v)| {
+        .map(|(n, v)| {
             let (t, f) = (to[v.index()], from[v.index()]);
             let gain = t.saturating_mul(f).saturating_sub(t.saturating_add(f));
             (gain, std::cmp::Reverse(n))
         })
-        .map(|(n, _)| n)
+        .collect();
+    let count = count.min(gains.len());
+    if count == 0 {
+        return Vec::new();
+    }
+    if count < gains.len() {
+        gains.select_nth_unstable_by(count - 1, |a, b| b.cmp(a));
+        gains.truncate(count);
+    }
+    gains.sort_unstable_by(|a, b| b.cmp(a));
+    gains.into_iter().map(|(_, std::cmp::Reverse(n))| n).collect()
 }

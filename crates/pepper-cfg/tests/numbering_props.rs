@@ -151,6 +151,25 @@ fn huge_path_counts_are_truncated() {
     }
 }
 
+/// A body of many thousand stacked conditionals (a big C `switch` lowered to blocks, a
+/// generated parser) needs hundreds of cuts. They are made in one pass rather than one
+/// rebuild of the function each, yet stay within twice the fewest that fit: each run of
+/// diamonds between two cuts holds at most 61 of them (2^61 paths under the limit).
+#[test]
+fn many_cuts_are_made_in_one_pass_and_stay_few() {
+    let k = 20_000;
+    let cfg = diamond_ladder(k);
+    let nd = number_with_limit(&cfg, &[], &[], None, REGISTER_PATH_LIMIT).unwrap();
+    nd.numbering.verify(&nd.dag).unwrap();
+    assert!(nd.numbering.total() <= REGISTER_PATH_LIMIT);
+    let fewest = k / 62;
+    assert!(
+        nd.truncated.len() >= fewest && nd.truncated.len() <= 2 * fewest + 8,
+        "{} cuts for {k} diamonds (fewest {fewest})",
+        nd.truncated.len()
+    );
+}
+
 /// A worked example: four paths, with path 3 one loop iteration.
 #[test]
 fn worked_example() {
