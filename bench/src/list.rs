@@ -45,39 +45,46 @@ fn functions(core: &[u8]) -> usize {
 pub fn main(args: &Args, root: &Path) -> Result<()> {
     let build = pepper_bench::corpus::build_dir(root);
     let programs = pepper_bench::corpus::load(&pepper_bench::corpus::manifest_dir(root))?;
-    let loaded = selected(args, &build)?;
+    // The measured corpus, for its size; the table lists the sets apart from it too.
+    let measured = selected(args, &build)?;
     let mut table = String::from(
-        "| program | family | what | source | producers (from the module) | kind | size | functions |\n\
-         |---|---|---|---|---|---|---|---|\n",
+        "| program | set | family | what | source | producers (from the module) | kind | size | functions |\n\
+         |---|---|---|---|---|---|---|---|---|\n",
     );
-    for (w, core, _) in &loaded {
-        let p = programs
-            .iter()
-            .find(|p| p.name == w.name)
-            .expect("selected programs come from the manifest");
-        let size = std::fs::metadata(p.module(&build))?.len();
+    for p in &programs {
+        let path = p.module(&build);
+        let Ok(bytes) = std::fs::read(&path) else {
+            eprintln!("bench: {} not built ({})", p.name, path.display());
+            continue;
+        };
+        let unit = pepper_wasm::component::Unit::parse(&bytes)?;
         writeln!(
             table,
-            "| {} | {} | {} | {} | {} | {} | {:.1} MB | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} MB | {} |",
             p.name,
+            p.set.as_deref().unwrap_or("corpus"),
             p.family,
             p.what,
             p.source,
-            producers(core).replace('|', "/"),
-            if w.is_component() {
+            producers(&unit.core).replace('|', "/"),
+            if unit.component.is_some() {
                 "component (its main module shown)"
             } else {
                 "core module"
             },
-            size as f64 / 1e6,
-            functions(core),
+            bytes.len() as f64 / 1e6,
+            functions(&unit.core),
         )?;
     }
     let doc = format!(
-        "# pepper's benchmark corpus\n\n{}. Listed in `bench/workloads/corpus/*.toml`, built by \
-         `bench/workloads/build.sh`; producers are read from each module's `producers` section.\n\n\
+        "# pepper's benchmark corpus\n\nThe measured corpus: {}. The other sets run only in \
+         some tables (`phases`: staged drivers for `--phases`; `large`: minutes to compile, \
+         `--large`; `multi-module`: components whose work is in modules pepper does not \
+         profile yet); the identity test runs them all. Listed in \
+         `bench/workloads/corpus/*.toml`, built by `bench/workloads/build.sh`; producers are \
+         read from each module's `producers` section.\n\n\
          Reproduce: `cargo run --release -p pepper-bench -- --list`\n\n{table}",
-        corpus_size(&loaded)
+        corpus_size(&measured)
     );
     write_results(args, root, "corpus", &doc)
 }
