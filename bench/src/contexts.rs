@@ -36,10 +36,6 @@ struct Spec {
     switch: Option<pepper_wasm::switch::SwitchPlacement>,
     /// wasmtime's guest profiler at this period.
     guest_profiler: Option<Duration>,
-    /// `InstrumentOptions::switch_nest_entries`.
-    nest_entries: bool,
-    /// `InstrumentOptions::switch_resume`.
-    resume: bool,
     what: &'static str,
 }
 
@@ -56,8 +52,6 @@ fn specs() -> Vec<Spec> {
         bursts: crate::specs::PEP_INTERVAL,
         switch: None,
         guest_profiler: None,
-        nest_entries: true,
-        resume: true,
         what: "uninstrumented",
     };
     let native = Spec {
@@ -212,12 +206,6 @@ fn specs() -> Vec<Spec> {
             ..native.clone()
         },
         Spec {
-            label: "pep+native-500us+switch-shallow, no nest entries",
-            nest_entries: false,
-            what: "as pep+native-500us+switch-shallow without checks at loop nests behind more than two other constructs (pepper's default before `deep`)",
-            ..native_shallow_500.clone()
-        },
-        Spec {
             label: "default",
             interval: Some(pepper_runtime::PEP_INTERVAL),
             bursts: pepper_runtime::PEP_INTERVAL,
@@ -232,24 +220,10 @@ fn specs() -> Vec<Spec> {
             ..native_shallow_500.clone()
         },
         Spec {
-            label: "pep+native-500us+switch-deep, no resume",
-            switch: Some(pepper_wasm::switch::SwitchPlacement::Deep),
-            resume: false,
-            what: "as pep+native-500us+switch-deep without `F_resume` (a burst entered at a nest's enter-only check runs instrumented on to the next loop the clean copy can be entered at)",
-            ..native_shallow_500.clone()
-        },
-        Spec {
             label: "pep+switch-deep-500us",
             switch: Some(pepper_wasm::switch::SwitchPlacement::Deep),
             contexts: ContextMode::Off,
             what: "pep+native-500us+switch-deep without contexts (`--contexts off`): paths only",
-            ..native_shallow_500.clone()
-        },
-        Spec {
-            label: "pep+switch-shallow-500us, no nest entries",
-            contexts: ContextMode::Off,
-            nest_entries: false,
-            what: "pep+native-500us+switch-shallow, no nest entries, without contexts: paths only",
             ..native_shallow_500.clone()
         },
         Spec {
@@ -437,8 +411,6 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 call_log_log2: spec.windows.then_some(14),
                 path_windows: spec.path_windows,
                 switch: spec.switch,
-                switch_nest_entries: spec.nest_entries,
-                switch_resume: spec.resume,
                 ..Default::default()
             };
             let inst = pepper_wasm::instrument(&wasm, &opts)?;

@@ -32,17 +32,6 @@ struct Config {
     placement: Option<SwitchPlacement>,
     /// Where in its epoch a window opens.
     phase: WindowPhase,
-    /// `InstrumentOptions::switch_handover_at_start`.
-    handover_at_start: bool,
-    /// `InstrumentOptions::ephemeral_gate` and `InstrumentOptions::switch_nest_entries`
-    /// (both on, or both off as before they existed).
-    gated: bool,
-    /// `InstrumentOptions::switch_resume` (off where `gated` is).
-    resume: bool,
-    /// `InstrumentOptions::switch_recursion_checks`.
-    recursion_checks: bool,
-    /// `InstrumentOptions::ephemeral_edges`.
-    edges: bool,
     /// Windows: margins from random groups of windows (`EphemeralConfig::counter_bytes`
     /// set), or binomial ones only.
     groups: bool,
@@ -58,11 +47,6 @@ impl Config {
             window: None,
             placement: None,
             phase: WindowPhase::default(),
-            handover_at_start: false,
-            gated: true,
-            resume: true,
-            recursion_checks: true,
-            edges: true,
             groups: true,
         }
     }
@@ -95,12 +79,6 @@ impl Config {
             mode: self.mode,
             ephemeral_windows: self.window.is_some(),
             switch: self.placement,
-            switch_handover_at_start: self.handover_at_start,
-            ephemeral_gate: self.gated,
-            switch_nest_entries: self.gated,
-            switch_resume: self.resume && self.gated,
-            switch_recursion_checks: self.recursion_checks,
-            ephemeral_edges: self.edges,
             ..Default::default()
         }
     }
@@ -181,16 +159,6 @@ fn configs() -> Vec<Config> {
     ] {
         configs.push(Config::windows(w, epoch, SwitchPlacement::Outer));
     }
-    // The copies taking a loop's locals over at their start instead of in front of the
-    // loop, as they did before.
-    for w in [0, 50] {
-        configs.push(
-            Config::windows(w, ms(1), SwitchPlacement::Outer)
-                .but(", locals handed over at the start", |c| {
-                    c.handover_at_start = true
-                }),
-        );
-    }
     for (us, epoch) in [
         (0, EPOCH),
         (250, EPOCH),
@@ -204,58 +172,16 @@ fn configs() -> Vec<Config> {
     for (us, epoch) in [(0, EPOCH), (50, ms(2)), (50, ms(1))] {
         configs.push(Config::windows(us, epoch, SwitchPlacement::Deep));
     }
-    // `outer`'s places and a check at every loop nest that only enters the copies.
-    for us in [0, 50] {
+    // `outer`'s places and a check at every loop nest that only enters the copies; 1000:
+    // open all the time, the instrumented copies' own cost there.
+    for us in [0, 50, 1000] {
         configs.push(Config::windows(us, ms(1), SwitchPlacement::Nests));
-    }
-    // Recursion checked only where the placement says, against the default at `nests`
-    // and `outer`.
-    for us in [0, 50] {
-        for placement in [SwitchPlacement::Nests, SwitchPlacement::Outer] {
-            configs.push(
-                Config::windows(us, ms(1), placement)
-                    .but(", no recursion checks", |c| c.recursion_checks = false),
-            );
-        }
-    }
-    // The copies counting Ball-Larus paths, as before they counted a spanning tree's
-    // chords: in windows, and open all the time (the copies' own cost).
-    for (us, placement) in [
-        (50, SwitchPlacement::Nests),
-        (50, SwitchPlacement::Outer),
-        (1000, SwitchPlacement::Nests),
-    ] {
-        if us == 1000 {
-            configs.push(Config::windows(us, ms(1), placement));
-        }
-        configs.push(
-            Config::windows(us, ms(1), placement).but(", paths in the copies", |c| c.edges = false),
-        );
-    }
-    // Without `F_resume`: a frame entered at an enter-only check stays instrumented to the
-    // next loop `F_clean` can be entered at, counting only while the window is open.
-    for placement in [
-        SwitchPlacement::Nests,
-        SwitchPlacement::Shallow,
-        SwitchPlacement::Deep,
-    ] {
-        configs.push(
-            Config::windows(50, ms(1), placement).but(", no resume, gated", |c| c.resume = false),
-        );
     }
     // The default with binomial margins only, as before windows were read into groups.
     configs.push(
         Config::windows(50, ms(1), SwitchPlacement::Nests)
             .but(", binomial margins", |c| c.groups = false),
     );
-    // `shallow` as before its windows' counts were gated by the flag and loop nests had
-    // checks past its detour limit (`outer` has neither).
-    for us in [0, 50] {
-        configs.push(
-            Config::windows(us, ms(1), SwitchPlacement::Shallow)
-                .but(", ungated, no nest entries", |c| c.gated = false),
-        );
-    }
     configs
 }
 

@@ -126,10 +126,6 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         loop_counts: spec.loop_counts,
         switch: spec.switch,
         switch_hints: spec.switch_hints,
-        switch_handover_at_start: spec.handover_at_start,
-        switch_nest_entries: spec.nest_entries,
-        switch_resume: spec.resume,
-        switch_recursion_checks: spec.recursion_checks,
         contexts: match (spec.contexts, pepper_runtime::NATIVE_STACKS) {
             (false, _) => pepper_wasm::ContextMode::Off,
             (true, true) => pepper_wasm::ContextMode::Native,

@@ -66,18 +66,6 @@ pub(crate) struct Spec {
     pub(crate) switch: Option<SwitchPlacement>,
     /// Switch: hint the checks unlikely (`InstrumentOptions::switch_hints`).
     pub(crate) switch_hints: bool,
-    /// Switch: the copies take a loop's locals over at their start
-    /// (`InstrumentOptions::switch_handover_at_start`), as before they took them in front
-    /// of the loop.
-    pub(crate) handover_at_start: bool,
-    /// Switch: checks that only enter the instrumented copy at loop nests past the
-    /// detour limits (`InstrumentOptions::switch_nest_entries`).
-    pub(crate) nest_entries: bool,
-    /// Switch: `F_resume` copies (`InstrumentOptions::switch_resume`).
-    pub(crate) resume: bool,
-    /// Switch: recursive functions check at entry
-    /// (`InstrumentOptions::switch_recursion_checks`).
-    pub(crate) recursion_checks: bool,
     /// Run the workload as a `wasi:cli/command` component (its module componentized with
     /// the preview-1 adapter), WASI 0.2, contexts from a shadow stack.
     pub(crate) component: bool,
@@ -103,10 +91,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         interval: INTERVAL,
         switch: None,
         switch_hints: true,
-        handover_at_start: false,
-        nest_entries: true,
-        resume: true,
-        recursion_checks: true,
         component: false,
         contexts: false,
         what: "uninstrumented (the baseline)",
@@ -212,11 +196,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         },
         Spec {
             interval: Duration::from_micros(500),
-            handover_at_start: true,
-            ..switched("pep(64,17)+switch-shallow@500us, locals handed over at the start", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us with the copies taking a loop's locals over at their start, as before they took them in front of the loop")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
             ..switched("pep(64,17)+switch-deep@500us", Some(PEP_DEFAULT), SwitchPlacement::Deep, "pepper's default: as pep(64,17)+switch-shallow@500us, also left at loops that hold loops behind up to eight other constructs (`--switch deep`)")
         },
         Spec {
@@ -237,30 +216,6 @@ pub(crate) fn specs() -> Vec<Spec> {
             interval: Duration::from_millis(2),
             contexts: true,
             ..switched("default@2ms", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as default with bursts and stack samples every 2 ms of the guest's CPU time")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
-            resume: false,
-            ..switched("pep(64,17)+switch-deep@500us, no resume", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us without `F_resume`: a burst entered at a nest's enter-only check runs instrumented on to the next loop the clean copy can be entered at")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
-            recursion_checks: false,
-            ..switched("pep(64,17)+switch-deep@500us, no recursion checks", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us with recursive functions checking only where the placement says, and instrumented copies calling them at their instrumented copy")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
-            nest_entries: false,
-            ..switched("pep(64,17)+switch-shallow@500us, no nest entries", Some(PEP_DEFAULT), SwitchPlacement::Shallow, "as pep(64,17)+switch-shallow@500us without the checks that only enter the instrumented copy at loop nests behind more than two other constructs")
-        },
-        Spec {
-            interval: Duration::from_micros(500),
-            nest_entries: false,
-            ..switched("pep(64,17)+switch-deep@500us, no nest entries", Some(PEP_DEFAULT), SwitchPlacement::Deep, "as pep(64,17)+switch-deep@500us without the checks that only enter the instrumented copy at loop nests behind more than eight other constructs (`deep` before every nest had a check)")
-        },
-        Spec {
-            nest_entries: false,
-            ..switched("switch-shallow-never, no nest entries", None, SwitchPlacement::Shallow, "as switch-shallow-never without the checks at loop nests behind more than two other constructs")
         },
         switched("pep(64,17)+switch-all", Some(PEP_DEFAULT), SwitchPlacement::All, "PEP(64,17), the instrumented copies running for each tick's burst only, entered at entries and every loop header"),
         pep("pep(256,17)", 256, 17, "PEP, longer bursts"),

@@ -105,7 +105,11 @@ pub fn number_pruned(
     let mut truncated = Vec::new();
     // Nodes that may not be split (the entry and exit too), and nodes already split.
     let mut blocked = vec![false; cfg.num_nodes()];
-    for &n in headers.iter().chain(never_split).chain([&cfg.entry(), &cfg.exit()]) {
+    for &n in headers
+        .iter()
+        .chain(never_split)
+        .chain([&cfg.entry(), &cfg.exit()])
+    {
         blocked[n.index()] = true;
     }
     // The busiest node is cut, one per round, so that functions that need a few cuts get
@@ -234,5 +238,8 @@ fn busiest_nodes(cfg: &Cfg, dag: &PathDag, blocked: &[bool], count: usize) -> Ve
         gains.truncate(count);
     }
     gains.sort_unstable_by(|a, b| b.cmp(a));
-    gains.into_iter().map(|(_, std::cmp::Reverse(n))| n).collect()
+    gains
+        .into_iter()
+        .map(|(_, std::cmp::Reverse(n))| n)
+        .collect()
 }

@@ -36,13 +36,10 @@ impl Mode {
         }
     }
 
-    /// Whether the mode keeps a Ball-Larus path register (ephemeral mode counts paths in
-    /// its instrumented copies, but its profile keeps only the branches they give).
+    /// Whether the mode keeps a Ball-Larus path register (ephemeral mode's instrumented
+    /// copies count edges, as exact edges do).
     pub fn paths(self) -> bool {
-        matches!(
-            self,
-            Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral
-        )
+        matches!(self, Mode::ExactPaths | Mode::Pep | Mode::Targeted)
     }
 }
 

@@ -66,8 +66,6 @@ pub enum SwitchDrive {
     /// Set before the guest starts and never cleared: the instrumented copies run all
     /// along (to measure what the copies themselves cost).
     AlwaysOn,
-    /// Left alone: the module switches itself at random (`InstrumentOptions::switch_chaos`).
-    Untouched,
 }
 
 /// How a run samples: PEP's bursts, stack samples, intervals, ephemeral epochs.
@@ -280,7 +278,9 @@ impl CommandOptions {
         )
         .map(|mut c| {
             c.weights = s.weights;
-            if s.switch != SwitchDrive::Sampler {
+            // A module that switches itself at random (`InstrumentOptions::switch_chaos`,
+            // for pepper's differential tests) keeps the flag to itself.
+            if s.switch != SwitchDrive::Sampler || self.instrument.switch_chaos {
                 c.switch = None;
             }
             c.intervals = s.intervals.clone();

@@ -218,7 +218,7 @@ impl Plan {
             phases: None,
             warnings,
         };
-        if self.mode.paths() && !self.ephemeral_edges {
+        if self.mode.paths() {
             let derived = profile.edges_from_paths();
             for (b, c) in profile.branches.iter_mut().zip(derived) {
                 b.counts = c;
@@ -231,7 +231,7 @@ impl Plan {
     }
 
     /// Every branch of the module, with its outcome counts (exact edges and ephemeral
-    /// copies counting edges; the other modes derive them from paths later).
+    /// copies; the other modes derive them from paths later).
     fn branches(&self, mem: &[u8], location: &dyn Fn(u64) -> Option<String>) -> Vec<Branch> {
         let mut counts = self.branch_counts(mem).into_iter();
         let mut branches = Vec::with_capacity(self.num_branches as usize);
@@ -259,8 +259,7 @@ impl Plan {
     /// derive them from paths).
     pub(crate) fn branch_counts(&self, mem: &[u8]) -> Vec<Vec<u64>> {
         let edge_counts = match self.mode {
-            Mode::ExactEdges => self.all_edge_counts(mem),
-            Mode::Ephemeral if self.ephemeral_edges => self.all_edge_counts(mem),
+            Mode::ExactEdges | Mode::Ephemeral => self.all_edge_counts(mem),
             _ => Vec::new(),
         };
         let mut out = Vec::with_capacity(self.num_branches as usize);

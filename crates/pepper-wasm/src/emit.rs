@@ -86,12 +86,6 @@ pub enum EmitKind<'p> {
         /// What each `br_table` action does to the register (by action position), worked
         /// out once, where the tables are laid out.
         arm_codes: &'p [(usize, ArmCode)],
-        /// Ephemeral windows: (memory, address) of the window's flag; a path end counts
-        /// only while it is set. A frame can stay in its instrumented copy after a window
-        /// closes (it leaves only at some checked loops); counting on would credit the
-        /// window with work done outside it, which scaling by the windows' time then
-        /// multiplies.
-        gate: Option<(u32, u32)>,
     },
     Edges {
         /// Per CFG edge: the address of its counter if it is a chord of the counting tree.

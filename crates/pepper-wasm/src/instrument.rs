@@ -69,21 +69,14 @@ struct Build<'a, 'f> {
     opts: &'a InstrumentOptions,
     mode: Mode,
     contexts: ContextMode,
-    /// Ephemeral instrumentation is the switch with a budget per function: checks at entry
-    /// and outermost loops (the cheapest placement that still reaches long loops).
+    /// Ephemeral instrumentation: the switch, in windows or with a budget per function,
+    /// its instrumented copies counting a spanning tree's chords as exact edges do.
     ephemeral: bool,
     /// Ephemeral with a budget per function (not in windows): the budget words, entry
     /// counts and loop counts exist.
     budgets: bool,
     switch: Option<SwitchPlacement>,
     path_windows: bool,
-    /// Ephemeral windows without `F_resume` at placements with enter-only checks: the
-    /// copies count a path end only while the flag is set
-    /// ([`InstrumentOptions::ephemeral_gate`]), which needs paths.
-    gated: bool,
-    /// Ephemeral: the copies count a spanning tree's chords, not paths
-    /// ([`InstrumentOptions::ephemeral_edges`]).
-    ephemeral_edges: bool,
 }
 
 impl<'a, 'f> Build<'a, 'f> {
@@ -104,12 +97,6 @@ impl<'a, 'f> Build<'a, 'f> {
             && opts.pep_every.is_none()
             && opts.call_log_log2.is_none();
         let budgets = ephemeral && !opts.ephemeral_windows;
-        let gated = ephemeral
-            && !budgets
-            && opts.ephemeral_gate
-            && opts.switch_nest_entries
-            && !opts.switch_resume
-            && switch.is_some_and(SwitchPlacement::has_nest_entries);
         Build {
             wasm,
             facts,
@@ -120,8 +107,6 @@ impl<'a, 'f> Build<'a, 'f> {
             budgets,
             switch,
             path_windows,
-            gated,
-            ephemeral_edges: ephemeral && opts.ephemeral_edges && !gated,
         }
     }
 }
@@ -159,7 +144,6 @@ fn build(
         dropped_sections: Vec::new(),
         switch_hints: 0,
         ephemeral_windows: windows,
-        ephemeral_edges: b.ephemeral_edges,
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (b.mode == Mode::None && !context_code) || facts.bodies.is_empty() {

@@ -62,7 +62,7 @@ impl Counting {
     /// `num_paths` (from 0, `count[0]` was the function's path 0): the increments on the
     /// way to the header (a forced `if` arm's) lie on one path from the entry, so they
     /// add less than `num_paths` and the path end lands in `num_paths..2 * num_paths`,
-    /// slots array functions keep for it and the decoder drops.
+    /// past every path of the function.
     pub fn entered_register(self, num_paths: u64) -> i64 {
         match self {
             Counting::Ring => 0,
@@ -233,63 +233,30 @@ pub struct InstrumentOptions {
     /// the flag checked where this says. Not with shadow stacks or call logs. Ephemeral
     /// windows check where this says too ([`EPHEMERAL_PLACEMENT`] when it does not), and
     /// ephemeral budgets always at `Outer`'s checks, which count what they spend.
+    /// Under every placement, functions on a cycle of direct calls (`crate::callgraph`)
+    /// without an outermost loop the copies can be entered at check the flag at their
+    /// entry, and instrumented copies call them at `F` (a recursion without loops passes
+    /// no loop header). A check at a loop nest the instrumented copy cannot leave at only
+    /// enters it (`switch::Shape::enters_only`); such functions get a third clean copy,
+    /// `F_resume`, which the instrumented copy leaves into there. Ephemeral's copies
+    /// count a spanning tree's chords, as exact edges do, with their entries and leaves
+    /// per loop ([`SwitchCount`]).
     pub switch: Option<SwitchPlacement>,
     /// Switch, for tests: every check steps a pseudo-random generator kept in the flag
     /// word and switches on one of its bits, so copies change at random checks in both
     /// directions, with no host involved.
+    // For pepper's differential tests (`tests/random_modules.rs`), not for profiling.
+    #[doc(hidden)]
     pub switch_chaos: bool,
     /// Switch: hint every check's `if` unlikely in a `metadata.code.branch_hint` section,
     /// so engines that read hints (wasmtime's `Config::wasm_branch_hinting`) lay the
     /// switching code out of line and the clean code falls through its checks.
     pub switch_hints: bool,
-    /// Switch: the copies entered at a loop (`F_inst`, `F_clean`) take its locals over at
-    /// their start, as pepper did before it took them over in front of the loop
-    /// (`switch::Splice::arrive`). Kept to measure the two against each other
-    /// (bench/results/ephemeral-handover.md).
-    pub switch_handover_at_start: bool,
-    /// Switch, `shallow` and `deep`: also check every loop that holds loops past the
-    /// placement's detour limit, where the check only enters the instrumented copy
-    /// (`switch::Shape::leaves_at`). `false` keeps the checks where the copy also leaves,
-    /// as before, to measure the two against each other.
-    pub switch_nest_entries: bool,
-    /// Switch: give functions with such enter-only checks a third clean copy,
-    /// `F_resume`, which the instrumented copy leaves into there (see `crate::switch`).
-    /// `false` keeps the instrumented copy running on to the next loop `F_clean` can be
-    /// entered at, as before, to measure the two against each other.
-    pub switch_resume: bool,
-    /// Switch: functions on a cycle of direct calls (`crate::callgraph`) and without an
-    /// outermost loop the copies can be entered at check the flag at their entry under
-    /// every placement, and instrumented copies call them at `F`, not at their
-    /// instrumented copy. A recursion without loops passes no loop header, so a
-    /// frame that entered it in clean code would never switch, and one that entered it
-    /// instrumented would stay so to its end. `false` leaves recursion to the placement,
-    /// as before, to measure the two against each other.
-    pub switch_recursion_checks: bool,
     /// Ephemeral in windows (the default): one module-wide flag, set by the runtime for a
     /// window every epoch, instead of a budget per function; no entry or loop counts in
     /// clean code. The counts are the windows' executions, scaled to the run (see
     /// `decode::ephemeral`). `false`: budgets, as `pepper run --persistence`.
     pub ephemeral_windows: bool,
-    /// Ephemeral in windows, at placements with checks that only enter the instrumented
-    /// copy (`SwitchPlacement::has_nest_entries`) and without `F_resume`
-    /// ([`InstrumentOptions::switch_resume`] off): the copies count a path end only while
-    /// the window's flag is set. A frame entered at such a check then stays in its
-    /// instrumented copy after the window closes, to the next loop it leaves at (for a
-    /// nest a frame runs for seconds, to the nest's end); counting on would credit the
-    /// window with that work, which scaling by the windows' time then multiplies. With
-    /// `F_resume` the copy leaves at the next check, as it does at `outer`'s, and
-    /// counting on to it makes up for the stretch before the first check in a window.
-    /// `false` counts on, to measure the two.
-    pub ephemeral_gate: bool,
-    /// Ephemeral: the instrumented copies count the chords of a spanning tree, as exact
-    /// edges do, instead of Ball-Larus paths. A path end is a memory increment at every
-    /// iteration, into a hash table in a function with many paths; chords cost about a
-    /// third of that (bench/results/analysis.md). A copy entered or left at a loop header
-    /// runs part of an execution only: its entries and leaves are counted per loop
-    /// ([`SwitchCount`]) and close the flow as virtual edges. Not where the copies count
-    /// only while a window is open ([`InstrumentOptions::ephemeral_gate`]), which needs
-    /// paths. `false`: paths, as before, to measure the two.
-    pub ephemeral_edges: bool,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -322,14 +289,8 @@ impl Default for InstrumentOptions {
             loop_counts: true,
             switch: None,
             switch_chaos: false,
-            switch_handover_at_start: false,
-            switch_nest_entries: true,
-            switch_resume: true,
-            switch_recursion_checks: true,
             switch_hints: true,
             ephemeral_windows: true,
-            ephemeral_gate: true,
-            ephemeral_edges: true,
         }
     }
 }
@@ -384,8 +345,8 @@ pub struct FunctionPlan {
     /// Ephemeral: the checked loops' header nodes and the addresses of their counters
     /// (every copy counts each iteration at its check).
     pub header_counters: Vec<(pepper_cfg::NodeId, u32)>,
-    /// Ephemeral with edges ([`InstrumentOptions::ephemeral_edges`]): each loop its
-    /// instrumented copy can be entered at or left at, with their counters.
+    /// Ephemeral: each loop its instrumented copy can be entered at or left at, with
+    /// their counters.
     pub switch_counts: Vec<SwitchCount>,
 }
 
@@ -492,8 +453,6 @@ pub struct Plan {
     pub switch_hints: usize,
     /// Ephemeral in windows ([`InstrumentOptions::ephemeral_windows`]).
     pub ephemeral_windows: bool,
-    /// Ephemeral copies counting edges ([`InstrumentOptions::ephemeral_edges`]).
-    pub ephemeral_edges: bool,
     pub warnings: Vec<String>,
     /// Custom sections (or parts of them) the instrumented module leaves out because they
     /// locate code by offset and rewriting moved it: DWARF, branch hints of rewritten
@@ -560,11 +519,10 @@ pub const SHALLOW_DETOURS: usize = 2;
 
 /// Where PEP's bursts' clean code checks when `pepper run` and the library are not told:
 /// `deep`, whose instrumented copy also leaves at loop nests behind up to
-/// [`DEEP_DETOURS`] constructs. Measured against `shallow`, both with checks at every loop
-/// nest (bench/results/switch-nests.md): `shallow` lets a burst entered in a nest run
-/// on to the next loop it leaves at (bzip2's sort: to the end of a long iteration), which
-/// cost most; the two checked where `shallow` did before (no nest entries) missed a Rust
-/// program's hot nest behind eleven blocks altogether.
+/// [`DEEP_DETOURS`] constructs, where under `shallow` a burst entered in a nest runs on
+/// to the next loop it leaves at (in a sort, to the end of a long iteration). Both check
+/// every loop nest, however many constructs lead to it: a nest without a check (a Rust
+/// program's hot nest behind many blocks) would be missing from the profile.
 pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
@@ -607,8 +565,7 @@ impl SwitchPlacement {
 
     /// Whether this placement checks loop nests where the copy does not leave (past
     /// `Shallow`'s and `Deep`'s detour limits; every inner nest under `Nests`), so that
-    /// a check there only enters the instrumented copy
-    /// (`InstrumentOptions::switch_nest_entries`).
+    /// a check there only enters the instrumented copy (`switch::Shape::enters_only`).
     pub fn has_nest_entries(self) -> bool {
         matches!(
             self,

@@ -60,10 +60,6 @@ pub(crate) struct SwitchedFunction<'a, 'f> {
     pub placement: SwitchPlacement,
     /// See `InstrumentOptions::switch_chaos`.
     pub chaos: bool,
-    /// See `InstrumentOptions::switch_handover_at_start`.
-    pub handover_at_start: bool,
-    /// See `InstrumentOptions::switch_nest_entries`.
-    pub nest_entries: bool,
     /// Whether `F` checks the flag at its entry (`SwitchPlacement::entry_check`).
     pub entry_check: bool,
     /// Ephemeral instrumentation: the flag is this function's own budget word, an i32
@@ -393,11 +389,10 @@ impl SwitchedFunction<'_, '_> {
 
         // The copies take a loop's locals over in front of that loop rather than at their
         // start (`Splice::arrive`): `F_clean` runs long frames for the rest of their
-        // activation once a burst has passed, and zstd's driver loop ran 12-19% slower
-        // in it than in `F` the other way.
-        let at_start = self.handover_at_start;
+        // activation once a burst has passed, and values taken at the start live across
+        // the skipped code, where Cranelift may keep them on the stack through the loop.
         let take_over = |id| checks.take_over(entry, id);
-        let arrive: Option<&dyn Fn(u32) -> Code> = (!at_start).then_some(&take_over);
+        let arrive: Option<&dyn Fn(u32) -> Code> = Some(&take_over);
 
         // F_inst: entered at a loop, the path so far is nobody's (a register that ends
         // no path of the program) until the loop's header starts one; counting edges,
@@ -430,7 +425,7 @@ impl SwitchedFunction<'_, '_> {
                 None => leaves.clone(),
             },
             entries: ids.clone(),
-            at_start: checks.arrival(entry, &arrived, at_start).into(),
+            at_start: checks.arrival(entry, &arrived).into(),
             check: &to_clean,
             arrive,
         };
@@ -455,7 +450,7 @@ impl SwitchedFunction<'_, '_> {
                     entries: (ids.iter().copied())
                         .filter(|&(_, id)| !leaves_at(id))
                         .collect(),
-                    at_start: checks.arrival(entry, &[], at_start).into(),
+                    at_start: checks.arrival(entry, &[]).into(),
                     check: &onward,
                     arrive,
                 };
@@ -470,7 +465,7 @@ impl SwitchedFunction<'_, '_> {
             entry: Some(entry),
             checks: ids,
             entries: leaves,
-            at_start: checks.arrival(entry, &[], at_start).into(),
+            at_start: checks.arrival(entry, &[]).into(),
             check: &to_inst,
             arrive,
         };
@@ -486,7 +481,6 @@ impl SwitchedFunction<'_, '_> {
     /// The loops with checks (indices into `Shape::loops`), each with its id (from 1).
     pub fn ids(&self) -> Vec<(usize, u32)> {
         (self.shape.targets(self.placement).into_iter())
-            .filter(|&k| self.nest_entries || !self.shape.enters_only(self.placement, k))
             .zip(1..)
             .collect()
     }
@@ -495,9 +489,8 @@ impl SwitchedFunction<'_, '_> {
     /// enter `F_inst` (`Shape::enters_only`), where `F_clean` cannot be entered.
     /// Ephemeral's budgets count every header at its checks and never use such
     /// placements.
-    pub fn needs_resume(shape: &Shape, placement: SwitchPlacement, nest_entries: bool) -> bool {
-        nest_entries
-            && (shape.targets(placement).into_iter()).any(|k| shape.enters_only(placement, k))
+    pub fn needs_resume(shape: &Shape, placement: SwitchPlacement) -> bool {
+        (shape.targets(placement).into_iter()).any(|k| shape.enters_only(placement, k))
     }
 
     /// The code every check shares: the flag's test, the budget's spending, and which
@@ -667,10 +660,9 @@ struct Checks {
 }
 
 impl Checks {
-    /// A copy's start: `entry = id; if entry { id = 0; then }`, and the locals from
-    /// their slots there too when `locals` (otherwise [`Checks::take_over`] takes them
-    /// in front of their loop).
-    fn arrival(&self, entry: u32, then: &[I<'static>], locals: bool) -> Vec<I<'static>> {
+    /// A copy's start: `entry = id; if entry { id = 0; then }` ([`Checks::take_over`]
+    /// takes the locals in front of their loop).
+    fn arrival(&self, entry: u32, then: &[I<'static>]) -> Vec<I<'static>> {
         let mut c = vec![
             I::GlobalGet(self.id),
             I::LocalTee(entry),
@@ -678,11 +670,6 @@ impl Checks {
             I::I32Const(0),
             I::GlobalSet(self.id),
         ];
-        if locals {
-            for (x, g) in self.handed(None) {
-                c.extend([I::GlobalGet(g), I::LocalSet(x)]);
-            }
-        }
         c.extend(then.iter().cloned());
         c.push(I::End);
         c
@@ -696,7 +683,7 @@ impl Checks {
             I::I32Eq,
             I::If(BlockType::Empty),
         ];
-        for (x, g) in self.handed(Some(id)) {
+        for (x, g) in self.handed(id) {
             c.extend([I::GlobalGet(g), I::LocalSet(x)]);
         }
         c.push(I::End);
@@ -704,12 +691,12 @@ impl Checks {
     }
 
     /// (local, its slot) for the locals handed over at loop `id` (those it reads before
-    /// writing), or at any checked loop when `None`.
-    fn handed(&self, id: Option<u32>) -> impl Iterator<Item = (u32, u32)> + '_ {
-        let live = id.map(|id| &self.live[id as usize - 1]);
+    /// writing).
+    fn handed(&self, id: u32) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let live = &self.live[id as usize - 1];
         (self.slots.iter().enumerate()).filter_map(move |(x, slot)| {
             let g = (*slot)?;
-            live.is_none_or(|l| l[x]).then_some((x as u32, g))
+            live[x].then_some((x as u32, g))
         })
     }
 
@@ -763,7 +750,7 @@ impl Checks {
 
     /// Hands loop `id`'s live locals over and tail-calls `to` to take them at that loop.
     fn hand_over(&self, to: u32, id: u32, c: &mut Vec<I<'static>>) {
-        for (x, g) in self.handed(Some(id)) {
+        for (x, g) in self.handed(id) {
             c.extend([I::LocalGet(x), I::GlobalSet(g)]);
         }
         c.extend([I::I32Const(id as i32), I::GlobalSet(self.id)]);

@@ -49,7 +49,10 @@ fn run_program(p: &Program, mode: &str, flags: &[&str]) -> (i32, Vec<u8>, String
 fn every_corpus_program_computes_the_same_under_every_mode() {
     let pick = std::env::var("PEPPER_CORPUS").unwrap_or_default();
     let all = pick == "all";
-    let named: Vec<&str> = pick.split(',').filter(|n| !n.is_empty() && *n != "all").collect();
+    let named: Vec<&str> = pick
+        .split(',')
+        .filter(|n| !n.is_empty() && *n != "all")
+        .collect();
     let programs: Vec<Program> = corpus::load(&corpus::manifest_dir(&root()))
         .expect("the corpus manifest reads")
         .into_iter()

@@ -1,6 +1,6 @@
 //! Ephemeral instrumentation's post-processing. Traub, Schechter and Smith leave theirs
 //! unpublished; ours: the instrumented copies' counts (a spanning tree's chords, with their
-//! entries and leaves at loop headers, or paths) give each branch's outcomes in the
+//! entries and leaves at loop headers) give each branch's outcomes in the
 //! sampled executions, so its probabilities; every function's entries are counted
 //! exactly in its clean code, and so are the iterations of the loops whose headers check
 //! the budget; `pepper_cfg::profile_edge_frequencies_with_headers` propagates one entry
@@ -63,9 +63,8 @@ fn groups_margin(counts: &[u64], o: usize, groups: &[&[u64]]) -> Option<f64> {
 /// of that and the groups' spread ([`groups_margin`]). Functions without copies ran
 /// instrumented all along: their counts are exact and stay.
 pub(crate) fn estimate(plan: &Plan, mem: &[u8], window_groups: &[Vec<u8>], profile: &mut Profile) {
-    // Each group's branch counts, by branch id (windows counting edges only: paths'
-    // branch counts are derived later).
-    let grouped: Vec<Vec<Vec<u64>>> = match plan.ephemeral_windows && plan.ephemeral_edges {
+    // Each group's branch counts, by branch id (windows only).
+    let grouped: Vec<Vec<Vec<u64>>> = match plan.ephemeral_windows {
         true => window_groups
             .iter()
             .map(|g| plan.branch_counts(g))
@@ -143,9 +142,6 @@ pub(crate) fn estimate(plan: &Plan, mem: &[u8], window_groups: &[Vec<u8>], profi
             b.counts = est.iter().map(|&x| x.round() as u64).collect();
         }
     }
-    // The copies' paths (where they count paths) are a sample of executions per function
-    // and epoch, not in proportion to how often each ran: they stay out of the profile.
-    profile.paths.clear();
 }
 
 #[cfg(test)]

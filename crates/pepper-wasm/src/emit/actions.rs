@@ -59,8 +59,7 @@ impl Emitter<'_> {
                         I::If(wasm_encoder::BlockType::Empty),
                         I::LocalGet(acc),
                     ]);
-                    out.extend(self.one());
-                    out.extend([I::I64Add, I::LocalSet(acc), I::Else]);
+                    out.extend([I::I64Const(1), I::I64Add, I::LocalSet(acc), I::Else]);
                     self.record(out, end);
                     out.push(I::End);
                 } else {

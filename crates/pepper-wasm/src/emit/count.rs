@@ -1,6 +1,6 @@
 //! Where a path end's or a counter's executions go: PEP's ring, every k-th path end, an
-//! array slot or the in-module hash table, ephemeral windows' gate, and the counters
-//! targeted mode adds (cold and obvious paths).
+//! array slot or the in-module hash table, and the counters targeted mode adds (cold and
+//! obvious paths).
 
 use super::*;
 
@@ -88,27 +88,6 @@ impl Emitter<'_> {
         out.extend([I::I64Add, I::I64Store(mem64(m, base))]);
     }
 
-    /// What one path end adds to its count, as an i64: 1, or under ephemeral windows'
-    /// gate the flag's low bit (a program that wrote the word, when the flag lives in its
-    /// memory, adds no garbage). The load is atomic, as the switch's checks' are: the
-    /// sampler thread writes the word, and Cranelift takes a plain load in a loop that
-    /// stores nothing to it for the same as the one before the loop.
-    pub(super) fn one(&self) -> Vec<I<'static>> {
-        match &self.kind {
-            EmitKind::Paths {
-                gate: Some((flag_mem, flag)),
-                ..
-            } => vec![
-                I::I32Const(0),
-                I::I32AtomicLoad(memarg(*flag_mem, *flag, 2)),
-                I::I32Const(1),
-                I::I32And,
-                I::I64ExtendI32U,
-            ],
-            _ => vec![I::I64Const(1)],
-        }
-    }
-
     /// `count[r]++`: an array slot in profiler memory, or the in-module hash table; under
     /// PEP, hand the path to the sampler instead.
     fn count(&self, out: &mut Vec<I<'_>>) {
@@ -119,20 +98,12 @@ impl Emitter<'_> {
             miss_fn,
             layout,
             cold_counter,
-            gate,
             ..
         } = &self.kind
         else {
             return;
         };
         let (r, m) = (self.locals.r, self.mem);
-        // Arrays add the gate's bit instead of 1, without a branch; the others count only
-        // under it.
-        let gated_if = gate.is_some() && !matches!(counting, Counting::Array { .. });
-        if gated_if {
-            out.extend(self.one());
-            out.extend([I::I32WrapI64, I::If(wasm_encoder::BlockType::Empty)]);
-        }
         match *counting {
             Counting::Ring => {
                 // ring[h % N] = r; head = ++h. Two stores, no load, no branch: the head
@@ -182,7 +153,7 @@ impl Emitter<'_> {
                 // low bits are `8n` plus hot increments), so unlike TPP A.1 not even a
                 // conditional move is needed.
                 out.extend([I::LocalGet(r), I::I32WrapI64]);
-                self.add_to_counter(out, base, true, &self.one());
+                self.add_to_counter(out, base, true, &[I::I64Const(1)]);
             }
             Counting::Hash { cache } => {
                 if let Some(cold) = cold_counter {
@@ -205,9 +176,6 @@ impl Emitter<'_> {
                 }
             }
             Counting::None => {}
-        }
-        if gated_if {
-            out.push(I::End);
         }
     }
 

@@ -101,14 +101,13 @@ impl Build<'_, '_> {
             }
         }
         // Recursion passes no loop header: its functions check at entry, and instrumented
-        // copies call them at `F` (`InstrumentOptions::switch_recursion_checks`). Not those
+        // copies call them at `F` (see `InstrumentOptions::switch`). Not those
         // with an outermost loop the copies can be entered at: an activation that runs its
         // loop meets that loop's check, and `F_inst` leaves there. In a C program's
         // call graph one strongly connected component can hold most of the engine
         // (SQLite's: `sqlite3VdbeExec`, the b-tree, the allocator), whose small hot
         // callees would otherwise pay an entry check on every call.
-        let recursive: Vec<bool> = match self.switch.is_some() && self.opts.switch_recursion_checks
-        {
+        let recursive: Vec<bool> = match self.switch.is_some() {
             true => crate::callgraph::recursive(
                 facts.num_imported_funcs,
                 plan.functions.iter().map(|fp| fp.analysis.as_deref()),
@@ -245,8 +244,6 @@ impl Build<'_, '_> {
                 shape: &c.laid.shapes[k],
                 placement,
                 chaos: self.opts.switch_chaos,
-                handover_at_start: self.opts.switch_handover_at_start,
-                nest_entries: self.opts.switch_nest_entries,
                 // Budgets are spent at every entry: calls go to the callee's `F`.
                 entry_check: self.budgets
                     || c.recursive[k]
@@ -258,7 +255,7 @@ impl Build<'_, '_> {
                 copies: (first, first + 1),
                 resume: resume.then_some(first + 2),
                 entered_register: fp.counting.entered_register(fp.num_paths()),
-                counts: self.ephemeral_edges.then(|| c.laid.switch_counters[k]),
+                counts: self.ephemeral.then(|| c.laid.switch_counters[k]),
                 // A limit only where the flag is one word the sampler sets per burst
                 // and PEP's ring counts the path ends.
                 lease: (!self.ephemeral && !self.opts.switch_chaos && layout.ring_entries > 0)
@@ -359,25 +356,19 @@ impl Build<'_, '_> {
 
     /// Whether function `k` gets `F_resume` under `placement`.
     fn needs_resume(&self, laid: &LaidOut, placement: SwitchPlacement, k: usize) -> bool {
-        !self.budgets
-            && self.opts.switch_resume
-            && SwitchedFunction::needs_resume(
-                &laid.shapes[k],
-                placement,
-                self.opts.switch_nest_entries,
-            )
+        !self.budgets && SwitchedFunction::needs_resume(&laid.shapes[k], placement)
     }
 
     /// What function `c.k` counts, for the emitter.
     fn kind<'p>(&self, c: &FunctionContext<'p>) -> EmitKind<'p> {
         let fp = &c.plan.functions[c.k];
         match self.mode {
-            Mode::Ephemeral if self.ephemeral_edges => EmitKind::Edges {
+            Mode::Ephemeral => EmitKind::Edges {
                 counter: &fp.edge_counter,
                 tables: &c.tables.tables[c.k],
                 loops: &[],
             },
-            Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral => EmitKind::Paths {
+            Mode::ExactPaths | Mode::Pep | Mode::Targeted => EmitKind::Paths {
                 numbered: fp
                     .numbered
                     .as_ref()
@@ -397,9 +388,6 @@ impl Build<'_, '_> {
                 miss_fn: c.appended.miss_fn,
                 tables: &c.tables.tables[c.k],
                 arm_codes: &c.tables.arm_codes[c.k],
-                gate: self
-                    .gated
-                    .then(|| module_flag(c.plan, self.facts.num_memories)),
             },
             _ => EmitKind::Edges {
                 counter: &fp.edge_counter,
@@ -512,7 +500,7 @@ struct FunctionContext<'p> {
     /// check the flag at entry, or the switch would never reach them there.
     entered_clean: &'p std::collections::HashSet<u32>,
     /// Per defined function, whether it is on a cycle of direct calls and checks the
-    /// flag at entry for it (`InstrumentOptions::switch_recursion_checks`).
+    /// flag at entry for it (see `InstrumentOptions::switch`).
     recursive: &'p [bool],
     /// Contexts: each entry-counted function's counter address.
     entry_counter: &'p HashMap<u32, u32>,

@@ -131,7 +131,7 @@ impl Build<'_, '_> {
         may_unwind: bool,
         mem: &mut Allocator,
     ) {
-        if self.mode.paths() && !self.ephemeral_edges {
+        if self.mode.paths() {
             match self.number(fp, a) {
                 Ok(nd) => {
                     let nd = self.count_paths(fp, a, nd, may_unwind, mem);
@@ -139,7 +139,7 @@ impl Build<'_, '_> {
                 }
                 Err(e) => fp.skipped = Some(e.to_string()),
             }
-        } else if self.mode == Mode::ExactEdges || self.ephemeral_edges {
+        } else if matches!(self.mode, Mode::ExactEdges | Mode::Ephemeral) {
             self.count_edges(fp, a, given, may_unwind, mem);
         } else {
             // Contexts only: the function keeps its shape, no edge carries code.
@@ -188,10 +188,9 @@ impl Build<'_, '_> {
         let (mode, opts) = (self.mode, self.opts);
         let n = nd.numbering.total();
         // Targeted: slots n..2n catch poisoned registers (see `FunctionPlan::poison`), so
-        // a path end needs no test. Ephemeral: slots n..2n take the first path end of a
-        // copy entered at a loop header (`Counting::entered_register`).
+        // a path end needs no test.
         let slots = match mode {
-            Mode::Targeted | Mode::Ephemeral => 2 * n,
+            Mode::Targeted => 2 * n,
             _ => n,
         };
         fp.counting = if mode == Mode::Pep {

@@ -130,8 +130,7 @@ impl Build<'_, '_> {
                     continue;
                 };
                 let entries: Option<Vec<u8>> = match self.mode {
-                    Mode::Ephemeral if self.ephemeral_edges => Some(edge_arms(fp, a, arms)),
-                    Mode::ExactPaths | Mode::Pep | Mode::Targeted | Mode::Ephemeral => {
+                    Mode::ExactPaths | Mode::Pep | Mode::Targeted => {
                         fp.numbered.as_ref().and_then(|nd| {
                             let (poison, scale) = (fp.poison, fp.counting.scale());
                             let code = arm_code(nd, &a.edges, arms, *bare, poison, scale);
@@ -145,7 +144,7 @@ impl Build<'_, '_> {
                             bytes
                         })
                     }
-                    Mode::ExactEdges => Some(edge_arms(fp, a, arms)),
+                    Mode::ExactEdges | Mode::Ephemeral => Some(edge_arms(fp, a, arms)),
                     Mode::None => None,
                 };
                 if let Some(bytes) = entries {
@@ -207,10 +206,10 @@ impl Build<'_, '_> {
         }
         let n = planned.functions.len();
         let mut header_counters = vec![0u32; n];
-        // Ephemeral copies counting edges: an entry and a leave counter per checked loop
+        // Ephemeral copies: an entry and a leave counter per checked loop
         // (`SwitchCount`; every placement's targets, a superset of the ids emission gives).
         let mut switch_counters = vec![0u32; n];
-        if let (true, Some(placement)) = (self.ephemeral_edges, self.switch) {
+        if let (true, Some(placement)) = (self.ephemeral, self.switch) {
             for (k, s) in shapes.iter().enumerate().take(n) {
                 switch_counters[k] = mem.alloc(16 * s.targets(placement).len() as u64);
             }

@@ -86,8 +86,8 @@ impl Shape {
     }
 
     /// Whether checked loop `k` is one that `Shallow` and `Deep` check past their detour
-    /// limits, only to enter the instrumented copy
-    /// (`InstrumentOptions::switch_nest_entries`).
+    /// limits, and `Nests` behind more than two constructs, only to enter the
+    /// instrumented copy (which leaves into `F_resume` there).
     pub fn enters_only(&self, placement: SwitchPlacement, k: usize) -> bool {
         placement.has_nest_entries() && !self.leaves_at(placement, k)
     }

@@ -47,12 +47,13 @@ pub struct Splice<'s> {
     pub check: &'s dyn Fn(u32) -> Code,
     /// Code for each entry loop `id`, just in front of the outermost loop on its way in
     /// (the loop itself when it is outermost; before that `loop`, after the skip blocks
-    /// that lead there close): where a copy takes the loop's locals over when `at_start`
-    /// has not. Values handed over at the start stay live, as values no constant can
+    /// that lead there close): where a copy takes the loop's locals over. Not at the
+    /// copy's start: values handed over there would stay live, as values no constant can
     /// stand for, across the code in front of the loop on the way that does not skip
-    /// it; the register allocator then kept some of them on the stack through the loop
-    /// itself. In front of an inner loop, the code would run each time an iteration of
-    /// the loops around it starts that loop (Lua's dispatch loop, under `shallow`).
+    /// it, and the register allocator may keep some of them on the stack through the
+    /// loop itself. Not in front of an inner loop either: the code would run each time an
+    /// iteration of the loops around it starts that loop (Lua's dispatch loop, under
+    /// `shallow`).
     pub arrive: Option<&'s dyn Fn(u32) -> Code>,
 }
 

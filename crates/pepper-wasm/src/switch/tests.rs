@@ -120,8 +120,8 @@ fn nests_are_checked_however_deep_and_left_within_the_detour_limits() {
     assert_eq!(leaves(SwitchPlacement::Deep), [true, false]);
     assert!(s.enters_only(SwitchPlacement::Shallow, 1) && !s.enters_only(SwitchPlacement::Deep, 1));
     assert!(s.enters_only(SwitchPlacement::Deep, 3));
-    // `Loops` leaves only at outermost loops, as it always did: not "enter-only" checks
-    // in the sense of `switch_nest_entries`.
+    // `Loops` leaves only at outermost loops: its inner checks are not "enter-only" ones
+    // (no `F_resume` for them).
     assert!(!s.enters_only(SwitchPlacement::Loops, 1));
     // `Nests`: `Outer`'s checks and one at every nest behind more than two constructs,
     // which only enters; no check at a loop that only calls.
@@ -419,11 +419,10 @@ fn after_a_call(body: &str) -> String {
 
 /// `wat`'s function 1 under `placement`, per copy (`F_inst`, `F_clean`): its global reads
 /// before its first call, between that call and its first loop, and after.
-fn global_reads(wat: &str, placement: SwitchPlacement, handover_at_start: bool) -> [[usize; 3]; 2] {
+fn global_reads(wat: &str, placement: SwitchPlacement) -> [[usize; 3]; 2] {
     let opts = crate::InstrumentOptions {
         mode: pepper_profile::Mode::Pep,
         switch: Some(placement),
-        switch_handover_at_start: handover_at_start,
         ..Default::default()
     };
     let inst = crate::instrument(&wat::parse_str(wat).unwrap(), &opts).unwrap();
@@ -449,8 +448,7 @@ fn global_reads(wat: &str, placement: SwitchPlacement, handover_at_start: bool) 
 /// The copies entered at a loop take its locals from the globals just in front of that
 /// loop, past the code the skip blocks jump over (taken at the start, those values lived
 /// across that code and Cranelift kept some on the stack through the loop, in `F_clean`
-/// where long frames run once a burst has passed); `switch_handover_at_start` keeps the
-/// old way.
+/// where long frames run once a burst has passed).
 #[test]
 fn the_copies_take_a_loops_locals_in_front_of_the_loop() {
     let wat = after_a_call(
@@ -463,10 +461,8 @@ fn the_copies_take_a_loops_locals_in_front_of_the_loop() {
            (local.get 1)"#,
     );
     // The loop id's global at the start; the i32 and the i64 the loop reads.
-    let late = global_reads(&wat, SwitchPlacement::Outer, false);
+    let late = global_reads(&wat, SwitchPlacement::Outer);
     assert_eq!(late, [[1, 2, 0], [1, 2, 0]]);
-    let early = global_reads(&wat, SwitchPlacement::Outer, true);
-    assert_eq!(early, [[3, 0, 0], [3, 0, 0]]);
 }
 
 /// An inner loop's locals come over in front of the outermost loop around it, once per
@@ -486,7 +482,7 @@ fn an_inner_loops_locals_come_over_in_front_of_its_nest() {
     // `shallow` enters both loops. The outer loop reads local 1 first; the inner one
     // locals 1 and 2: three reads in front of the nest, none in it.
     assert_eq!(
-        global_reads(&wat, SwitchPlacement::Shallow, false),
+        global_reads(&wat, SwitchPlacement::Shallow),
         [[1, 3, 0], [1, 3, 0]]
     );
 }
@@ -581,11 +577,6 @@ fn a_copy_entered_at_a_deep_nest_leaves_through_f_resume() {
     assert!(names.contains(&(f_resume, "deep.pepper-resume".to_string())));
     let flat = &inst.plan.functions[1];
     assert!(flat.copies.is_some() && flat.resume.is_none());
-    // Without the nest checks (as before they existed), no `F_resume` either.
-    let old = switched_with(&wat, SwitchPlacement::Deep, |o| {
-        o.switch_nest_entries = false
-    });
-    assert!(old.plan.functions[0].resume.is_none());
 }
 
 /// The operators' tail-call and call targets of function `f` in `wasm`.
@@ -606,7 +597,7 @@ fn targets_of(wasm: &[u8], f: u32) -> (Vec<u32>, Vec<u32>) {
 /// A recursive function without loops checks the flag at entry under every placement,
 /// where a direct callee otherwise has no entry check, and instrumented copies call it at
 /// `F`, so that a burst ends at the recursion's next call; other direct callees are
-/// called at their instrumented copy. Without `switch_recursion_checks`, as before.
+/// called at their instrumented copy.
 #[test]
 fn recursion_checks_at_entry_and_is_called_at_f() {
     let wat = r#"(module
@@ -621,26 +612,18 @@ fn recursion_checks_at_entry_and_is_called_at_f() {
         (loop (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
         (if (local.get 0) (then (call $walk (i32.const 0)))))
       (func (export "_start") (drop (call $fib (i32.const 9))) (call $walk (i32.const 3))))"#;
-    for (checks, placement) in [
-        (true, SwitchPlacement::Outer),
-        (true, SwitchPlacement::Deep),
-        (false, SwitchPlacement::Deep),
-    ] {
-        let i = switched_with(wat, placement, |o| o.switch_recursion_checks = checks);
+    for placement in [SwitchPlacement::Outer, SwitchPlacement::Deep] {
+        let i = switched(wat, placement);
         let (fib_inst, _) = i.plan.functions[0].copies.unwrap();
         let (leaf_inst, _) = i.plan.functions[1].copies.unwrap();
         let (fib_tail, _) = targets_of(&i.wasm, 0);
         let (leaf_tail, _) = targets_of(&i.wasm, 1);
         let (_, inst_calls) = targets_of(&i.wasm, fib_inst);
-        let label = format!("{placement:?}, recursion checks {checks}");
-        assert_eq!(
-            fib_tail.contains(&fib_inst),
-            checks,
-            "fib's entry check: {label}"
-        );
+        let label = format!("{placement:?}");
+        assert!(fib_tail.contains(&fib_inst), "fib's entry check: {label}");
         assert!(!leaf_tail.contains(&leaf_inst), "leaf has none: {label}");
-        assert_eq!(inst_calls.contains(&0), checks, "{label}: {inst_calls:?}");
-        assert_eq!(inst_calls.contains(&fib_inst), !checks, "{label}");
+        assert!(inst_calls.contains(&0), "{label}: {inst_calls:?}");
+        assert!(!inst_calls.contains(&fib_inst), "{label}");
         assert!(inst_calls.contains(&leaf_inst), "{label}: {inst_calls:?}");
         // A recursion with an outermost loop meets that loop's check: no entry check, and
         // instrumented copies call its instrumented copy.
@@ -713,13 +696,9 @@ fn ephemeral_copies_count_edges_with_entries_and_leaves_per_loop() {
                   (br_if 0 (local.tee 0 (i32.sub (local.get 0) (i32.const 1)))))
                 (br_if 1 (i32.eqz (local.get 0)))
                 (br 0))))))"#;
-    let windows = |edges: bool| {
-        switched_with(wat, SwitchPlacement::All, |o| {
-            o.mode = pepper_profile::Mode::Ephemeral;
-            o.ephemeral_edges = edges;
-        })
-    };
-    let i = windows(true);
+    let i = switched_with(wat, SwitchPlacement::All, |o| {
+        o.mode = pepper_profile::Mode::Ephemeral;
+    });
     let fp = &i.plan.functions[0];
     let a = fp.analysis.as_ref().unwrap();
     assert!(fp.numbered.is_none() && fp.edge_counting.is_some());
@@ -734,9 +713,4 @@ fn ephemeral_copies_count_edges_with_entries_and_leaves_per_loop() {
         assert_eq!(s.way_in, entries);
         assert_eq!(s.left, s.entered + 8);
     }
-    assert!(i.plan.ephemeral_edges);
-    // Paths, as before, where asked.
-    let p = windows(false);
-    assert!(p.plan.functions[0].numbered.is_some());
-    assert!(p.plan.functions[0].switch_counts.is_empty());
 }

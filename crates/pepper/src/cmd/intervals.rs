@@ -7,43 +7,28 @@ use std::time::Duration;
 
 #[derive(clap::Args, Debug)]
 pub struct IntervalArgs {
-    /// Record a time line (PEP without --switch): the run cut into intervals of
-    /// --timeline-interval path ends (bounds exact), each with the path ends of every
-    /// function (its entries and loop iterations), counted as --timeline-source says.
-    /// `pepper phases` analyzes it.
+    /// Record a time line: the run cut into intervals of --timeline-interval path ends,
+    /// each with every function's path ends. `pepper phases` analyzes it.
     #[arg(long)]
     timeline: bool,
-    /// Where the time line's counts come from. `bursts`: PEP's sampled path ends, counted
-    /// in the interval they fall in (no cost beyond PEP's; each interval's vector is a
-    /// sample of a few hundred path ends, so intervals should span several ticks).
-    /// `ring`: every path end (one in 32 read), drained from a 2 MiB ring between ticks:
-    /// exact vectors for offline analysis and for the time line `pepper compare` scores
-    /// a detector against, at a few percent more for the guest
-    /// (bench/results/phases.md).
+    /// Where the time line's counts come from: `bursts`, PEP's sampled path ends (no extra
+    /// cost); `ring`, every path end (exact, for offline analysis, at a small extra cost).
     #[arg(long, value_enum, default_value_t = Source::Bursts)]
     timeline_source: Source,
     /// Path ends per time-line interval.
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..))]
     timeline_interval: u64,
-    /// Run the online phase detector (Nagpurkar's adaptive trailing window, weighted model,
-    /// threshold 0.9, anchored starts: the best of bench/results/phases.md's sweep) over
-    /// the time line as the program runs; the profile records the phases it found, and
-    /// `pepper compare TIMELINE THIS` scores them against the phases of another run's
-    /// time line (same program and input; record that one with `--timeline
-    /// --timeline-source ring` for exact vectors). Implies --timeline.
+    /// Run the online phase detector over the time line as the program runs; the profile
+    /// records its phases, and `pepper compare` scores them against another run's time
+    /// line. Implies --timeline.
     #[arg(long)]
     phases: bool,
-    /// The shortest phase, in time-line intervals, the detector should report (its current
-    /// window is half of it; the baseline `pepper compare` uses takes the same length).
+    /// The shortest phase, in time-line intervals, the detector should report.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..))]
     phase_mpl: u32,
-    /// Phase-aware profiling (PEP on the switch): the run is cut into --phase-interval
-    /// intervals of time, each classified into a phase by the functions on its stack
-    /// samples (native stacks; nothing in the guest); the instrumented code runs only in
-    /// the --phase-representative interval of each new phase and every
-    /// --phase-resample-th interval of a phase (every path end of them is read), and
-    /// each phase's profile is scaled by how many intervals it ran. Phases already
-    /// profiled run clean code.
+    /// Phase-aware profiling: each --phase-interval is classified into a phase by its
+    /// stack samples, only a representative interval of each phase is profiled, and
+    /// each phase's profile is scaled by how long it ran.
     #[arg(long, conflicts_with = "periodic_intervals")]
     phase_aware: bool,
     /// Interval sampling without phases, the baseline for --phase-aware: instrument every
@@ -53,18 +38,15 @@ pub struct IntervalArgs {
     /// Interval length of --phase-aware and --periodic-intervals.
     #[arg(long, default_value = "10ms", value_parser = super::run::parse_duration)]
     phase_interval: Duration,
-    /// --phase-aware: the largest Manhattan distance (0 = same mix of functions, 2 =
-    /// disjoint) between an interval and a phase for the interval to belong to it. Lower
-    /// finds more phases, profiles more intervals and is more accurate.
+    /// --phase-aware: how far (0 = the same mix of functions, 2 = disjoint) an interval
+    /// may be from a phase to belong to it. Lower profiles more and is more accurate.
     #[arg(long, default_value_t = 0.3)]
     phase_threshold: f64,
-    /// --phase-aware: which interval of a new phase to profile (Nagpurkar's rule is the
-    /// third: the first carries the transition into the phase; 2 measured better on
-    /// pepper's phase workloads, bench/results/phases.md).
+    /// --phase-aware: which interval of a new phase to profile (the first one carries
+    /// the transition into it).
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u64).range(2..))]
     phase_representative: u64,
-    /// --phase-aware: profile every N-th interval of a phase again (0: never), so that a
-    /// phase whose code drifts within the threshold is not known from one interval only.
+    /// --phase-aware: profile every N-th interval of a phase again (0: never).
     #[arg(long, value_name = "N", default_value_t = 20)]
     phase_resample: u64,
 }

@@ -16,31 +16,22 @@ use std::path::Path;
 /// How an earlier profile steers the rewriter (`run` and `instrument`).
 #[derive(clap::Args, Debug)]
 pub struct GuideArgs {
-    /// An earlier profile of the same module (any mode with branch counts). Paths and PEP
-    /// modes use it for smart numbering (PEP §3.4: the hottest branch outcomes get path
-    /// value 0 and carry no code); targeted mode also prunes the outcomes it calls cold;
-    /// exact-edges places its counters by its counts (the fewest increments for a run like
-    /// the guide's), where the static estimate has to guess.
-    /// A guide recorded from a different module is reported and ignored.
+    /// An earlier profile of the same module with branch counts. Path modes number the
+    /// hottest outcomes with no code, targeted mode prunes the cold ones, exact-edges
+    /// keeps counters off hot edges. A guide from another module is ignored with a warning.
     #[arg(long, value_name = "PROFILE")]
     pub guide: Option<std::path::PathBuf>,
     /// Targeted mode: a branch outcome taken less than this fraction of its branch's
-    /// executions in the guide is cold (TPP(5, 15): 0.05).
+    /// executions in the guide is cold.
     #[arg(long, default_value_t = 0.05)]
     pub cold_threshold: f64,
-    /// Targeted mode: an innermost loop without calls counts its most frequent path in a
-    /// local (a register increment instead of a memory increment that the next
-    /// iteration waits on), added to the path's counter when the loop is left, where
-    /// the loop's entry carries less than this fraction of its header's executions in
-    /// the guide (TPP(5, 15): 0.15, more than about 6.7 iterations per entry). 0: never.
-    /// Counts stay exact, except that a trap inside such a loop loses the iterations of
-    /// that loop execution. Not combined with --obvious.
+    /// Targeted mode: an innermost loop without calls, entered less often than this
+    /// fraction of its iterations, counts its hottest path in a local (0: never). A trap
+    /// inside such a loop loses that loop's count. Not combined with --obvious.
     #[arg(long, default_value_t = 0.15)]
     pub loop_threshold: f64,
-    /// Targeted mode: also TPP's obvious path elimination. A path that owns an edge no other
-    /// hot path takes is counted by a counter on that edge, and code only such paths run
-    /// carries no path register. Counts stay exact; off by default because on the bundled
-    /// workloads it measured no faster (see bench/results/analysis.md).
+    /// Targeted mode: also TPP's obvious path elimination: a path that owns an edge no
+    /// other hot path takes is counted on that edge. Counts stay exact.
     #[arg(long)]
     pub obvious: bool,
 }
@@ -48,34 +39,26 @@ pub struct GuideArgs {
 /// Profiling modes a user can pick on the command line.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModeArg {
-    /// Continuous path profiling (PEP): the path is always computed, recorded only when
-    /// sampled; edges derived from the sampled paths. Low overhead, for always-on use.
+    /// Continuous path profiling (PEP): paths recorded in sampled bursts, edges derived
+    /// from them, and calling contexts. For always-on use.
     Pep,
     /// Count every Ball-Larus path (PEP's header-split variant); edges derived from paths.
     ExactPaths,
-    /// Count every branch outcome: counters on the edges outside a spanning tree (placed by a
-    /// static frequency estimate, or by --guide's counts, so hot edges carry none), the rest
+    /// Count every branch outcome: counters on the edges outside a spanning tree, the rest
     /// derived by flow.
     ExactEdges,
-    /// Targeted path profiling (TPP): exact counts of the hot paths; paths through edges
-    /// the --guide profile calls cold are counted together per function. Cheaper than
-    /// exact-paths where the guide prunes many paths.
+    /// Targeted path profiling (TPP): exact counts of the hot paths, with the paths
+    /// through edges the --guide calls cold counted together.
     Targeted,
-    /// Both TPP stages in one command: run the program once under exact-edges (its output
-    /// discarded) and use that edge profile as the guide of a targeted run. The program
-    /// runs twice: only for programs without side effects you mind repeating.
+    /// Both TPP stages in one command: an exact-edges run (output discarded) guides a
+    /// targeted run. The program runs twice.
     Staged,
     /// Ephemeral instrumentation: every function records its branches during a --window
-    /// once in each --epoch and runs clean code the rest of the time; branch
-    /// counts are the windows' scaled to the run (or, with --persistence, each function's
-    /// first executions per epoch, propagated from exact entry counts). An edge profile
-    /// for a few percent, without paths.
+    /// once in each --epoch and runs clean code otherwise. An edge profile, no paths.
     Ephemeral,
-    /// Calling contexts only: Whaley's sampled partial calling context tree (the guest's
-    /// stack sampled every --interval, see --stacks) and exact per-call-site counts.
+    /// Calling contexts only: a sampled calling context tree and exact call-site counts.
     Calls,
-    /// Every call counted in its full calling context: the complete calling context tree
-    /// (ground truth for `calls`; much slower on call-heavy programs).
+    /// Every call counted in its full calling context (the ground truth for `calls`).
     ExactCalls,
     /// No instrumentation (baseline).
     None,
@@ -91,8 +74,7 @@ pub enum StacksArg {
 /// Whether to collect calling contexts alongside paths or edges.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ContextsArg {
-    /// With `pep` and `calls`; not with the exact and targeted modes, whose overhead
-    /// would then include the call-site counters and stack sampling.
+    /// With `pep` and `calls`; not with the exact and targeted modes.
     Auto,
     On,
     Off,

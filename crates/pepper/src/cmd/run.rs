@@ -11,24 +11,14 @@ use std::time::Duration;
 
 /// Run a WASI command module under the profiler and write a profile.
 ///
-/// pepper's options come before the module, and everything after it goes to the guest
-/// (`--` in front of it is optional). The guest's exit code becomes pepper's (134 after a
-/// trap, like `wasmtime run`); pepper's own failures exit 125. The profile is written even
-/// when the guest traps or calls `proc_exit`.
+/// pepper's options come before the module; everything after it goes to the guest. The
+/// guest's exit code becomes pepper's (134 after a trap); pepper's own failures exit 125.
+/// The profile is written even when the guest traps or exits.
 ///
-/// A `wasi:cli/command` component (wasm32-wasip2, or `wasm-tools component new`) runs
-/// under WASI 0.2: its program's core module is profiled (functions named `main::...`,
-/// calling contexts from a shadow stack), the adapter and shims run as they are.
-///
-/// The default mode, `pep`, is meant to stay on: every function runs a clean copy that
-/// checks a flag at its outermost loops, and each `--interval` a host thread sets the flag
-/// for a burst in which the instrumented copies write consecutive paths to a ring
-/// (PEP(SAMPLES, STRIDE); `--switch off` writes every path to the ring all along).
-/// `exact-paths` counts every path, `exact-edges` every branch.
-/// Alongside PEP, the same thread samples the guest's call stack (its machine stack on
-/// x86-64 Linux, else a shadow stack; `--stacks`) into a partial calling context tree
-/// (Whaley) every `--stack-interval`, and every call site counts its calls; `pepper
-/// export` turns the tree into pprof, folded stacks, a flame graph or a Firefox profile.
+/// The default mode, `pep`, is meant to stay on: clean code runs between short sampled
+/// bursts of instrumented code that record paths, and stack samples give calling
+/// contexts. Nothing pepper writes is where the program can read. A `wasi:cli/command`
+/// component runs under WASI 0.2, with its program's core module profiled.
 ///
 /// Examples:
 ///   pepper run prog.wasm input.txt                 PEP(64,17) and a stack sample every 1 ms
@@ -57,120 +47,54 @@ pub struct Args {
     #[arg(long, value_enum, default_value = "auto")]
     contexts: ContextsArg,
     /// Where sampled calling contexts come from: `native` (default on x86-64 Linux), the
-    /// guest thread's machine stack, read at each tick through a signal and its frame
-    /// pointers (no code in the guest); or `shadow`, a stack the guest keeps in pepper's
-    /// memory (a few instructions per call; Whaley's marker tells every new activation
-    /// from an old one). Either way each call site also counts its calls exactly.
+    /// guest's machine stack read at each tick; or `shadow`, a stack the guest keeps in
+    /// pepper's memory (a few instructions per call).
     #[arg(long, value_enum)]
     stacks: Option<StacksArg>,
-    /// Do not count calls per call site. With PEP, each site's calls are then estimated
-    /// from the paths PEP sampled (on the switch's default runs, 73-98% call overlap
-    /// against 80-99.7% with counters: interpreters' rarely sampled paths lose their
-    /// calls); in other modes sampled contexts carry no call estimates.
+    /// Do not count calls per call site: with PEP, calls are then estimated from the
+    /// sampled paths (less accurate for rarely sampled code).
     #[arg(long)]
     no_call_counts: bool,
-    /// Native stacks: the guest also logs every function entry and every return (two
-    /// stores each) so that each stack sample carries a window of the last 16,384 call
-    /// events, replayed into their exact contexts. Call estimates then split each call
-    /// site's count among its contexts by calls seen rather than by sampled time.
+    /// Native stacks: the guest also logs every call and return, so each stack sample
+    /// carries a window of recent calls that split call counts among contexts.
     #[arg(long)]
     call_windows: bool,
-    /// PEP with native stacks: do not replay the path ends each stack sample copies from
-    /// PEP's ring as calls ("path windows", on by default: the same call windows as
-    /// --call-windows without any code in the guest: the ring's 4,096 path ends, 32 KB,
-    /// are copied with each sample). Call estimates then split each call site's count
-    /// among its contexts by sampled time.
+    /// PEP with native stacks: do not replay the burst's path ends as calls; call counts
+    /// are then split among contexts by sampled time.
     #[arg(long)]
     no_path_windows: bool,
-    /// Ephemeral with a budget per function instead of windows: how many executions
-    /// (function entries and outermost loop iterations) each function records per epoch
-    /// before it turns its instrumentation off (persistence, e.g. 1000). Exact entry
-    /// counts, but it costs more and measured less accurate than windows side by side
-    /// (bench/results/ephemeral.md: +8.8% against +6.2%, 90.2% of hot biases within 5
-    /// points against 92.9%).
+    /// Ephemeral with a budget instead of windows: each function records this many
+    /// executions per epoch, then turns itself off (the paper's persistence). Exact entry
+    /// counts, at a higher cost than windows.
     #[arg(long, conflicts_with = "window", value_parser = clap::value_parser!(u32).range(1..))]
     persistence: Option<u32>,
-    /// Ephemeral: how often every function's instrumentation is switched back on
-    /// (periodicity). Default 1 ms with windows; 10 ms, the paper's epoch, with
-    /// --persistence.
+    /// Ephemeral: how often every function's instrumentation is switched back on.
+    /// Default 1 ms with windows, 10 ms (the paper's epoch) with --persistence.
     #[arg(long, value_parser = parse_duration)]
     epoch: Option<std::time::Duration>,
-    /// Ephemeral (the default design): every function's instrumented copy runs for this
-    /// long once in each --epoch, at a random point of it (so a program with a rhythm of
-    /// its own is not always seen at one point of it), e.g. `250us`. Clean code counts
-    /// nothing, and the counts are the windows' executions scaled by the guest's CPU time
-    /// over theirs. Each branch also gets `recorded` (the outcomes the windows saw) and
-    /// `bias_margin`, a 95% margin of its bias from how much 16 random groups of windows
-    /// disagree (a bias that drifts over the run is less sure than its many outcomes say).
-    /// Default 50 µs. The clean code's checks are most of what windows cost, so more
-    /// windows cost little more and see more (bench/results/ephemeral-epoch.md: 50 µs
-    /// every 1 ms, the default, +2.5% at 95.6% of the hot branches' biases
-    /// within 5 points, against +2.2% and 93.7% every 2 ms). Clean code checks
-    /// where --switch says (default `nests`).
+    /// Ephemeral: how long the instrumented code runs once in each --epoch, at a random
+    /// point of it (default 50us). Counts are the windows' scaled to the run, and each
+    /// branch gets a margin for its bias.
     #[arg(long, value_parser = parse_duration)]
     window: Option<std::time::Duration>,
-    /// PEP: period of the sampler's bursts, in the guest's CPU time (so a guest waiting
-    /// for a core on a busy machine is not sampled meanwhile), e.g. `500us`, `1ms`,
-    /// `10ms`. Each burst runs instrumented code, so fewer bursts cost less and estimate
-    /// less well; a long run gets more bursts either way. With --switch off the guest's
-    /// cost does not depend on it (it writes every path end to the ring anyway).
+    /// PEP: period of the bursts in the guest's CPU time, e.g. `500us`, `10ms`. Fewer
+    /// bursts cost less and estimate less well.
     #[arg(long, default_value = "1ms", value_parser = parse_duration)]
     interval: std::time::Duration,
-    /// Period of calling-context stack samples (each one interrupts the guest for a few
-    /// microseconds), e.g. `250us`, `1ms`, `10ms`. Default: every --interval tick with PEP
-    /// (each sample also replays PEP's burst as calls, so more samples make call
-    /// estimates and hot functions more accurate; on the switch, a stack sample at every
-    /// second 250 µs burst cost the same as one at every burst, contexts-interval.md),
-    /// else 1 ms. With PEP it is rounded to a whole number of --interval ticks.
+    /// Period of calling-context stack samples, e.g. `250us`, `10ms`. Default: every
+    /// --interval tick with PEP (rounded to whole ticks), else 1 ms.
     #[arg(long, value_parser = parse_duration)]
     stack_interval: Option<std::time::Duration>,
-    /// PEP: what a burst's samples stand for. `rate` (default): the path ends the guest
-    /// completes per second at the tick (measured in the microseconds after it) times the
-    /// time since the last burst, so code is weighted by how many paths it completes, not by
-    /// how long they take. `ticks`: the path ends since the last tick, split among the
-    /// burst's samples (slow code in a tick stands for the fast code around it).
+    /// PEP: what a burst's samples stand for: `rate`, the guest's rate of path ends at the
+    /// tick times the time since the last burst; `ticks`, the path ends since the last tick.
     #[arg(long, value_enum, default_value = "rate")]
     burst_weights: BurstWeightsArg,
-    /// PEP: switchable instrumentation. Every function keeps a clean copy next to its
-    /// instrumented one; the clean code checks a flag where this says (`entries`: every
-    /// function entry; `outer`: outermost loop headers, and entries of functions called
-    /// from outside the module, through tables or by tail calls; `nests`: as `outer`, and
-    /// the headers of loops that hold loops behind more than two constructs that are not
-    /// loops, where a check only enters the instrumented copy; `loops`: as `outer`, and
-    /// the headers of loops that call or hold loops; `shallow`: as `outer`, the headers
-    /// of loops that call or hold loops where the way in passes at most two constructs
-    /// that are not loops (an interpreter's dispatch loop), where the instrumented copy
-    /// leaves too, and every other loop that holds loops, however deep (a Rust `match`
-    /// arm's loop nest behind a dozen blocks), where a check only enters the
-    /// instrumented copy, which leaves at the nest's next check into a third clean copy
-    /// that runs on to the next loop where the usual one can be entered; `deep`: as
-    /// `shallow`, and the instrumented copy also leaves at nests behind up to eight such
-    /// constructs; `all`: every entry and every loop header) and moves into the
-    /// instrumented copy while the sampler has it set, for each tick's burst (each burst
-    /// then takes every path end of its SAMPLES × STRIDE span).
-    /// `off`: the instrumented code always runs and writes PEP's ring.
-    /// Default: `deep` for PEP, `off` where every path end must reach the ring
-    /// (--every, --timeline, --phases) or copies cannot be made (--stacks shadow,
-    /// --call-windows). Measured with bursts every 500 µs: `deep` +6.9% at 98.2% path
-    /// accuracy and 90.4% absolute edge overlap on a slow day whose clean code alone
-    /// measured +3.6% (bench/results/switch-nest-limit.md); in another run
-    /// (switch-nests.md), `deep` +5.3% at 97.9% and 90.8%, `shallow`
-    /// +7.1% at 99.1% and 92.2% (a burst entered in bzip2's sort runs on to the end of a
-    /// long iteration), and `shallow` without its nest checks, as before, +4.1% at 98.5%
-    /// and 86.7% (it never sees a nest a frame entered in clean code); the ring +26.6%
-    /// (switch-outer.md). Stack samples are taken
-    /// during bursts, and their path windows read the burst's path ends. Three bodies per
-    /// function cost about 3x the compile time. The checks are hinted unlikely, and
-    /// wasmtime's branch hinting is turned on for them.
-    /// With --mode ephemeral: where clean code checks for its windows (default `nests`:
-    /// `outer`'s places and loop nests behind more than two constructs, so a nest a frame
-    /// entered in clean code is seen, a Rust program's behind eleven blocks at 99.7%
-    /// relative edge overlap against 61% for `outer`; +2.1% against `outer`'s +1.3% in
-    /// bench/results/ephemeral-nest-limit.md).
-    /// Under every placement, recursive functions without loops check at entry (such a
-    /// recursion passes no loop header), and every loop nest the placement names gets
-    /// its check, however many values it hands over to the instrumented copy: a hot loop
-    /// without a way in would be missing from the profile.
+    /// Where clean code checks the flag that moves it into the instrumented copy:
+    /// `entries`, `outer` (outermost loops), `nests` (and loop nests behind blocks),
+    /// `loops` (and loops that call or hold loops), `shallow`/`deep` (as `loops`, leaving
+    /// the copy again at the next check), `all`, or `off` (instrumented code all along).
+    /// Default: `deep` for PEP, `nests` for ephemeral, `off` where every path end must be
+    /// recorded.
     #[arg(long, value_enum)]
     switch: Option<SwitchArg>,
     /// With --switch: keep the flag set for the whole run (tests: every path end goes
@@ -181,19 +105,6 @@ pub struct Args {
     /// word and switches on one of its bits (copies change at random checks).
     #[arg(long, hide = true)]
     switch_chaos: bool,
-    /// With --switch, for side-by-side measurements: no `F_resume` copies (a copy entered
-    /// at a loop nest's enter-only check runs instrumented on to the next loop the clean
-    /// copy can be entered at, as before they existed).
-    #[arg(long, hide = true)]
-    switch_no_resume: bool,
-    /// With --switch, for side-by-side measurements: recursive functions check only where
-    /// the placement says (a recursion without loops then never switches).
-    #[arg(long, hide = true)]
-    switch_no_recursion_checks: bool,
-    /// With --mode ephemeral, for side-by-side measurements: the instrumented copies count
-    /// Ball-Larus paths instead of a spanning tree's chords.
-    #[arg(long, hide = true)]
-    ephemeral_paths: bool,
     /// PEP, deterministic: record every K-th path end (counted in the guest, no timer).
     /// `--every 1` records every path, which equals `exact-paths`.
     #[arg(long, value_name = "K")]
@@ -215,32 +126,25 @@ pub struct Args {
     /// Pass the whole host environment to the guest.
     #[arg(long)]
     inherit_env: bool,
-    /// Stop the run after this long (e.g. `30s`, `500ms`) and write the profile of what ran
-    /// so far, as Ctrl-C does; pepper then exits 124.
+    /// Stop the run after this long (e.g. `30s`) and write the profile so far; exits 124.
     #[arg(long, value_parser = parse_duration)]
     duration: Option<std::time::Duration>,
-    /// While the guest runs, write the profile so far to the output file this often (e.g.
-    /// `10s`): each snapshot replaces the file whole, and the run's end writes the final
-    /// profile. A time line (`--timeline`, interval sampling) is only in the final one.
+    /// While the guest runs, replace the output file with the profile so far this often
+    /// (e.g. `10s`).
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     snapshot_every: Option<std::time::Duration>,
     /// Do not use wasmtime's compilation cache.
     #[arg(long)]
     no_cache: bool,
-    /// Compile with wasmtime's branch hinting on, so the module's branch hint section
-    /// (`pepper hints` writes one) lays out the unlikely side of hinted branches out of
-    /// the way. Instrumented functions lose their hints (their offsets moved), so measure
-    /// a hinted module's speed with `--mode none`.
+    /// Compile with wasmtime's branch hinting on (the hints `pepper hints` writes); use it
+    /// with `--mode none`, since instrumented functions lose their hints.
     #[arg(long)]
     branch_hints: bool,
-    /// Paths per function above which counting switches from an array (one increment per
-    /// path end) to the in-module hash table (a call per path end).
+    /// Paths per function above which paths are counted in a hash table, not an array.
     #[arg(long, default_value_t = pepper_wasm::DEFAULT_ARRAY_MAX_PATHS)]
     array_max_paths: u64,
-    /// Exact edges: count every loop iteration on an edge, instead of reading a loop's
-    /// induction variable (a local the loop steps by a constant, once per iteration) at
-    /// its exits. Reading it is exact while one entry of the loop runs fewer than
-    /// 2^32 / |step| iterations of an i32 variable; this flag is for loops that run longer.
+    /// Exact edges: count every loop iteration on an edge instead of reading the loop's
+    /// induction variable at its exits (for loops that run more than 2^32 iterations).
     #[arg(long)]
     no_loop_counts: bool,
     /// log2 of the entries of each hashed function's path cache (tests use 1 to force
@@ -526,9 +430,6 @@ impl Args {
             pep_every: self.every,
             switch: switch.placement(),
             switch_chaos: self.switch_chaos,
-            switch_resume: !self.switch_no_resume,
-            switch_recursion_checks: !self.switch_no_recursion_checks,
-            ephemeral_edges: !self.ephemeral_paths,
             guide,
             cold_threshold: self.guided.cold_threshold,
             loop_threshold: self.guided.loop_threshold,
@@ -545,12 +446,9 @@ impl Args {
             stack_interval: self.stack_interval,
             weights: self.burst_weights.into(),
             intervals: ia.config(),
-            switch: if self.switch_always_on {
-                SwitchDrive::AlwaysOn
-            } else if self.switch_chaos {
-                SwitchDrive::Untouched
-            } else {
-                SwitchDrive::Sampler
+            switch: match self.switch_always_on {
+                true => SwitchDrive::AlwaysOn,
+                false => SwitchDrive::Sampler,
             },
             persistence: self.persistence.unwrap_or(1000),
             epoch: self.epoch.unwrap_or(match self.persistence {
