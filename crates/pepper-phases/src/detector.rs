@@ -59,9 +59,8 @@ pub struct DetectorConfig {
 
 impl DetectorConfig {
     /// The dissertation's recommendation (§4.3: CW = ½ MPL, adaptive trailing window,
-    /// anchored starts) with what pepper's sweep found best (bench/results/phases.md):
-    /// the weighted model, which function-level elements favour, and a 0.9 threshold
-    /// (tied with a constant trailing window).
+    /// anchored starts) with what pepper's sweep of every configuration found best: the
+    /// weighted model, which function-level elements favour, and a 0.9 threshold.
     pub fn recommended(mpl: usize) -> DetectorConfig {
         let cw = (mpl / 2).max(1);
         DetectorConfig {

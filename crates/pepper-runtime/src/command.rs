@@ -106,12 +106,9 @@ pub const PEP_INTERVAL: Duration = Duration::from_millis(1);
 
 /// Default for [`SamplingOptions::window`]: 50 µs every [`EPHEMERAL_EPOCH`]. What windows
 /// cost is mostly the clean code's checks, which run whether a window is open or not; the
-/// instrumented copies cost far more than clean code (+18% with windows always open), but
-/// only for the 5% of the run a window covers, and every window is one more independent
-/// look at where the run is. So more windows estimate biases better for about the same
-/// cost: 50 µs every 1 ms against every 2 ms, side by side, 95.9-96.4% of the hot
-/// branches' biases within 5 points against 92.5-93.1%, and a run no longer misses
-/// bzip2's sorting loops (bench/results/analysis.md, ephemeral instrumentation).
+/// instrumented copies cost far more than clean code, but only for the small part of the
+/// run a window covers, and every window is one more independent look at where the run
+/// is. So more, shorter windows estimate biases better for about the same cost.
 pub const EPHEMERAL_WINDOW: Duration = Duration::from_micros(50);
 
 /// Default for [`SamplingOptions::epoch`] with windows: see [`EPHEMERAL_WINDOW`].

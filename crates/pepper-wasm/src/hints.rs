@@ -33,7 +33,7 @@ pub struct HintOptions {
     pub min_count: u64,
     /// Hint `br_if`s as unlikely to be taken. Cranelift then marks the branch's *target*
     /// block cold, and a `br_if`'s target is often a join that other hot edges reach (a
-    /// block's end, a loop's exit): off by default, see `bench/results/hints.md`.
+    /// block's end, a loop's exit), which slowed programs down: off by default.
     pub unlikely_br_if: bool,
 }
 

@@ -486,8 +486,7 @@ pub enum SwitchPlacement {
     /// `crate::switch`). A window then finds a frame that runs such a nest in clean code
     /// (a Rust `match` arm's loops behind a dozen blocks, inside a loop the function passes
     /// once), which `Outer` never sees. Nests nearer their loops' bodies are left to
-    /// `Outer`'s checks: checking those too cost the clean code about 2.5 points more on
-    /// the bench's programs (bench/results/ephemeral-resume.md).
+    /// `Outer`'s checks: checking those too made the clean code measurably slower.
     Nests,
     /// Function entries and the headers of loops that call, hold other loops or are in no
     /// other loop; only call-free innermost loops inside another loop are left without a

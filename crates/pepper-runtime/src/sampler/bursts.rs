@@ -461,9 +461,8 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 /// burst by the rate at that moment turns the time sample into a count sample (importance
 /// weighting). With weights from the path ends of the whole tick interval instead, code
 /// that completes paths slowly (long paths, or paths just before a host call) was
-/// overcounted: on bzip2, whose sorting mixes fast and slow loops within microseconds,
-/// edge absolute overlap went from 77% to 92% with rate weights (bench/results/bench.md,
-/// variant `pep(64,17)+tick-weights` for the old estimate).
+/// overcounted, most where fast and slow loops alternate within microseconds (bzip2's
+/// sorting).
 ///
 /// The head is read every `RATE_GAP`, so the watch lasts at least a microsecond, in which
 /// a fast guest completes a thousand paths or more: the rate is that stretch's, and the
