@@ -116,6 +116,15 @@ struct Variant {
     accuracy: Vec<[f64; 6]>,
 }
 
+/// Where the exact-paths variant, every table's accuracy reference, is among a program's
+/// variants.
+fn exact_of(variants: &[Variant]) -> usize {
+    variants
+        .iter()
+        .position(|v| v.spec.label == "exact-paths")
+        .expect("exact-paths is always measured")
+}
+
 /// The library's options for a variant on a workload, as `pepper run` would build them
 /// from the variant's flags.
 fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
@@ -219,10 +228,6 @@ fn main() -> Result<()> {
         })
         .map(|(_, s)| s)
         .collect();
-    let exact_k = specs
-        .iter()
-        .position(|s| s.label == "exact-paths")
-        .expect("exact-paths is always measured");
     let mut table = String::new();
     // Exact-edges counter increments per workload and variant (made, ideal placement).
     let mut increments: Vec<(String, &str, pepper_wasm::Increments)> = Vec::new();
@@ -250,6 +255,14 @@ fn main() -> Result<()> {
         let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
         let mut component: Option<pepper_wasm::component::Unit> = None;
         for spec in &specs {
+            // wasmtime runs a component's `wasi:cli/run` without epoch interruption.
+            if w.is_component() && spec.epoch.is_some() {
+                eprintln!(
+                    "bench: {} {}: skipped (a component runs without epochs)",
+                    w.name, spec.label
+                );
+                continue;
+            }
             let slot = match spec.guide {
                 Guide::None => None,
                 Guide::SameInput => Some(0),
@@ -258,7 +271,7 @@ fn main() -> Result<()> {
             let guide = match slot {
                 Some(i) if guides[i].is_none() => {
                     // The guide: one exact-paths run, as a user would record it.
-                    let v = &variants[exact_k];
+                    let v = &variants[exact_of(&variants)];
                     let mut cfg = run_config(&w, &v.spec, &v.inst);
                     if i == 1 {
                         cfg.args = w.other_args.clone();
@@ -367,7 +380,8 @@ fn main() -> Result<()> {
                 Ok(r)
             })?;
             if round > 0 {
-                let reference = profile_of(&variants[exact_k].inst, &results[exact_k]);
+                let exact_v = exact_of(&variants);
+                let reference = profile_of(&variants[exact_v].inst, &results[exact_v]);
                 for (v, r) in variants.iter_mut().zip(&results) {
                     let sampled = v.spec.mode == Mode::Pep
                         && (v.spec.sampler.is_some() || v.spec.every.is_some());
@@ -427,7 +441,12 @@ fn main() -> Result<()> {
             .iter()
             .find(|v| v.spec.label == "epoch")
             .map(|v| v.times.clone());
-        for (k, v) in variants.iter().enumerate() {
+        for v in &variants {
+            // The variant's place among the specs (a program may skip some).
+            let k = specs
+                .iter()
+                .position(|s| s.label == v.spec.label)
+                .expect("every variant comes from a spec");
             let m = median(&v.times);
             // Paired: each round's time over the baseline's time in the same round, then
             // the median of those ratios. Runs next to each other share the machine's
@@ -452,7 +471,7 @@ fn main() -> Result<()> {
                 let e = variants
                     .iter()
                     .find(|e| e.spec.mode == Mode::ExactPaths && e.spec.classic == v.spec.classic)
-                    .unwrap_or(&variants[exact_k]);
+                    .unwrap_or(&variants[exact_of(&variants)]);
                 tpp_static[k].push((
                     1.0 - v.static_paths as f64 / e.static_paths.max(1) as f64,
                     e.hashed as i64 - v.hashed as i64,
