@@ -205,12 +205,18 @@ pub(crate) fn selected(args: &Args, build: &Path) -> Result<Vec<Loaded>> {
 
 /// The corpus's size for a table's heading: programs and language families.
 pub(crate) fn corpus_size(loaded: &[Loaded]) -> String {
-    let mut families: Vec<&str> = loaded.iter().map(|l| l.0.family.as_str()).collect();
+    corpus_size_of(loaded.iter().map(|l| l.0.family.as_str()))
+}
+
+/// [`corpus_size`] from the programs' families.
+pub(crate) fn corpus_size_of<'a>(families: impl Iterator<Item = &'a str>) -> String {
+    let mut families: Vec<&str> = families.collect();
+    let programs = families.len();
     families.sort();
     families.dedup();
     format!(
         "{} programs in {} language families ({})",
-        loaded.len(),
+        programs,
         families.len(),
         families.join(", ")
     )

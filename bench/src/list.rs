@@ -2,7 +2,7 @@
 //! program's toolchain read from its module's `producers` section rather than taken on
 //! trust from the manifest.
 
-use crate::{corpus_size, selected, write_results, Args};
+use crate::{corpus_size_of, write_results, Args};
 use anyhow::Result;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -45,8 +45,9 @@ fn functions(core: &[u8]) -> usize {
 pub fn main(args: &Args, root: &Path) -> Result<()> {
     let build = pepper_bench::corpus::build_dir(root);
     let programs = pepper_bench::corpus::load(&pepper_bench::corpus::manifest_dir(root))?;
-    // The measured corpus, for its size; the table lists the sets apart from it too.
-    let measured = selected(args, &build)?;
+    // The measured corpus (built programs of no set), for its size; the table lists the
+    // sets apart from it too.
+    let mut measured: Vec<&str> = Vec::new();
     let mut table = String::from(
         "| program | set | family | what | source | producers (from the module) | kind | size | functions |\n\
          |---|---|---|---|---|---|---|---|---|\n",
@@ -58,6 +59,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             continue;
         };
         let unit = pepper_wasm::component::Unit::parse(&bytes)?;
+        if p.set.is_none() {
+            measured.push(&p.family);
+        }
         writeln!(
             table,
             "| {} | {} | {} | {} | {} | {} | {} | {:.1} MB | {} |",
@@ -84,7 +88,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          `bench/workloads/corpus/*.toml`, built by `bench/workloads/build.sh`; producers are \
          read from each module's `producers` section.\n\n\
          Reproduce: `cargo run --release -p pepper-bench -- --list`\n\n{table}",
-        corpus_size(&measured)
+        corpus_size_of(measured.into_iter())
     );
     write_results(args, root, "corpus", &doc)
 }
