@@ -9,6 +9,8 @@
 # Output: $OUT/pybench.component.wasm. componentize-py is installed into a venv under
 # $OUT/python/ (pip, from PyPI); on Debian, python3-venv comes from apt if missing.
 set -euo pipefail
+# shellcheck source=lib/venv.sh
+. "$(dirname "$0")/lib/venv.sh"
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${OUT:-$HERE/build}"
 CPY_VERSION=0.25.1
@@ -18,16 +20,7 @@ TARGET="$OUT/pybench.component.wasm"
 mkdir -p "$WORK"
 
 if ! [ -x "$VENV/bin/componentize-py" ] || [ "$(cat "$WORK/.componentize-py" 2>/dev/null)" != "$CPY_VERSION" ]; then
-  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
-    echo "python: installing python3-venv (apt)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq python3 python3-venv >/dev/null
-  fi
-  echo "python: installing componentize-py==$CPY_VERSION into $VENV (pip)" >&2
-  rm -rf "$VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "componentize-py==$CPY_VERSION"
+  pip_venv python "$VENV" "componentize-py==$CPY_VERSION"
   echo "$CPY_VERSION" > "$WORK/.componentize-py"
   rm -f "$TARGET"
 fi

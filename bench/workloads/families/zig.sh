@@ -9,6 +9,8 @@
 # (made by Python's lzma and gzip modules from build.sh's generated texts). Zig is installed
 # into a venv under $OUT/zig (pip); on Debian, python3-venv comes from apt if missing.
 set -euo pipefail
+# shellcheck source=lib/venv.sh
+. "$(dirname "$0")/lib/venv.sh"
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
 OUT="${OUT:-$HERE/build}"
 ZIG_VERSION=0.14.1
@@ -17,16 +19,7 @@ VENV="$WORK/venv"
 mkdir -p "$WORK"
 
 if ! [ -x "$VENV/bin/python3" ] || [ "$("$VENV/bin/python3" -m ziglang version 2>/dev/null)" != "$ZIG_VERSION" ]; then
-  if ! python3 -m venv --help >/dev/null 2>&1 || ! python3 -c 'import ensurepip' 2>/dev/null; then
-    echo "zig: installing python3-venv (apt)" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq python3 python3-venv >/dev/null
-  fi
-  echo "zig: installing ziglang==$ZIG_VERSION into $VENV (pip)" >&2
-  rm -rf "$VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install --quiet --disable-pip-version-check "ziglang==$ZIG_VERSION"
+  pip_venv zig "$VENV" "ziglang==$ZIG_VERSION"
 fi
 ZIG=("$VENV/bin/python3" -m ziglang)
 
