@@ -44,26 +44,23 @@ impl Profile {
 
     /// Writes the profile to `path` so that the file is always either the complete old
     /// one or the complete new one: a temporary file next to it, synced, then renamed
-    /// over it. A path that exists and is not a regular file (a pipe, `/dev/stdout`) is
-    /// written in place, with every error reported.
+    /// over it. The temporary file has an unpredictable name and is created exclusively,
+    /// so a link planted at a guessable name cannot redirect the write (pepper may run
+    /// as root in a shared directory). A path that exists and is not a regular file (a
+    /// pipe, `/dev/stdout`) is written in place, with every error reported.
     pub fn write_file(&self, path: &std::path::Path) -> Result<(), ProfileError> {
         if !is_regular_or_absent(path) {
             let f = std::fs::OpenOptions::new().write(true).open(path)?;
             return self.write(std::io::BufWriter::new(f));
         }
-        let tmp = temp_path(path);
-        let result = (|| {
-            let f = std::fs::File::create(&tmp)?;
-            let mut w = std::io::BufWriter::new(f);
-            self.write(&mut w)?;
-            w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-            std::fs::rename(&tmp, path)?;
-            Ok(())
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        result
+        let mut tmp = temp_file(path)?;
+        let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+        self.write(&mut w)?;
+        drop(w);
+        tmp.as_file().sync_all()?;
+        // On an error the temporary file removes itself.
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
     }
 
     /// Refuses a profile whose parts point at parts it does not have: every reader
@@ -203,25 +200,39 @@ fn is_regular_or_absent(path: &std::path::Path) -> bool {
     std::fs::metadata(path).map_or(true, |m| m.is_file())
 }
 
-/// A temporary name next to `path` (same directory, so the rename is atomic).
-fn temp_path(path: &std::path::Path) -> std::path::PathBuf {
+/// A new temporary file next to `path` (same directory, so the rename is atomic), with
+/// a random name, created exclusively and never through a link, and with the mode a new
+/// file gets (the umask's), not the 0600 of a private temporary.
+fn temp_file(path: &std::path::Path) -> std::io::Result<tempfile::NamedTempFile> {
     let name = path
         .file_name()
         .map_or("profile".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    let prefix = format!(".{name}.");
+    let mut b = tempfile::Builder::new();
+    b.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        b.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    b.tempfile_in(dir)
 }
 
-/// Checks, before a long run, that `path` can be written: its directory exists and takes
-/// a new file (a temporary one, removed again), or it is an existing non-regular file
-/// that opens for writing.
+/// Checks, before a long run, that `path` can be written: its directory takes a new
+/// file (a temporary one, removed again), or it is an existing non-regular file that
+/// opens for writing and accepts an empty write (which `/dev/full` refuses).
 pub fn check_writable(path: &std::path::Path) -> Result<(), ProfileError> {
     if !is_regular_or_absent(path) {
-        std::fs::OpenOptions::new().write(true).open(path)?;
+        let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+        #[allow(clippy::unused_io_amount)] // zero bytes: only the error matters
+        f.write(&[])?;
         return Ok(());
     }
-    let tmp = temp_path(path);
-    std::fs::File::create(&tmp)?;
-    std::fs::remove_file(&tmp)?;
+    temp_file(path)?;
     Ok(())
 }
 
@@ -230,4 +241,38 @@ fn fits(xs: impl IntoIterator<Item = u64>) -> bool {
     xs.into_iter()
         .try_fold(0u64, |a, x| a.checked_add(x))
         .is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{branch, profile};
+
+    /// Another user's link at the name a temporary file once had (`.NAME.PID.tmp`) does
+    /// not redirect the write: the file it points at keeps its contents, the profile
+    /// lands at its own name, and no temporary file is left behind.
+    #[cfg(unix)]
+    #[test]
+    fn a_planted_link_does_not_redirect_the_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let target = dir.path().join("p.json");
+        let planted = dir
+            .path()
+            .join(format!(".p.json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let p = profile(vec![branch(0, &[1, 2])], vec![]);
+        p.write_file(&target).unwrap();
+        super::check_writable(&target).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        let back = crate::Profile::read(std::fs::File::open(&target).unwrap()).unwrap();
+        assert_eq!(back.branches[0].counts, vec![1, 2]);
+        let mut names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        let planted_name = planted.file_name().unwrap().to_str().unwrap();
+        assert_eq!(names, [planted_name, "p.json", "victim"]);
+    }
 }

@@ -37,6 +37,10 @@ pub enum MergeError {
         what: &'static str,
         detail: String,
     },
+    /// The sum is not a profile a reader accepts (its counts add up to more than 2^64):
+    /// refused rather than written for `report` to reject later.
+    #[error("the merged profile would not read back: {0}")]
+    Unreadable(String),
 }
 
 /// How a merged profile's warning starts; the number of runs follows.
@@ -77,6 +81,16 @@ impl Profile {
                 "{MERGED}{runs} profiles: counts are sums over their runs"
             ));
         }
+        let counts = out.paths.iter().map(|p| p.count);
+        let outcomes = out.branches.iter().flat_map(|b| b.counts.iter().copied());
+        if counts.chain(outcomes).any(|n| n == u64::MAX) {
+            out.warnings.push(
+                "a count reached 2^64-1 in the merge and stopped there: it is a lower bound".into(),
+            );
+        }
+        out.cap_paths(crate::MAX_PATH_STEPS);
+        out.validate()
+            .map_err(|e| MergeError::Unreadable(e.to_string()))?;
         Ok(out)
     }
 
@@ -393,6 +407,39 @@ mod tests {
             "{merged:?}"
         );
         assert_eq!(again.branches[0].counts, vec![10, 8]);
+    }
+
+    /// Counts that each fit but together exceed 2^64 make a file the reader refuses: the
+    /// merge refuses it instead, and the refusal says why. A single count that reaches
+    /// the limit stops there, with a warning.
+    #[test]
+    fn totals_past_64_bits_are_refused_not_written() {
+        let c = (1u64 << 62) + 1;
+        let two = |c: u64| {
+            profile(
+                vec![branch(0, &[c, c])],
+                vec![path(0, c, &[(0, 0)]), path(1, c, &[(0, 1)])],
+            )
+        };
+        let err = Profile::merge(&[two(c), two(c)]).unwrap_err();
+        assert!(
+            matches!(&err, MergeError::Unreadable(why) if why.contains("64-bit")),
+            "{err}"
+        );
+        // Below the limit, the merge reads back.
+        let m = Profile::merge(&[two(c / 2), two(c / 2)]).unwrap();
+        let mut bytes = Vec::new();
+        m.write(&mut bytes).unwrap();
+        Profile::read(&bytes[..]).unwrap();
+        assert!(!m.warnings.iter().any(|w| w.contains("stopped")));
+        let one = || profile(vec![branch(0, &[u64::MAX - 1, 0])], vec![]);
+        let m = Profile::merge(&[one(), one()]).unwrap();
+        assert_eq!(m.branches[0].counts[0], u64::MAX);
+        assert!(
+            m.warnings.iter().any(|w| w.contains("stopped")),
+            "{:?}",
+            m.warnings
+        );
     }
 
     #[test]

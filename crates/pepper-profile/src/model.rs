@@ -228,6 +228,59 @@ pub struct Path {
 pub struct Lost {
     /// Path executions dropped because the in-guest hash table was full.
     pub hash_overflow: u64,
+    /// Paths left out to bound the profile's size ([`MAX_PATH_STEPS`]), the coldest, and
+    /// the executions they had. Branch counts still count them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub capped_paths: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub capped_executions: u64,
+}
+
+/// The most path steps (branch outcomes and blocks, over all paths) a profile keeps.
+/// Real programs' path profiles stay far below it; a loop whose every iteration takes
+/// another path through hundreds of branches would otherwise write hundreds of megabytes
+/// that no reader can load.
+pub const MAX_PATH_STEPS: usize = 4_000_000;
+
+impl Profile {
+    /// Keeps the hottest paths whose steps fit in `max_steps` and leaves the others out,
+    /// counted in `lost` and said in a warning. Branch counts are left as they are, so
+    /// call this after deriving them from the paths.
+    pub fn cap_paths(&mut self, max_steps: usize) {
+        let size = |p: &Path| p.steps.len() + p.blocks.len() + 1;
+        if self.paths.iter().map(size).sum::<usize>() <= max_steps {
+            return;
+        }
+        let mut order: Vec<usize> = (0..self.paths.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.paths[i].count));
+        let mut keep = vec![false; self.paths.len()];
+        let mut used = 0;
+        for i in order {
+            let s = size(&self.paths[i]);
+            if used + s <= max_steps {
+                keep[i] = true;
+                used += s;
+            }
+        }
+        let total: u128 = self.paths.iter().map(|p| p.count as u128).sum();
+        let mut keep = keep.into_iter();
+        let (mut paths, mut executions) = (0u64, 0u64);
+        self.paths.retain(|p| {
+            let kept = keep.next().unwrap_or(false);
+            if !kept {
+                paths += 1;
+                executions = executions.saturating_add(p.count);
+            }
+            kept
+        });
+        self.lost.capped_paths = self.lost.capped_paths.saturating_add(paths);
+        self.lost.capped_executions = self.lost.capped_executions.saturating_add(executions);
+        self.warnings.push(format!(
+            "the profile keeps its hottest paths up to {max_steps} steps: {paths} colder paths \
+             ({:.2}% of path executions) are left out; branch counts still count them",
+            100.0 * executions as f64 / total.max(1) as f64
+        ));
+    }
 }
 
 /// How a sampled (PEP) profile was taken. Path counts in such a profile are samples, not
@@ -469,5 +522,34 @@ mod tests {
         assert_eq!(wall.window_scale(5.0), Some(1.0));
         let none = Sampling::default();
         assert_eq!(none.window_scale(40.0), None);
+    }
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use crate::testing::{branch, path, profile};
+
+    /// Over the cap, the hottest paths stay, the rest are counted as left out, and the
+    /// branch counts do not change.
+    #[test]
+    fn a_capped_profile_keeps_its_hottest_paths_and_its_branch_counts() {
+        let steps = [(0, 0), (0, 1), (0, 0)];
+        let paths = (0..10).map(|n| path(n, 10 + n, &steps)).collect();
+        let mut p = profile(vec![branch(0, &[50, 60])], paths);
+        let branches = p.branches.clone();
+        let before = p.clone();
+        p.cap_paths(1_000);
+        assert_eq!(p, before, "under the cap nothing changes");
+        // Four steps a path (three outcomes and the path itself): three paths fit in 13.
+        p.cap_paths(13);
+        let kept: Vec<u64> = p.paths.iter().map(|q| q.number).collect();
+        assert_eq!(kept, [7, 8, 9]);
+        assert_eq!(p.lost.capped_paths, 7);
+        assert_eq!(p.lost.capped_executions, (10..17).sum::<u64>());
+        assert_eq!(p.branches, branches);
+        assert!(p.warnings.iter().any(|w| w.contains("7 colder paths")));
+        let mut bytes = Vec::new();
+        p.write(&mut bytes).unwrap();
+        assert_eq!(crate::Profile::read(&bytes[..]).unwrap(), p);
     }
 }

@@ -83,18 +83,38 @@ impl Preopen {
     }
 
     /// Parses `wasmtime run`'s form `HOST[::GUEST]`, with a `::ro` suffix for read-only
-    /// (the guest path defaults to the host path).
-    pub fn parse(s: &str) -> Preopen {
-        let (rest, read_only) = match s.strip_suffix("::ro") {
-            Some(r) => (r, true),
-            None => (s, false),
+    /// (the guest path defaults to the host path). Any other option word is refused: a
+    /// typo such as `::RO` must not quietly grant write access under an odd guest path.
+    pub fn parse(s: &str) -> Result<Preopen, String> {
+        let parts: Vec<&str> = s.split("::").collect();
+        let (host, guest, option) = match parts[..] {
+            [host] => (host, host, None),
+            [host, "ro"] => (host, host, Some("ro")),
+            [host, guest] => (host, guest, None),
+            [host, guest, option] => (host, guest, Some(option)),
+            _ => {
+                return Err(format!(
+                    "`{s}`: expected HOST, HOST::GUEST or HOST::GUEST::ro"
+                ))
+            }
         };
-        let (host, guest) = rest.split_once("::").unwrap_or((rest, rest));
-        Preopen {
+        let read_only = match option {
+            None => false,
+            Some("ro") => true,
+            Some(word) => {
+                return Err(format!(
+                    "`{s}`: unknown option `{word}` (the one option is `ro`, read-only)"
+                ))
+            }
+        };
+        if host.is_empty() || guest.is_empty() {
+            return Err(format!("`{s}`: an empty directory name"));
+        }
+        Ok(Preopen {
             host: host.into(),
             guest: guest.into(),
             read_only,
-        }
+        })
     }
 }
 
@@ -433,7 +453,6 @@ impl Prepared {
         }
         let mut linker: Linker<Host> = Linker::new(engine);
         wasmtime_wasi::p1::add_to_linker_sync(&mut linker, |t| &mut t.wasi)?;
-        linker.define_unknown_imports_as_traps(module)?;
         let outcome = match linker.instantiate(&mut store, module) {
             Ok(instance) => {
                 let entry = Entry::find(&instance, &mut store, cfg.invoke.as_ref())?;
@@ -459,7 +478,7 @@ impl Prepared {
                 *finish_time = finish.elapsed();
                 outcome
             }
-            Err(e) => Err(e),
+            Err(e) => return instantiation_failed(e),
         };
         Ok(exit_of(outcome))
     }
@@ -492,7 +511,7 @@ impl Prepared {
             &mut store, component, &linker,
         ) {
             Ok(c) => c,
-            Err(e) => return Ok(exit_of(Err(e))),
+            Err(e) => return instantiation_failed(e),
         };
         let setup = Instant::now();
         let view = match cfg.counters_export {
@@ -548,6 +567,21 @@ fn wasi_builder(cfg: &RunConfig) -> Result<WasiCtxBuilder> {
 /// The exit code and trap of a guest call's outcome: 0, the `proc_exit` code, or 134 with
 /// the trap (like `wasmtime run`: the whole error with its wasm backtrace on stderr, the
 /// root cause in the profile).
+/// Instantiation failed: the guest's own outcome if its start function trapped or exited;
+/// otherwise pepper's failure, not the guest's (an import it does not provide, a feature
+/// its engine lacks), which must not pass for a guest that trapped.
+fn instantiation_failed(e: wasmtime::Error) -> Result<Exit> {
+    let guest_ran = e.downcast_ref::<wasmtime::Trap>().is_some()
+        || e.downcast_ref::<wasmtime_wasi::I32Exit>().is_some();
+    match guest_ran {
+        true => Ok(exit_of(Err(e))),
+        false => Err(anyhow::Error::from(e).context(
+            "cannot instantiate the module (pepper provides WASI preview 1 to modules and \
+             WASI 0.2 to components, and runs single-threaded guests)",
+        )),
+    }
+}
+
 fn exit_of(outcome: wasmtime::Result<()>) -> Exit {
     match outcome {
         Ok(()) => (0, None),
@@ -643,14 +677,18 @@ impl Entry {
                 let n = f.ty(&*store).results().len();
                 let mut results = vec![wasmtime::Val::I32(0); n];
                 f.call(&mut *store, args, &mut results)?;
+                // Printed as `wasmtime run --invoke` does; a closed stdout loses them
+                // but not the run's profile (`println!` would panic).
+                use std::io::Write as _;
+                let mut out = std::io::stdout().lock();
                 for r in &results {
-                    match r {
-                        wasmtime::Val::I32(x) => println!("{x}"),
-                        wasmtime::Val::I64(x) => println!("{x}"),
-                        wasmtime::Val::F32(x) => println!("{}", f32::from_bits(*x)),
-                        wasmtime::Val::F64(x) => println!("{}", f64::from_bits(*x)),
-                        other => println!("{other:?}"),
-                    }
+                    let _ = match r {
+                        wasmtime::Val::I32(x) => writeln!(out, "{x}"),
+                        wasmtime::Val::I64(x) => writeln!(out, "{x}"),
+                        wasmtime::Val::F32(x) => writeln!(out, "{}", f32::from_bits(*x)),
+                        wasmtime::Val::F64(x) => writeln!(out, "{}", f64::from_bits(*x)),
+                        other => writeln!(out, "{other:?}"),
+                    };
                 }
                 Ok(())
             }

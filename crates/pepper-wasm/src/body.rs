@@ -27,7 +27,7 @@ pub(crate) fn val_type(t: wasmparser::ValType) -> Result<ValType, InstrumentErro
 pub(crate) fn emit_body<'f>(
     facts: &ModuleFacts<'f>,
     k: usize,
-    a: &FunctionAnalysis,
+    analysis: &FunctionAnalysis,
     num_params: u32,
     wrapper: BlockType,
     mem: u32,
@@ -37,7 +37,7 @@ pub(crate) fn emit_body<'f>(
     let e = emit_instructions(
         facts,
         k,
-        a,
+        analysis,
         num_params,
         wrapper,
         mem,
@@ -102,7 +102,7 @@ pub(crate) fn encode(
 pub(crate) fn emit_instructions<'f>(
     facts: &ModuleFacts<'f>,
     k: usize,
-    a: &FunctionAnalysis,
+    analysis: &FunctionAnalysis,
     num_params: u32,
     wrapper: BlockType,
     mem: u32,
@@ -119,7 +119,7 @@ pub(crate) fn emit_instructions<'f>(
         locals,
         original_locals,
         em,
-    } = declare_locals(body, num_params, copy, mem, a, kind).map_err(|e| match e {
+    } = declare_locals(body, num_params, copy, mem, analysis, kind).map_err(|e| match e {
         LocalsError::Read(e) => enc(&e),
         LocalsError::Type(e) => e,
     })?;
@@ -140,15 +140,15 @@ pub(crate) fn emit_instructions<'f>(
     let mut reader = body.get_operators_reader().map_err(|e| enc(&e))?;
     let mut next = 0usize;
     // `returns` is in operator order, so one cursor walks it alongside the operators.
-    let mut returns = a.returns.iter().peekable();
+    let mut returns = analysis.returns.iter().peekable();
     // Where each operator's own code begins in `out` (after the actions before it).
-    let mut op_at = Vec::with_capacity(a.num_ops);
-    let mut pre_at = Vec::with_capacity(a.num_ops + 1);
-    for i in 0..a.num_ops {
+    let mut op_at = Vec::with_capacity(analysis.num_ops);
+    let mut pre_at = Vec::with_capacity(analysis.num_ops + 1);
+    for i in 0..analysis.num_ops {
         let op = reader.read().map_err(|e| enc(&e))?;
         pre_at.push(out.len());
         let mut opened = None;
-        while let Some((at, Slot::Before, act)) = a.actions.get(next) {
+        while let Some((at, Slot::Before, act)) = analysis.actions.get(next) {
             if *at != i {
                 break;
             }
@@ -158,7 +158,7 @@ pub(crate) fn emit_instructions<'f>(
             next += 1;
         }
         op_at.push(out.len());
-        let is_last = i + 1 == a.num_ops;
+        let is_last = i + 1 == analysis.num_ops;
         let return_here = returns.next_if(|r| r.0 == i);
         if let Some((k, act)) = opened {
             em.close_opened(&mut out, k, act, &op);
@@ -183,7 +183,7 @@ pub(crate) fn emit_instructions<'f>(
             )
             .map_err(|e| enc(&e))?;
         }
-        while let Some((at, Slot::After, act)) = a.actions.get(next) {
+        while let Some((at, Slot::After, act)) = analysis.actions.get(next) {
             if *at != i {
                 break;
             }
@@ -237,7 +237,7 @@ fn declare_locals<'e>(
     num_params: u32,
     copy: BodyCopy,
     mem: u32,
-    a: &'e FunctionAnalysis,
+    analysis: &'e FunctionAnalysis,
     kind: EmitKind<'e>,
 ) -> Result<Declared<'e>, LocalsError> {
     let mut locals: Vec<(u32, ValType)> = Vec::new();
@@ -256,16 +256,16 @@ fn declare_locals<'e>(
         locals.push((1, ValType::I32));
     }
     let locals_at = Locals {
-        r: num_locals,
-        c: num_locals + 1,
-        a: num_locals + 2,
-        h: num_locals + 3,
-        t: num_locals + 4,
-        s: num_locals + 5,
-        e: num_locals + 6,
+        path: num_locals,
+        cond: num_locals + 1,
+        counter_addr: num_locals + 2,
+        ring_head: num_locals + 3,
+        scratch: num_locals + 4,
+        shadow_top: num_locals + 5,
+        frame: num_locals + 6,
         loops: num_locals + 7,
     };
-    let em = Emitter::new(locals_at, mem, a, kind);
+    let em = Emitter::new(locals_at, mem, analysis, kind);
     locals.push((1, ValType::I64));
     locals.push((3, ValType::I32));
     locals.push((1, ValType::I64));

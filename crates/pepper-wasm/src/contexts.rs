@@ -63,14 +63,14 @@ impl ContextEmit<'_> {
         out.extend([
             I::I32Const(0),
             I::I32Load(memarg(m, lay.stack_pointer, 2)),
-            I::LocalTee(l.s),
+            I::LocalTee(l.shadow_top),
             I::I32Const(self.mask()),
             I::I32And,
-            I::LocalTee(l.e),
+            I::LocalTee(l.frame),
             I::I32Const(self.func as i32 + 1),
             I::I32Store(memarg(m, lay.stack_base, 2)),
             I::I32Const(0),
-            I::LocalGet(l.s),
+            I::LocalGet(l.shadow_top),
             I::I32Const(FRAME_BYTES as i32),
             I::I32Add,
             I::I32Store(memarg(m, lay.stack_pointer, 2)),
@@ -79,9 +79,9 @@ impl ContextEmit<'_> {
             // frame.node = cct_enter(func, caller.site | caller.node << 32). The outermost
             // frame reads the ring's last slot, zero until the ring wraps: the root.
             out.extend([
-                I::LocalGet(l.e),
+                I::LocalGet(l.frame),
                 I::I32Const(self.func as i32),
-                I::LocalGet(l.e),
+                I::LocalGet(l.frame),
                 I::I32Const(FRAME_BYTES as i32),
                 I::I32Sub,
                 I::I32Const(self.mask()),
@@ -101,11 +101,11 @@ impl ContextEmit<'_> {
             return;
         }
         out.extend([
-            I::LocalGet(l.e),
+            I::LocalGet(l.frame),
             I::I32Const(0),
             I::I32Store(memarg(self.mem, self.layout.stack_base, 2)),
             I::I32Const(0),
-            I::LocalGet(l.s),
+            I::LocalGet(l.shadow_top),
             I::I32Store(memarg(self.mem, self.layout.stack_pointer, 2)),
         ]);
     }
@@ -121,7 +121,7 @@ impl ContextEmit<'_> {
         out.extend([
             I::I32Const(0),
             I::I32Load(memarg(m, lay.call_log_head, 2)),
-            I::LocalTee(l.a),
+            I::LocalTee(l.counter_addr),
             I::I32Const(lay.call_log_entries as i32 - 1),
             I::I32And,
             I::I32Const(2),
@@ -129,7 +129,7 @@ impl ContextEmit<'_> {
             I::I32Const(word as i32),
             I::I32Store(memarg(m, lay.call_log_base, 2)),
             I::I32Const(0),
-            I::LocalGet(l.a),
+            I::LocalGet(l.counter_addr),
             I::I32Const(1),
             I::I32Add,
             I::I32Store(memarg(m, lay.call_log_head, 2)),
@@ -156,7 +156,7 @@ impl ContextEmit<'_> {
         let m = self.mem;
         if self.mode.shadow() {
             out.extend([
-                I::LocalGet(l.e),
+                I::LocalGet(l.frame),
                 I::I32Const(site as i32),
                 I::I32Store(memarg(m, self.layout.stack_base + 4, 2)),
             ]);

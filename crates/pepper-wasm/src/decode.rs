@@ -223,6 +223,7 @@ impl Plan {
             for (b, c) in profile.branches.iter_mut().zip(derived) {
                 b.counts = c;
             }
+            profile.cap_paths(pepper_profile::MAX_PATH_STEPS);
         }
         if self.mode == Mode::Ephemeral {
             ephemeral::estimate(self, mem, &window_groups, &mut profile);

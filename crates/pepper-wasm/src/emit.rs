@@ -17,21 +17,21 @@ mod count;
 #[derive(Copy, Clone, Debug)]
 pub struct Locals {
     /// The path register `r` (i64).
-    pub r: u32,
+    pub path: u32,
     /// Scratch: a `br_if` condition or `br_table` index (i32).
-    pub c: u32,
+    pub cond: u32,
     /// Scratch: a counter address (i32).
-    pub a: u32,
+    pub counter_addr: u32,
     /// PEP ring: this activation's copy of the ring head (i32), kept in a register so that
     /// recording a path is two stores and no load; reloaded after every call.
-    pub h: u32,
+    pub ring_head: u32,
     /// Scratch (i64): a `br_table` increment that may be the poison, or the register saved
     /// while a `br_table` poisons it for its shared arm (restored at the other arms).
-    pub t: u32,
+    pub scratch: u32,
     /// Contexts: the shadow stack pointer at entry (i32), restored at every exit.
-    pub s: u32,
+    pub shadow_top: u32,
     /// Contexts: this activation's frame address in the shadow stack ring (i32).
-    pub e: u32,
+    pub frame: u32,
     /// Exact edges: the first of the locals holding each loop count's induction variable
     /// at loop entry (`x0`, one per `EmitKind::Edges::loops` entry, typed like `x`).
     /// Paths modes: the first of the register loops' counts (i64 each).
@@ -173,13 +173,15 @@ impl Emitter<'_> {
     fn apply(&self, out: &mut Vec<I<'_>>, u: Update) {
         match u {
             Update::Add(v) => self.add_const(out, v),
-            Update::Poison => out.extend([I::I64Const(self.poison()), I::LocalSet(self.locals.r)]),
+            Update::Poison => {
+                out.extend([I::I64Const(self.poison()), I::LocalSet(self.locals.path)])
+            }
         }
     }
 
     /// Pushes the register's value after update `u`.
     fn updated(&self, out: &mut Vec<I<'_>>, u: Update) {
-        let r = self.locals.r;
+        let r = self.locals.path;
         match u {
             Update::Add(0) => out.push(I::LocalGet(r)),
             Update::Add(v) => out.extend([I::LocalGet(r), I::I64Const(v as i64), I::I64Add]),
@@ -207,13 +209,13 @@ impl Emitter<'_> {
             None => *tag as i64,
         };
         if v != 0 || always {
-            out.extend([I::I64Const(v), I::LocalSet(self.locals.r)]);
+            out.extend([I::I64Const(v), I::LocalSet(self.locals.path)]);
         }
     }
 
     fn add_const(&self, out: &mut Vec<I<'_>>, v: u64) {
         if v != 0 {
-            let r = self.locals.r;
+            let r = self.locals.path;
             out.extend([
                 I::LocalGet(r),
                 I::I64Const(v as i64),
@@ -244,7 +246,7 @@ impl Emitter<'_> {
     /// edge's count `+= (condition != 0)`, without a branch; for a guarded obvious path, and
     /// only while the path register is not poisoned.
     fn taken_amount(&self, out: &mut Vec<I<'_>>, guarded: bool) -> Vec<I<'static>> {
-        let (c, r) = (self.locals.c, self.locals.r);
+        let (c, r) = (self.locals.cond, self.locals.path);
         out.push(I::LocalTee(c));
         let mut amount = vec![I::LocalGet(c), I::I32Const(0), I::I32Ne];
         if guarded {
@@ -257,7 +259,7 @@ impl Emitter<'_> {
     /// `br_table`: saves the index, then loads entry `min(index, n)` of the table at `addr`
     /// (i64 entries if `wide`, else i32), leaving the index below it.
     fn table_lookup(&self, out: &mut Vec<I<'_>>, n: u32, addr: u32, wide: bool) {
-        out.push(I::LocalTee(self.locals.c));
+        out.push(I::LocalTee(self.locals.cond));
         self.clamped_index(out, n);
         if wide {
             out.extend([I::I32Const(3), I::I32Shl, I::I64Load(mem64(self.mem, addr))]);
@@ -268,7 +270,7 @@ impl Emitter<'_> {
 
     /// Pushes `min(c, n)` where `c` is the scratch local: the `br_table` arm actually taken.
     fn clamped_index(&self, out: &mut Vec<I<'_>>, n: u32) {
-        let c = self.locals.c;
+        let c = self.locals.cond;
         out.extend([
             I::LocalGet(c),
             I::I32Const(n as i32),
@@ -311,10 +313,10 @@ impl Emitter<'_> {
             (Update::Add(x), Some(Update::Add(v))) => self.add_const(out, x.wrapping_sub(v)),
             // The `br_table` saved the register in `t` and poisoned it for its shared arm.
             (Update::Add(x), Some(Update::Poison)) => out.extend([
-                I::LocalGet(self.locals.t),
+                I::LocalGet(self.locals.scratch),
                 I::I64Const(x as i64),
                 I::I64Add,
-                I::LocalSet(self.locals.r),
+                I::LocalSet(self.locals.path),
             ]),
             _ => self.apply(out, u),
         }
@@ -353,14 +355,23 @@ impl Emitter<'_> {
                     .chain(std::iter::once(Ok(targets.default())))
                     .map(|d| d.expect("validated by the analysis"))
                     .collect();
-                let pad = |arm: usize| pads.iter().position(|&e| e == arms[arm]);
-                let new: Vec<u32> = (0..arms.len())
-                    .map(|i| pad(i).map_or(depths[i] + m, |j| j as u32))
+                // Each edge's pad, and the depth of its first arm (a switch of thousands
+                // of cases has as many arms and pads: no search per arm).
+                let mut pad_of = std::collections::HashMap::with_capacity(pads.len());
+                for (j, &e) in pads.iter().enumerate() {
+                    pad_of.entry(e).or_insert(j as u32);
+                }
+                let mut depth_of = std::collections::HashMap::with_capacity(arms.len());
+                for (&e, &d) in arms.iter().zip(&depths) {
+                    depth_of.entry(e).or_insert(d);
+                }
+                let new: Vec<u32> = (arms.iter().zip(&depths))
+                    .map(|(e, &d)| pad_of.get(e).copied().unwrap_or(d + m))
                     .collect();
                 let (default, rest) = new.split_last().expect("a br_table has a default");
                 out.push(I::BrTable(rest.to_vec().into(), *default));
                 for (j, &e) in pads.iter().enumerate() {
-                    let depth = depths[arms.iter().position(|&a| a == e).expect("an arm")];
+                    let depth = depth_of[&e];
                     out.push(I::End);
                     self.edge_code(out, e);
                     out.push(I::Br(depth + m - 1 - j as u32));
@@ -437,7 +448,7 @@ impl Emitter<'_> {
             out.extend([
                 I::I32Const(0),
                 I::I32Load(mem32(self.mem, at)),
-                I::LocalSet(self.locals.h),
+                I::LocalSet(self.locals.ring_head),
             ]);
         }
     }
@@ -453,7 +464,7 @@ impl Emitter<'_> {
         {
             out.extend([
                 I::I32Const(0),
-                I::LocalGet(self.locals.h),
+                I::LocalGet(self.locals.ring_head),
                 I::I32Store(mem32(self.mem, layout.every_counter)),
             ]);
         }

@@ -214,11 +214,11 @@ mod tests {
     }
 
     /// The CFG edge of outcome `o` of the function's `n`-th `if`.
-    fn if_outcome(a: &FunctionAnalysis, n: usize, o: u32) -> usize {
-        (0..a.cfg.num_edges())
+    fn if_outcome(analysis: &FunctionAnalysis, n: usize, o: u32) -> usize {
+        (0..analysis.cfg.num_edges())
             .filter(|&e| {
-                a.edges[e].branch.is_some_and(|(s, k)| {
-                    a.sites[s.0 as usize].kind == pepper_profile::BranchKind::If && k == o
+                analysis.edges[e].branch.is_some_and(|(s, k)| {
+                    analysis.sites[s.0 as usize].kind == pepper_profile::BranchKind::If && k == o
                 })
             })
             .nth(n)

@@ -100,9 +100,9 @@ impl Guide {
     pub(crate) fn site_counts(
         &self,
         func: u32,
-        a: &FunctionAnalysis,
+        analysis: &FunctionAnalysis,
     ) -> Option<Vec<Option<&Vec<u64>>>> {
-        let counts: Vec<Option<&Vec<u64>>> = a
+        let counts: Vec<Option<&Vec<u64>>> = analysis
             .sites
             .iter()
             .map(|s| self.counts.get(&(func, s.offset)))
@@ -117,10 +117,15 @@ impl Guide {
     /// Per-CFG-edge branch outcome counts of one function from the guide (`None` for edges
     /// that are not outcomes of a branch the guide has), or `None` if the guide saw none of
     /// its branches run.
-    pub(crate) fn observed(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<Option<u64>>> {
-        let counts = self.site_counts(func, a)?;
+    pub(crate) fn observed(
+        &self,
+        func: u32,
+        analysis: &FunctionAnalysis,
+    ) -> Option<Vec<Option<u64>>> {
+        let counts = self.site_counts(func, analysis)?;
         Some(
-            a.edges
+            analysis
+                .edges
                 .iter()
                 .map(|info| {
                     let (site, outcome) = info.branch?;
@@ -133,8 +138,8 @@ impl Guide {
     /// Per-CFG-edge weights of one function from the guide (branch outcome counts; 0 for
     /// edges that are not branch outcomes), or `None` if the guide saw none of its
     /// branches run.
-    pub(crate) fn weights(&self, func: u32, a: &FunctionAnalysis) -> Option<Vec<u64>> {
-        let observed = self.observed(func, a)?;
+    pub(crate) fn weights(&self, func: u32, analysis: &FunctionAnalysis) -> Option<Vec<u64>> {
+        let observed = self.observed(func, analysis)?;
         Some(observed.into_iter().map(|c| c.unwrap_or(0)).collect())
     }
 
@@ -146,12 +151,13 @@ impl Guide {
     pub(crate) fn cold_edges(
         &self,
         func: u32,
-        a: &FunctionAnalysis,
+        analysis: &FunctionAnalysis,
         threshold: f64,
     ) -> Option<Vec<bool>> {
-        let counts = self.site_counts(func, a)?;
+        let counts = self.site_counts(func, analysis)?;
         Some(
-            a.edges
+            analysis
+                .edges
                 .iter()
                 .map(|info| {
                     info.branch.is_some_and(|(site, outcome)| {
@@ -164,7 +170,7 @@ impl Guide {
                         // A k-way `br_table` (an interpreter's dispatch, say) compares each
                         // target with its fair share: the threshold is scaled by 2/k, which
                         // is TPP's rule for two-way branches.
-                        let k = a.sites[site.0 as usize].outcomes.len().max(2) as f64;
+                        let k = analysis.sites[site.0 as usize].outcomes.len().max(2) as f64;
                         n == 0 || (n as f64) < threshold * total as f64 * 2.0 / k
                     })
                 })

@@ -400,7 +400,7 @@ impl SwitchedFunction<'_, '_> {
         // at every checked loop: into `F_clean` where that can be entered, elsewhere into
         // `F_resume`.
         let inst = self.body(instrumented, ctx(), BodyCopy::Entered, Some(redirect))?;
-        let r = inst.locals_at.r;
+        let r = inst.locals_at.path;
         let leaves_at = |id: u32| leaves.iter().any(|&(_, l)| l == id);
         let left = |id: u32| self.counts.map(|base| base + 16 * (id - 1) + 8);
         let to_clean = |id| match self.resume {

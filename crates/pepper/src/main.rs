@@ -82,9 +82,20 @@ fn main() {
     }
 }
 
+/// A reader that closed its end (`pepper report | head`) wanted no more: success, as for
+/// other Unix tools, in every subcommand, whichever layer the write error came through.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        let kind = match (
+            c.downcast_ref::<std::io::Error>(),
+            c.downcast_ref::<serde_json::Error>(),
+            c.downcast_ref::<pepper_profile::ProfileError>(),
+        ) {
+            (Some(io), ..) => Some(io.kind()),
+            (_, Some(json), _) => json.io_error_kind(),
+            (.., Some(pepper_profile::ProfileError::Io(io))) => Some(io.kind()),
+            _ => None,
+        };
+        kind == Some(std::io::ErrorKind::BrokenPipe)
     })
 }

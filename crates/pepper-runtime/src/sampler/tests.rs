@@ -74,6 +74,15 @@ fn simulate_timed(
     run: Duration,
 ) -> (HashMap<u64, f64>, HashMap<u64, f64>, bool) {
     let _turn = one_at_a_time();
+    simulate_in_turn(weights, phases, run)
+}
+
+/// [`simulate_timed`] for a caller that holds [`one_at_a_time`]'s turn already.
+fn simulate_in_turn(
+    weights: BurstWeights,
+    phases: &[Phase],
+    run: Duration,
+) -> (HashMap<u64, f64>, HashMap<u64, f64>, bool) {
     let clock = crate::worker::ThreadCpuClock::current();
     let (mem, view, mut cfg) = simulated_memory();
     cfg.weights = weights;
@@ -308,6 +317,9 @@ fn a_guest_beside_busy_neighbours_is_estimated_as_on_an_idle_machine() {
             waits: Duration::ZERO,
         },
     ];
+    // The neighbours spin only during this test's turn: the other simulations must not
+    // run beside them.
+    let _turn = one_at_a_time();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let stop = Arc::new(AtomicBool::new(false));
     let neighbours: Vec<_> = (0..cores)
@@ -323,7 +335,7 @@ fn a_guest_beside_busy_neighbours_is_estimated_as_on_an_idle_machine() {
     let mut seen = Vec::new();
     let mut judged = false;
     for _ in 0..3 {
-        let (truth, est) = simulate_for(BurstWeights::Rate, &phases, Duration::from_secs(1));
+        let (truth, est, _) = simulate_in_turn(BurstWeights::Rate, &phases, Duration::from_secs(1));
         let (t2, e2) = (share(&truth, 2), share(&est, 2));
         if (0.8 * t2..=1.25 * t2).contains(&e2) {
             judged = true;

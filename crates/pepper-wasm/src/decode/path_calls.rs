@@ -160,9 +160,9 @@ fn code_nodes<'a>(
 }
 
 /// The module-wide call site ids in each CFG node of a function, in code order.
-fn node_sites(a: &FunctionAnalysis, first_site: u32) -> Vec<Vec<u32>> {
-    let mut out = vec![Vec::new(); a.cfg.num_nodes()];
-    for (k, &(_, n)) in a.call_nodes.iter().enumerate() {
+fn node_sites(analysis: &FunctionAnalysis, first_site: u32) -> Vec<Vec<u32>> {
+    let mut out = vec![Vec::new(); analysis.cfg.num_nodes()];
+    for (k, &(_, n)) in analysis.call_nodes.iter().enumerate() {
         if let Some(n) = n {
             out[n.index()].push(first_site + k as u32);
         }

@@ -53,7 +53,7 @@ impl Emitter<'_> {
                     // if r == path { acc += 1 } else { count[r]++ }
                     let (l, acc) = (&self.register_loops()[j], self.locals.loops + j as u32);
                     out.extend([
-                        I::LocalGet(self.locals.r),
+                        I::LocalGet(self.locals.path),
                         I::I64Const((l.path * counting.scale()) as i64),
                         I::I64Eq,
                         I::If(wasm_encoder::BlockType::Empty),
@@ -76,7 +76,7 @@ impl Emitter<'_> {
     /// Before a `br_if`: the taken edge's code (a trampoline when it needs any and its
     /// label carries no values; true then).
     fn br_if(&self, out: &mut Vec<I<'_>>, taken: EdgeId, fall: EdgeId, bare: bool) -> bool {
-        let (r, c) = (self.locals.r, self.locals.c);
+        let (r, c) = (self.locals.path, self.locals.cond);
         match &self.kind {
             EmitKind::Paths { .. } => {
                 let (ut, uf) = (self.upd(taken), self.upd(fall));
@@ -129,7 +129,7 @@ impl Emitter<'_> {
     /// Before a `br_table` (action `k`): every arm's update, from a table in memory, in
     /// front of it, or in landing pads (true then).
     fn br_table(&self, out: &mut Vec<I<'_>>, k: usize, arms: &[EdgeId]) -> bool {
-        let (r, c) = (self.locals.r, self.locals.c);
+        let (r, c) = (self.locals.path, self.locals.cond);
         let n = arms.len() as u32 - 1;
         match &self.kind {
             EmitKind::Paths { tables, .. } => {
@@ -138,7 +138,7 @@ impl Emitter<'_> {
                     // Arms that run their code at their targets correct for this
                     // there (`at_target_code`).
                     ArmCode::Before(Update::Poison) => {
-                        out.extend([I::LocalGet(r), I::LocalSet(self.locals.t)]);
+                        out.extend([I::LocalGet(r), I::LocalSet(self.locals.scratch)]);
                         self.apply(out, Update::Poison);
                     }
                     ArmCode::Before(u) => self.apply(out, *u),
@@ -154,7 +154,7 @@ impl Emitter<'_> {
                     ArmCode::Table(table) if table.iter().any(|&v| (v as i64) < 0) => {
                         // Entries are increments or the (negative) poison:
                         // r = t < 0 ? t : r + t.
-                        let t = self.locals.t;
+                        let t = self.locals.scratch;
                         self.table_lookup(out, n, table_addr(tables, k), true);
                         out.extend([
                             I::LocalSet(t),

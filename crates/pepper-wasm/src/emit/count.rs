@@ -27,7 +27,7 @@ impl Emitter<'_> {
     /// poisoned register means a cold path, which the cold counter gets instead).
     pub(super) fn bump_obvious(&self, out: &mut Vec<I<'_>>, o: Option<ObviousCounter>) {
         let Some(o) = o else { return };
-        let r = self.locals.r;
+        let r = self.locals.path;
         let amount = if o.guarded {
             vec![I::LocalGet(r), I::I64Const(0), I::I64GeS, I::I64ExtendI32U]
         } else {
@@ -57,7 +57,7 @@ impl Emitter<'_> {
             // branch-free add: cold paths are rare, so it is predicted, and the hot path
             // touches no memory here.
             out.extend([
-                I::LocalGet(self.locals.r),
+                I::LocalGet(self.locals.path),
                 I::I64Const(0),
                 I::I64LtS,
                 I::If(wasm_encoder::BlockType::Empty),
@@ -77,7 +77,7 @@ impl Emitter<'_> {
         on_stack: bool,
         amount: &[I<'static>],
     ) {
-        let (a, m) = (self.locals.a, self.mem);
+        let (a, m) = (self.locals.counter_addr, self.mem);
         if on_stack {
             out.extend([I::LocalTee(a), I::LocalGet(a)]);
         } else {
@@ -103,14 +103,14 @@ impl Emitter<'_> {
         else {
             return;
         };
-        let (r, m) = (self.locals.r, self.mem);
+        let (r, m) = (self.locals.path, self.mem);
         match *counting {
             Counting::Ring => {
                 // ring[h % N] = r; head = ++h. Two stores, no load, no branch: the head
                 // lives in a local (see `after_call`), so a tight loop carries no
                 // store-to-load dependency through memory. The host sampler thread picks
                 // its windows out of the ring asynchronously.
-                let (h, mask) = (self.locals.h, (layout.ring_entries - 1) as i32);
+                let (h, mask) = (self.locals.ring_head, (layout.ring_entries - 1) as i32);
                 out.extend([
                     I::LocalGet(h),
                     I::I32Const(mask),
@@ -131,7 +131,7 @@ impl Emitter<'_> {
                 // if --n <= 0 { n = k; count[r]++ (hash) }: deterministic sampling of every
                 // k-th path end of the whole module. The countdown lives in a local (see
                 // `after_call`), so a path end costs a decrement and a well-predicted branch.
-                let n = self.locals.h;
+                let n = self.locals.ring_head;
                 out.extend([
                     I::LocalGet(n),
                     I::I32Const(1),
@@ -190,9 +190,9 @@ impl Emitter<'_> {
         miss_fn: u32,
         layout: &MemoryLayout,
     ) {
-        let (r, m) = (self.locals.r, self.mem);
+        let (r, m) = (self.locals.path, self.mem);
         let (a, shift) = (
-            self.locals.a,
+            self.locals.counter_addr,
             64 - layout.hash_cache_entries.trailing_zeros(),
         );
         out.extend([

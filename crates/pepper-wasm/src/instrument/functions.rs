@@ -126,24 +126,24 @@ impl Build<'_, '_> {
     fn place(
         &self,
         fp: &mut FunctionPlan,
-        a: &FunctionAnalysis,
+        analysis: &FunctionAnalysis,
         given: bool,
         may_unwind: bool,
         mem: &mut Allocator,
     ) {
         if self.mode.paths() {
-            match self.number(fp, a) {
+            match self.number(fp, analysis) {
                 Ok(nd) => {
-                    let nd = self.count_paths(fp, a, nd, may_unwind, mem);
+                    let nd = self.count_paths(fp, analysis, nd, may_unwind, mem);
                     fp.numbered = Some(Arc::new(nd));
                 }
                 Err(e) => fp.skipped = Some(e.to_string()),
             }
         } else if matches!(self.mode, Mode::ExactEdges | Mode::Ephemeral) {
-            self.count_edges(fp, a, given, may_unwind, mem);
+            self.count_edges(fp, analysis, given, may_unwind, mem);
         } else {
             // Contexts only: the function keeps its shape, no edge carries code.
-            fp.edge_counter = vec![None; a.cfg.num_edges()];
+            fp.edge_counter = vec![None; analysis.cfg.num_edges()];
         }
     }
 
@@ -152,23 +152,23 @@ impl Build<'_, '_> {
     fn number(
         &self,
         fp: &FunctionPlan,
-        a: &FunctionAnalysis,
+        analysis: &FunctionAnalysis,
     ) -> Result<NumberedDag, pepper_cfg::DagError> {
         let opts = self.opts;
         let func = fp.index.0;
-        let guided = opts.guide.as_ref().and_then(|g| g.weights(func, a));
-        let weights = dag_weights(guided.unwrap_or_else(|| static_numbering_weights(a)));
+        let guided = opts.guide.as_ref().and_then(|g| g.weights(func, analysis));
+        let weights = dag_weights(guided.unwrap_or_else(|| static_numbering_weights(analysis)));
         // One limit for every paths mode, so that exact and PEP profiles cut the same
         // monster functions at the same places and their paths compare.
         let limit = REGISTER_PATH_LIMIT.min(1 << PEP_TAG_SHIFT);
         let cold = match (self.mode, &opts.guide) {
-            (Mode::Targeted, Some(g)) => g.cold_edges(func, a, opts.cold_threshold),
+            (Mode::Targeted, Some(g)) => g.cold_edges(func, analysis, opts.cold_threshold),
             _ => None,
         };
         number_pruned(
-            &a.cfg,
-            &a.headers,
-            &[a.funnel],
+            &analysis.cfg,
+            &analysis.headers,
+            &[analysis.funnel],
             Some(&weights),
             limit,
             cold.as_deref(),
@@ -180,7 +180,7 @@ impl Build<'_, '_> {
     fn count_paths(
         &self,
         fp: &mut FunctionPlan,
-        a: &FunctionAnalysis,
+        analysis: &FunctionAnalysis,
         mut nd: NumberedDag,
         may_unwind: bool,
         mem: &mut Allocator,
@@ -218,11 +218,11 @@ impl Build<'_, '_> {
             return nd;
         }
         fp.cold_counter = Some(mem.alloc(8));
-        fp.cold_edges = (0..a.cfg.num_edges())
+        fp.cold_edges = (0..analysis.cfg.num_edges())
             .filter(|&e| nd.edge_val(pepper_cfg::EdgeId::new(e)).is_none())
             .count() as u32;
         if opts.obvious {
-            let costs = counter_costs(a);
+            let costs = counter_costs(analysis);
             let ob = eliminate_obvious(&nd.dag, &nd.numbering, &|e| {
                 dag_counter_cost(&costs, &nd.dag, e)
             });
@@ -243,9 +243,12 @@ impl Build<'_, '_> {
         } else if let (Counting::Array { base }, false) = (fp.counting, may_unwind) {
             // Not with obvious paths, which count some iteration paths on an edge already
             // (into the same slot).
-            let observed = opts.guide.as_ref().and_then(|g| g.observed(fp.index.0, a));
-            let freqs = frequencies(a, observed.as_deref());
-            fp.register_loops = register_loops(a, &nd, &freqs, base, opts.loop_threshold);
+            let observed = opts
+                .guide
+                .as_ref()
+                .and_then(|g| g.observed(fp.index.0, analysis));
+            let freqs = frequencies(analysis, observed.as_deref());
+            fp.register_loops = register_loops(analysis, &nd, &freqs, base, opts.loop_threshold);
         }
         nd
     }
@@ -256,33 +259,36 @@ impl Build<'_, '_> {
     fn count_edges(
         &self,
         fp: &mut FunctionPlan,
-        a: &FunctionAnalysis,
+        analysis: &FunctionAnalysis,
         given: bool,
         may_unwind: bool,
         mem: &mut Allocator,
     ) {
         let opts = self.opts;
-        let ec = if a.sites.is_empty() {
+        let ec = if analysis.sites.is_empty() {
             // No branch, nothing to report: the one count such a function has (its
             // entries) would cost an increment per call for no output. (With given
             // entries, its edges are still known, for its callees.)
-            EdgeCounting::uncounted(&a.cfg, given)
+            EdgeCounting::uncounted(&analysis.cfg, given)
         } else {
-            let observed = opts.guide.as_ref().and_then(|g| g.observed(fp.index.0, a));
-            let freqs = frequencies(a, observed.as_deref());
-            let weights = edge_weights(a, &freqs);
+            let observed = opts
+                .guide
+                .as_ref()
+                .and_then(|g| g.observed(fp.index.0, analysis));
+            let freqs = frequencies(analysis, observed.as_deref());
+            let weights = edge_weights(analysis, &freqs);
             // Unwinding skips loop exits, and so what a loop's count adds there; an
             // ephemeral copy entered or left inside a loop runs part of its iterations.
             let loops = if may_unwind || !opts.loop_counts || self.ephemeral {
                 Vec::new()
             } else {
-                readable_loops(a)
+                readable_loops(analysis)
             };
             let offered: Vec<_> = loops
                 .iter()
-                .map(|l| (l.counter.node, loop_count_weight(a, &freqs, l)))
+                .map(|l| (l.counter.node, loop_count_weight(analysis, &freqs, l)))
                 .collect();
-            let ec = EdgeCounting::with_given(&a.cfg, &weights, given, &offered);
+            let ec = EdgeCounting::with_given(&analysis.cfg, &weights, given, &offered);
             fp.loop_counts = loops
                 .into_iter()
                 .filter(|l| ec.nodes_given.contains(&l.counter.node))

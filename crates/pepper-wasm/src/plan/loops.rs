@@ -83,28 +83,32 @@ pub(crate) const REGISTER_LOOP_MAX_OPS: usize = 100;
 /// header back to it, when that path's estimated share of the header's path ends is at
 /// least [`REGISTER_LOOP_MIN_SHARE`].
 pub(crate) fn register_loops(
-    a: &FunctionAnalysis,
+    analysis: &FunctionAnalysis,
     nd: &pepper_cfg::NumberedDag,
     freqs: &[u64],
     base: u32,
     loop_threshold: f64,
 ) -> Vec<RegisterLoop> {
-    let (cfg, dag, num) = (&a.cfg, &nd.dag, &nd.numbering);
-    let costs = counter_costs(a);
+    let (cfg, dag, num) = (&analysis.cfg, &nd.dag, &nd.numbering);
+    let costs = counter_costs(analysis);
     let weight = |e: pepper_cfg::DagEdgeId| match dag.edge(e).kind {
         pepper_cfg::DagEdgeKind::Real(c) => freqs[c.index()],
         _ => 0,
     };
-    a.loops
+    analysis
+        .loops
         .iter()
         .filter_map(|&(h, entry)| {
             if !dag.is_split(h) {
                 return None;
             }
             let body = natural_body(cfg, h, entry);
-            let inner = a.loops.iter().any(|&(g, _)| g != h && body[g.index()]);
-            let calls = (0..cfg.num_nodes()).any(|n| body[n] && a.node_calls[n]);
-            let ops = a
+            let inner = analysis
+                .loops
+                .iter()
+                .any(|&(g, _)| g != h && body[g.index()]);
+            let calls = (0..cfg.num_nodes()).any(|n| body[n] && analysis.node_calls[n]);
+            let ops = analysis
                 .op_nodes
                 .iter()
                 .flatten()
@@ -158,10 +162,11 @@ pub(crate) fn register_loops(
 /// in the loop's natural body (so it runs only between an entry and an exit), and every
 /// edge that leaves the body has a place for code. With the edges that leave each (and no
 /// address yet).
-pub(crate) fn readable_loops(a: &FunctionAnalysis) -> Vec<LoopCount> {
-    let costs = counter_costs(a);
-    let cfg = &a.cfg;
-    a.loop_counters
+pub(crate) fn readable_loops(analysis: &FunctionAnalysis) -> Vec<LoopCount> {
+    let costs = counter_costs(analysis);
+    let cfg = &analysis.cfg;
+    analysis
+        .loop_counters
         .iter()
         .filter_map(|lc| {
             let body = natural_body(cfg, lc.header, lc.entry);

@@ -82,8 +82,10 @@ pub fn run(a: Args) -> Result<i32> {
                     score: s.score,
                 }),
             };
-            serde_json::to_writer_pretty(&mut out, &doc)?;
-            writeln!(out)?;
+            // Serialized first: a closed stdout is then an I/O error like any other write's.
+            let mut doc = serde_json::to_vec_pretty(&doc)?;
+            doc.push(b'\n');
+            out.write_all(&doc)?;
         }
         Format::Text => {
             let mut t = text(&acc, &reference, &estimate, a.top);

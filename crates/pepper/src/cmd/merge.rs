@@ -38,7 +38,9 @@ pub fn run(a: Args) -> Result<i32> {
     let merged = Profile::merge(&profiles).map_err(|e| {
         let name = |i: usize| a.profiles[i].display().to_string();
         let culprit = match &e {
-            pepper_profile::MergeError::Empty => String::new(),
+            pepper_profile::MergeError::Empty | pepper_profile::MergeError::Unreadable(_) => {
+                String::new()
+            }
             pepper_profile::MergeError::Module { index, .. }
             | pepper_profile::MergeError::Mode { index, .. }
             | pepper_profile::MergeError::Shape { index, .. } => {

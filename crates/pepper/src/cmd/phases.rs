@@ -4,6 +4,7 @@
 use anyhow::{bail, Context, Result};
 use pepper_phases::{runs, summarize, timeline, Matrix};
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 /// Find the phases of a run: which stretches of it run the same code.
@@ -177,7 +178,7 @@ pub fn run(a: Args) -> Result<i32> {
             n = sigs.len()
         )?;
     }
-    print!("{out}");
+    std::io::stdout().lock().write_all(out.as_bytes())?;
     Ok(0)
 }
 

@@ -81,8 +81,10 @@ pub fn run(a: Args) -> Result<i32> {
             out.write_all(report::text(&profile, &opts).as_bytes())?;
         }
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &report::json(&profile))?;
-            writeln!(out)?;
+            // Serialized first: a closed stdout is then an I/O error like any other write's.
+            let mut doc = serde_json::to_vec_pretty(&report::json(&profile))?;
+            doc.push(b'\n');
+            out.write_all(&doc)?;
         }
         Format::Html => unreachable!("written above"),
     }

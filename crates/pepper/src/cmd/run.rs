@@ -118,8 +118,8 @@ pub struct Args {
     output: Option<PathBuf>,
     /// Preopen a host directory: `HOST` (same path in the guest) or `HOST::GUEST`, and
     /// `::ro` at the end for read-only (`--dir data::/data::ro`).
-    #[arg(long = "dir", value_name = "HOST[::GUEST][::ro]")]
-    dirs: Vec<String>,
+    #[arg(long = "dir", value_name = "HOST[::GUEST][::ro]", value_parser = pepper_runtime::Preopen::parse)]
+    dirs: Vec<pepper_runtime::Preopen>,
     /// Set a guest environment variable; `--env NAME` passes the host's value through.
     #[arg(long = "env", value_name = "NAME[=VALUE]")]
     envs: Vec<String>,
@@ -165,13 +165,19 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
+    let output = a.output_path();
+    anyhow::ensure!(
+        !same_file(&output, &a.program),
+        "the profile would overwrite the module: -o {} names {} itself",
+        output.display(),
+        a.program.display()
+    );
     // A component is profiled through its program's core module: the options, the guide
     // and the source lines are that module's.
     let unit = read_unit(&a.program)?;
     let wasm = &unit.core;
     let opts = a.options(wasm)?;
     // A profile that cannot be written is found out before the guest runs, not after.
-    let output = a.output_path();
     pepper_profile::check_writable(&output)
         .with_context(|| format!("cannot write the profile to {}", output.display()))?;
     if wasm.len() > 8 << 20 {
@@ -239,6 +245,20 @@ pub fn run(a: Args) -> Result<i32> {
         .collect();
     super::print_warnings(&blind, 10);
     Ok(done.exit_code)
+}
+
+/// Whether `a` and `b` name one existing file (through links, `..` or hard links too).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        #[cfg(unix)]
+        (Ok(x), Ok(y)) => {
+            use std::os::unix::fs::MetadataExt;
+            (x.dev(), x.ino()) == (y.dev(), y.ino())
+        }
+        #[cfg(not(unix))]
+        (Ok(_), Ok(_)) => std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok(),
+        _ => false,
+    }
 }
 
 /// Ctrl-C, SIGTERM or `--duration` end the run early: the profile of what ran so far is
@@ -309,11 +329,7 @@ impl Args {
 
     /// What the guest sees.
     fn wasi(&self) -> Result<WasiOptions> {
-        let dirs = self
-            .dirs
-            .iter()
-            .map(|d| pepper_runtime::Preopen::parse(d))
-            .collect();
+        let dirs = self.dirs.clone();
         let mut env = Vec::new();
         for e in &self.envs {
             match e.split_once('=') {

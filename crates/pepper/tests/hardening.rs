@@ -1,0 +1,155 @@
+//! What careless use and hostile neighbours must not break: a profile never overwrites
+//! the module, a bad command line or an unusable module fails before anything runs, and a
+//! reader that closes its end is no failure.
+
+mod common;
+use common::*;
+use std::io::Read;
+use std::process::{Command, Stdio};
+
+/// `-o` naming the module itself, directly or through another path to the same file, is
+/// refused before the guest runs, and the module is left as it was.
+#[test]
+fn a_profile_never_overwrites_its_module() {
+    let dir = tempdir().join("own-module");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    let module = dir.join("prog.wat");
+    std::fs::copy(fixture("exit.wat"), &module).unwrap();
+    let before = std::fs::read(&module).unwrap();
+    let through_parent = dir.join("sub/../prog.wat");
+    let linked = dir.join("link.wat");
+    std::fs::hard_link(&module, &linked).unwrap();
+    for output in [&module, &through_parent, &linked] {
+        let o = pepper(&[
+            "run",
+            "-o",
+            output.to_str().unwrap(),
+            module.to_str().unwrap(),
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{err}");
+        assert!(err.contains("would overwrite the module"), "{err}");
+        assert_eq!(std::fs::read(&module).unwrap(), before);
+    }
+}
+
+/// An import pepper cannot provide, or a memory its engine does not run, is pepper's
+/// failure (125, saying it could not instantiate the module), never a guest trap (134),
+/// and leaves no profile that looks like a run.
+#[test]
+fn a_module_pepper_cannot_instantiate_is_its_failure() {
+    let cases = [
+        (
+            "import",
+            r#"(module (import "env" "nope" (func)) (func (export "_start") call 0))"#,
+            "env::nope",
+        ),
+        (
+            "shared",
+            r#"(module (memory 1 1 shared) (func (export "_start")))"#,
+            "shared",
+        ),
+    ];
+    for (name, wat, says) in cases {
+        let module = unique_path(format!("{name}.wat"));
+        std::fs::write(&module, wat).unwrap();
+        let out = unique_path(format!("{name}.json"));
+        let o = pepper(&["run", "-o", out.to_str().unwrap(), module.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(125), "{name}: {err}");
+        assert!(
+            err.contains("cannot instantiate") && err.contains(says),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("guest trapped"), "{name}: {err}");
+        assert!(!out.exists(), "{name}: a profile was written");
+    }
+}
+
+/// A `--dir` option word pepper does not know is a command-line error (2), not a
+/// read-write directory under a guest path that ends in the typo.
+#[test]
+fn an_unknown_dir_option_is_a_usage_error() {
+    let dir = tempdir();
+    for bad in ["::/d::RO", "::/d::rw", "::/d::ro::x"] {
+        let arg = format!("{}{bad}", dir.display());
+        let o = pepper(&["run", "--dir", &arg, fixture("exit.wat").to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {err}");
+        assert!(err.contains("--dir"), "{bad}: {err}");
+    }
+    // The documented forms still run (exit.wat exits 3).
+    for good in ["", "::/d", "::/d::ro", "::ro"] {
+        let arg = format!("{}{good}", dir.display());
+        let out = unique_path("dir.json");
+        let o = pepper(&[
+            "run",
+            "-o",
+            out.to_str().unwrap(),
+            "--dir",
+            &arg,
+            fixture("exit.wat").to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(3),
+            "{good}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// A profile that cannot be written is found out before the guest runs, even where
+/// opening the file succeeds and only writing fails (`/dev/full`).
+#[test]
+fn a_full_device_is_refused_before_the_guest_runs() {
+    if !std::path::Path::new("/dev/full").exists() {
+        return;
+    }
+    let o = pepper(&[
+        "run",
+        "-o",
+        "/dev/full",
+        fixture("exit.wat").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(125), "{err}");
+    assert!(err.contains("cannot write the profile"), "{err}");
+    assert!(!err.contains("exited with code"), "the guest ran: {err}");
+}
+
+/// A reader that closes its end before pepper writes (`pepper report p.json | head -c1`
+/// with a report larger than the pipe holds) ends every writing subcommand quietly with
+/// status 0, as it does other Unix tools.
+#[test]
+fn a_closed_stdout_is_no_failure() {
+    let (_, _, _, _, prof) = run_to("exact-paths", &fixture("mod3.wat"), &[], &[]);
+    let p = prof.to_str().unwrap();
+    let commands: [&[&str]; 6] = [
+        &["report", p],
+        &["report", "--format", "json", p],
+        &["compare", p, p],
+        &["compare", "--format", "json", p, p],
+        &["export", "--format", "folded", "-o", "-", p],
+        &["export", "-o", "-", p],
+    ];
+    for args in commands {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pepper"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
