@@ -164,15 +164,94 @@ impl PathNumbering {
         self.walk(dag, p, Some(at))
     }
 
+    /// Calls `visit` with each edge of path `r`, ENTRY to EXIT, as [`Self::regenerate`]
+    /// lists them, without building the list: a path through thousands of branches is
+    /// walked in place.
+    pub fn for_each_edge(
+        &self,
+        dag: &PathDag,
+        r: u64,
+        visit: impl FnMut(DagEdgeId),
+    ) -> Result<(), RegenError> {
+        if r >= self.total() {
+            return Err(RegenError::OutOfRange(r, self.total()));
+        }
+        self.walk_with(dag, r, None, visit)
+    }
+
+    /// How many times each DAG edge was taken, given how many times each path was:
+    /// `paths` holds `(path number, count)` pairs (numbers below [`Self::total`]; the
+    /// others are skipped), and the result, indexed by edge, sums `count` over the paths
+    /// through each edge, as walking every path with [`Self::for_each_edge`] would.
+    ///
+    /// Why not walk them: a function whose paths each pass thousands of branches (a C
+    /// `switch` compiled to a chain of tests) makes that walk quadratic in the function's
+    /// size. Here the paths at a vertex are kept as runs of the sorted path numbers that
+    /// share a prefix (their remainders at the vertex are the numbers minus the prefix's
+    /// sum, so a run stays sorted), and each successor takes the part of each run whose
+    /// remainders fall in its interval, found by binary search. Work grows with the
+    /// number of distinct prefixes at each vertex, not with the paths' lengths.
+    pub fn edge_counts(&self, dag: &PathDag, paths: &[(u64, u64)]) -> Vec<u64> {
+        let mut counts = vec![0u64; dag.num_edges()];
+        let mut sorted: Vec<(u64, u64)> = paths
+            .iter()
+            .copied()
+            .filter(|&(r, _)| r < self.total())
+            .collect();
+        sorted.sort_unstable();
+        // Prefix sums of the counts: a run's total in O(1).
+        let mut below = Vec::with_capacity(sorted.len() + 1);
+        below.push(0u64);
+        for &(_, c) in &sorted {
+            below.push(below.last().unwrap().saturating_add(c));
+        }
+        // The runs at each vertex: (start, end) in `sorted`, and the prefix's sum.
+        let mut runs: Vec<Vec<(usize, usize, u64)>> = vec![Vec::new(); dag.num_vertices()];
+        if !sorted.is_empty() {
+            runs[dag.entry().index()].push((0, sorted.len(), 0));
+        }
+        for &v in dag.topo() {
+            let here = std::mem::take(&mut runs[v.index()]);
+            for (start, end, sum) in here {
+                let run = &sorted[start..end];
+                for &e in &self.order[v.index()] {
+                    let w = dag.edge(e).dst;
+                    let lo = sum + self.val[e.index()];
+                    let hi = lo.saturating_add(self.num_paths[w.index()]);
+                    let a = start + run.partition_point(|&(r, _)| r < lo);
+                    let b = start + run.partition_point(|&(r, _)| r < hi);
+                    if a < b {
+                        counts[e.index()] = counts[e.index()].saturating_add(below[b] - below[a]);
+                        if w != dag.exit() {
+                            runs[w.index()].push((a, b, lo));
+                        }
+                    }
+                }
+            }
+        }
+        counts
+    }
+
     fn walk(
+        &self,
+        dag: &PathDag,
+        r: u64,
+        stop: Option<Vertex>,
+    ) -> Result<Vec<DagEdgeId>, RegenError> {
+        let mut path = Vec::new();
+        self.walk_with(dag, r, stop, |e| path.push(e))?;
+        Ok(path)
+    }
+
+    fn walk_with(
         &self,
         dag: &PathDag,
         mut r: u64,
         stop: Option<Vertex>,
-    ) -> Result<Vec<DagEdgeId>, RegenError> {
+        mut visit: impl FnMut(DagEdgeId),
+    ) -> Result<(), RegenError> {
         let orig = r;
         let mut v = dag.entry();
-        let mut path = Vec::new();
         while v != dag.exit() && Some(v) != stop {
             let succs = &self.order[v.index()];
             // Intervals are ascending; find the last edge whose value is <= r.
@@ -185,7 +264,7 @@ impl PathNumbering {
             if r >= self.num_paths[w.index()] {
                 return Err(RegenError::OutOfRange(orig, self.total()));
             }
-            path.push(e);
+            visit(e);
             v = w;
         }
         if stop.is_some() && Some(v) != stop {
@@ -194,7 +273,7 @@ impl PathNumbering {
         if stop.is_none() && r != 0 {
             return Err(RegenError::OutOfRange(orig, self.total()));
         }
-        Ok(path)
+        Ok(())
     }
 
     /// Checks the numbering invariant on every vertex (for tests and debug builds).

@@ -80,6 +80,30 @@ proptest! {
         }
     }
 
+    /// Edge counts from path counts, by runs of sorted numbers, equal the sums of walking
+    /// every path (numbers out of range skipped, repeated numbers adding up).
+    #[test]
+    fn edge_counts_equal_the_walks(
+        cfg in graph(),
+        picks in prop::collection::vec((0u64..1_000, 1u64..50), 0..40),
+    ) {
+        let (dag, num) = numbered(&cfg, None);
+        let paths: Vec<(u64, u64)> = picks
+            .iter()
+            .map(|&(r, c)| (r % (num.total() + 2), c))
+            .collect();
+        let mut walked = vec![0u64; dag.num_edges()];
+        for &(r, c) in &paths {
+            if r < num.total() {
+                num.for_each_edge(&dag, r, |e| walked[e.index()] += c).unwrap();
+            } else {
+                let refused = num.for_each_edge(&dag, r, |_| ()).is_err();
+                prop_assert!(refused, "path {} of {} walked", r, num.total());
+            }
+        }
+        prop_assert_eq!(num.edge_counts(&dag, &paths), walked);
+    }
+
     /// Test 5: every prefix regenerates from its prefix sum and location.
     #[test]
     fn partial_round_trip(cfg in graph()) {

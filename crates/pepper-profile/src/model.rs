@@ -240,10 +240,12 @@ pub struct Lost {
 /// Real programs' path profiles stay far below it; a loop whose every iteration takes
 /// another path through hundreds of branches would otherwise write hundreds of megabytes
 /// that no reader can load.
-pub const MAX_PATH_STEPS: usize = 4_000_000;
+pub const MAX_PATH_STEPS: usize = 1_000_000;
 
 impl Profile {
-    /// Keeps the hottest paths whose steps fit in `max_steps` and leaves the others out,
+    /// Keeps the hottest paths, as many as fit in `max_steps` (the decoder applies
+    /// [`MAX_PATH_STEPS`] as it regenerates; a merge of capped profiles applies it
+    /// again) and leaves the others out,
     /// counted in `lost` and said in a warning. Branch counts are left as they are, so
     /// call this after deriving them from the paths.
     pub fn cap_paths(&mut self, max_steps: usize) {
@@ -256,11 +258,11 @@ impl Profile {
         let mut keep = vec![false; self.paths.len()];
         let mut used = 0;
         for i in order {
-            let s = size(&self.paths[i]);
-            if used + s <= max_steps {
-                keep[i] = true;
-                used += s;
+            used += size(&self.paths[i]);
+            if used > max_steps {
+                break;
             }
+            keep[i] = true;
         }
         let total: u128 = self.paths.iter().map(|p| p.count as u128).sum();
         let mut keep = keep.into_iter();
@@ -275,12 +277,22 @@ impl Profile {
         });
         self.lost.capped_paths = self.lost.capped_paths.saturating_add(paths);
         self.lost.capped_executions = self.lost.capped_executions.saturating_add(executions);
-        self.warnings.push(format!(
-            "the profile keeps its hottest paths up to {max_steps} steps: {paths} colder paths \
-             ({:.2}% of path executions) are left out; branch counts still count them",
-            100.0 * executions as f64 / total.max(1) as f64
+        self.warnings.push(capped_warning(
+            max_steps,
+            paths,
+            executions as f64 / total.max(1) as f64,
         ));
     }
+}
+
+/// The warning of a profile whose coldest `paths` (`share` of its path executions) were
+/// left out by a cap of `max_steps` ([`MAX_PATH_STEPS`]).
+pub fn capped_warning(max_steps: usize, paths: u64, share: f64) -> String {
+    format!(
+        "the profile keeps its hottest paths up to {max_steps} steps: {paths} colder \
+         paths ({:.2}% of path executions) are left out; branch counts still count them",
+        100.0 * share
+    )
 }
 
 /// How a sampled (PEP) profile was taken. Path counts in such a profile are samples, not

@@ -181,8 +181,15 @@ impl Plan {
             Some((s, words)) => (Some(s), words),
             None => (None, Vec::new()),
         };
+        let mut from_paths: Vec<Vec<u64>> =
+            branches.iter().map(|b| vec![0; b.outcomes.len()]).collect();
         let paths = match self.mode.paths() {
-            true => self.paths(mem, host_samples, &mut lost, &mut warnings),
+            true => self.paths(
+                mem,
+                host_samples,
+                (&mut lost, &mut warnings),
+                &mut from_paths,
+            ),
             false => Vec::new(),
         };
         let functions = self
@@ -219,11 +226,10 @@ impl Plan {
             warnings,
         };
         if self.mode.paths() {
-            let derived = profile.edges_from_paths();
-            for (b, c) in profile.branches.iter_mut().zip(derived) {
+            // Every path's outcomes, the capped ones' too.
+            for (b, c) in profile.branches.iter_mut().zip(from_paths) {
                 b.counts = c;
             }
-            profile.cap_paths(pepper_profile::MAX_PATH_STEPS);
         }
         if self.mode == Mode::Ephemeral {
             ephemeral::estimate(self, mem, &window_groups, &mut profile);
@@ -280,15 +286,19 @@ impl Plan {
         out
     }
 
-    /// Every counted path: array slots, the hash table and caches, PEP's samples.
+    /// Every counted path: array slots, the hash table and caches, PEP's samples. Each
+    /// path's branch outcomes are added to `branch_counts` (indexed by branch id) as it
+    /// is regenerated, and only the hottest paths that fit in
+    /// [`pepper_profile::MAX_PATH_STEPS`] are kept with their steps: a function whose
+    /// paths each pass thousands of branches would otherwise hold gigabytes of steps
+    /// before any cap applied. The others are counted in `lost`, with a warning.
     fn paths(
         &self,
         mem: &[u8],
         host_samples: Vec<(u64, u64)>,
-        lost: &mut Lost,
-        warnings: &mut Vec<String>,
+        (lost, warnings): (&mut Lost, &mut Vec<String>),
+        branch_counts: &mut [Vec<u64>],
     ) -> Vec<Path> {
-        let mut paths = Vec::new();
         let mut hashed: HashMap<u32, Vec<(u64, u64)>> = HashMap::new();
         let l = &self.layout;
         for slot in 0..l.hash_capacity as u64 {
@@ -309,21 +319,79 @@ impl Plan {
                 None => warnings.push(format!("sample word {word:#x} has no function tag")),
             }
         }
+        // (function, path number, count), hottest first; `seq` keeps the readers' order.
+        let mut counted: Vec<(&FunctionPlan, u64, u64)> = Vec::new();
         for fp in &self.functions {
-            let Some(counts) = self.path_counts(fp, mem, &mut hashed) else {
-                continue;
-            };
-            for (r, count) in counts {
-                match decode_path(fp, r, count) {
-                    Some(p) => paths.push(p),
-                    None => warnings.push(format!(
-                        "function {}: counter for path {r} does not decode; dropped",
-                        fp.index.0
-                    )),
-                }
+            if let Some(counts) = self.path_counts(fp, mem, &mut hashed) {
+                counted.extend(counts.into_iter().map(|(r, count)| (fp, r, count)));
             }
         }
-        paths
+        let mut order: Vec<usize> = (0..counted.len()).collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(counted[i].2), i));
+        let (mut paths, mut used, mut full) = (Vec::new(), 0usize, false);
+        let (mut capped, mut capped_executions, mut total) = (0u64, 0u64, 0u128);
+        // Past the cap, each function's paths are gathered, and their DAG edges counted
+        // at the end without regenerating them one by one.
+        let mut past_cap: HashMap<u32, (&FunctionPlan, PathCounts)> = HashMap::new();
+        for seq in order {
+            let (fp, r, count) = counted[seq];
+            let decoded = match full {
+                true => {
+                    let total = fp.numbered.as_ref().map_or(0, |nd| nd.numbering.total());
+                    past_cap
+                        .entry(fp.index.0)
+                        .or_insert((fp, Vec::new()))
+                        .1
+                        .push((r, count));
+                    r < total
+                }
+                false => match decode_path(fp, r, count) {
+                    Some(p) => {
+                        for st in &p.steps {
+                            let c = &mut branch_counts[st.branch as usize][st.outcome as usize];
+                            *c = c.saturating_add(count);
+                        }
+                        let size = p.steps.len() + p.blocks.len() + 1;
+                        full = used + size > pepper_profile::MAX_PATH_STEPS;
+                        if !full {
+                            used += size;
+                            paths.push((seq, p));
+                        }
+                        true
+                    }
+                    None => false,
+                },
+            };
+            if !decoded {
+                warnings.push(format!(
+                    "function {}: counter for path {r} does not decode; dropped",
+                    fp.index.0
+                ));
+                continue;
+            }
+            total += count as u128;
+            if full {
+                capped += 1;
+                capped_executions = capped_executions.saturating_add(count);
+            }
+        }
+        for (fp, paths) in past_cap.into_values() {
+            if let Some(nd) = &fp.numbered {
+                let counts = nd.numbering.edge_counts(&nd.dag, &paths);
+                add_branch_counts(fp, &counts, branch_counts);
+            }
+        }
+        if capped > 0 {
+            lost.capped_paths = capped;
+            lost.capped_executions = capped_executions;
+            warnings.push(pepper_profile::capped_warning(
+                pepper_profile::MAX_PATH_STEPS,
+                capped,
+                capped_executions as f64 / total.max(1) as f64,
+            ));
+        }
+        paths.sort_unstable_by_key(|&(seq, _)| seq);
+        paths.into_iter().map(|(_, p)| p).collect()
     }
 
     /// One function's (path number, count) pairs; `None` when it counts no paths.
@@ -429,6 +497,26 @@ fn function(plan: &Plan, fp: &FunctionPlan, mem: &[u8]) -> Function {
             .numbered
             .as_ref()
             .map_or(0, |nd| nd.truncated.len() as u32),
+    }
+}
+
+/// `(path number, count)` pairs of one function.
+type PathCounts = Vec<(u64, u64)>;
+
+/// Adds one function's DAG edge counts to the branch outcomes they take (indexed by
+/// branch id).
+fn add_branch_counts(fp: &FunctionPlan, dag_counts: &[u64], counts: &mut [Vec<u64>]) {
+    let (Some(analysis), Some(nd)) = (fp.analysis.as_ref(), fp.numbered.as_ref()) else {
+        return;
+    };
+    for (i, &n) in dag_counts.iter().enumerate().filter(|&(_, &n)| n > 0) {
+        let DagEdgeKind::Real(ce) = nd.dag.edge(pepper_cfg::DagEdgeId::new(i)).kind else {
+            continue;
+        };
+        if let Some((site, outcome)) = analysis.edges[ce.index()].branch {
+            let c = &mut counts[(fp.first_branch + site.0) as usize][outcome as usize];
+            *c = c.saturating_add(n);
+        }
     }
 }
 

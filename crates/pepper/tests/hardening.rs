@@ -153,3 +153,57 @@ fn a_closed_stdout_is_no_failure() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// A loop whose every iteration takes another path through 300 `if`/`else` diamonds:
+/// exact paths keep the hottest paths up to the cap and say how many were left out, and
+/// the branch counts still count every path, as exact edges count them.
+#[test]
+fn a_path_explosion_is_capped_and_its_branches_still_counted() {
+    let mut wat = String::from(
+        "(module (func (export \"_start\") (local $i i32) (local $x i32) (local $s i32)\n\
+         i32.const 12345 local.set $x\nblock $b loop $l\n",
+    );
+    for k in 0..300 {
+        wat += &format!(
+            "local.get $x i32.const 1103515245 i32.mul i32.const 12345 i32.add local.tee $x \
+             i32.const 16 i32.shr_u i32.const 1 i32.and\n\
+             if local.get $s i32.const {} i32.add local.set $s \
+             else local.get $s i32.const {} i32.xor local.set $s end\n",
+            k + 1,
+            k + 3
+        );
+    }
+    wat += "local.get $i i32.const 1 i32.add local.tee $i i32.const 20000 i32.lt_u br_if $l \
+            end end))";
+    let module = unique_path("diamonds.wat");
+    std::fs::write(&module, wat).unwrap();
+    let (_, _, _, paths, file) = run_to("exact-paths", &module, &[], &[]);
+    let (_, _, _, edges) = run("exact-edges", &module, &[], &[]);
+    assert!(paths.lost.capped_paths > 0, "{:?}", paths.lost);
+    assert!(
+        paths.warnings.iter().any(|w| w.contains("colder paths")),
+        "{:?}",
+        paths.warnings
+    );
+    let steps: usize = paths
+        .paths
+        .iter()
+        .map(|p| p.steps.len() + p.blocks.len() + 1)
+        .sum();
+    assert!(steps <= pepper_profile::MAX_PATH_STEPS);
+    assert!(paths.lost.capped_executions >= paths.lost.capped_paths);
+    let counts = |p: &pepper_profile::Profile| -> Vec<Vec<u64>> {
+        p.branches.iter().map(|b| b.counts.clone()).collect()
+    };
+    assert_eq!(counts(&paths), counts(&edges));
+    // What was written reads back and merges within the cap.
+    let merged = unique_path("merged.json");
+    let o = pepper(&[
+        "merge",
+        file.to_str().unwrap(),
+        file.to_str().unwrap(),
+        "-o",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
