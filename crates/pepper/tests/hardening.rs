@@ -207,3 +207,59 @@ fn a_path_explosion_is_capped_and_its_branches_still_counted() {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// `pepper view` serves each client on its own: one that sends its request a byte at a
+/// time, or never reads the page, does not hold up another, and a request naming a host
+/// other than this machine's loopback (DNS rebinding) is refused.
+#[test]
+fn view_serves_clients_apart_and_only_to_loopback_names() {
+    use std::io::{BufRead, Write};
+    use std::net::TcpStream;
+    use std::time::Duration;
+    let (_, _, _, _, profile) = run_to("exact-paths", &fixture("mod3.wat"), &[], &[]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pepper"))
+        .args(["view", "--requests", "5", profile.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    // Shorter than the server's deadline for a slow client: a server that served one
+    // client at a time would not answer within it.
+    let get = |host: &str| {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        write!(s, "GET / HTTP/1.1\r\nHost: {host}\r\n\r\n").unwrap();
+        let mut r = Vec::new();
+        let _ = s.read_to_end(&mut r);
+        String::from_utf8_lossy(&r).into_owned()
+    };
+    // A client stalled after one byte of its request.
+    let mut stalled = TcpStream::connect(&addr).unwrap();
+    stalled.write_all(b"G").unwrap();
+    // A client that asks for the page and never reads it.
+    let mut deaf = TcpStream::connect(&addr).unwrap();
+    deaf.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .unwrap();
+    let page = get("localhost");
+    assert!(
+        page.starts_with("HTTP/1.1 200 OK"),
+        "{}",
+        &page[..80.min(page.len())]
+    );
+    let rebound = get("evil.example.com");
+    assert!(rebound.starts_with("HTTP/1.1 403"), "{rebound}");
+    assert!(!rebound.contains("<html"));
+    let port = addr.rsplit(':').next().unwrap();
+    assert!(get(&format!("127.0.0.1:{port}")).starts_with("HTTP/1.1 200 OK"));
+    drop((stalled, deaf));
+    assert!(child.wait().unwrap().success());
+}
