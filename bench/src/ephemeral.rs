@@ -89,6 +89,8 @@ struct Variant {
     inst: pepper_wasm::Instrumented,
     prepared: pepper_runtime::Prepared,
     times: Vec<f64>,
+    /// Per round: the whole run's wall time and the CPU time of all its threads, ms.
+    whole: Vec<(f64, f64)>,
     /// Per round: edge relative overlap, edge absolute overlap, hot biases within 5 points,
     /// hot biases within the profile's own margins.
     accuracy: Vec<[f64; 4]>,
@@ -199,12 +201,15 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     writeln!(table, "| workload | variant | median run ms | overhead | edge rel | edge abs | hot biases within 5 points | hot biases within their margins | worst round: rel / hot biases | epochs |")?;
     writeln!(table, "|---|---|---|---|---|---|---|---|---|---|")?;
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
+    // Per config: the whole run's wall and CPU-of-all-threads ratios to plain.
+    let mut ratios_whole: Vec<Vec<(f64, f64)>> = vec![Vec::new(); configs.len()];
     let mut accs: Vec<Vec<[f64; 4]>> = vec![Vec::new(); configs.len()];
     // The worst single round anywhere (edge rel, hot biases): a run whose windows missed
     // a hot loop nest altogether shows here, not in the medians.
     let mut worst_rounds = vec![[f64::NAN; 2]; configs.len()];
     let loaded = selected(args, &build)?;
     let corpus = crate::corpus_size(&loaded);
+    let _load = crate::harness::Load::start(args.load)?;
     for (w, wasm, cache) in loaded {
         let mut variants = Vec::new();
         for config in &configs {
@@ -222,6 +227,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 inst,
                 prepared,
                 times: Vec::new(),
+                whole: Vec::new(),
                 accuracy: Vec::new(),
             });
         }
@@ -244,10 +250,16 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 if let (Some(e), false) = (&mut cfg.ephemeral, c.groups) {
                     e.counter_bytes = 0;
                 }
+                let (cpu0, t0) = (crate::harness::process_cpu(), std::time::Instant::now());
                 let r = v.prepared.run(&cfg)?;
+                let whole = (
+                    t0.elapsed().as_secs_f64() * 1e3,
+                    (crate::harness::process_cpu() - cpu0).as_secs_f64() * 1e3,
+                );
                 anyhow::ensure!(r.exit_code == 0, "{} exited {}", w.name, r.exit_code);
                 if round > 0 {
                     v.times.push(r.run.as_secs_f64() * 1e3);
+                    v.whole.push(whole);
                 }
                 Ok(r)
             })?;
@@ -276,6 +288,14 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 &v.accuracy,
                 (&mut ratios[k], &mut accs[k]),
             );
+            let part = |f: fn(&(f64, f64)) -> f64, w: &[(f64, f64)]| -> Vec<f64> {
+                w.iter().map(f).collect()
+            };
+            let base = &variants[0].whole;
+            ratios_whole[k].push((
+                crate::harness::paired_ratio(&part(|x| x.0, &v.whole), &part(|x| x.0, base)),
+                crate::harness::paired_ratio(&part(|x| x.1, &v.whole), &part(|x| x.1, base)),
+            ));
             let worst = |i: usize| v.accuracy.iter().map(|a| a[i]).fold(f64::NAN, f64::min);
             let round = [worst(0), worst(2)];
             for (all, this) in worst_rounds[k].iter_mut().zip(round) {
@@ -302,8 +322,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         }
     }
     let mut summary = String::new();
-    writeln!(summary, "| variant | overhead (geomean) | worst | edge rel (mean / worst) | edge abs (mean / worst) | hot biases within 5 points (mean / worst) | hot biases within their margins (mean / worst) | worst round: rel / hot biases |")?;
-    writeln!(summary, "|---|---|---|---|---|---|---|---|")?;
+    writeln!(summary, "| variant | overhead (geomean) | worst | whole run wall (geomean / worst) | CPU, all threads (geomean / worst) | edge rel (mean / worst) | edge abs (mean / worst) | hot biases within 5 points (mean / worst) | hot biases within their margins (mean / worst) | worst round: rel / hot biases |")?;
+    writeln!(summary, "|---|---|---|---|---|---|---|---|---|---|")?;
     for (k, Config { label, .. }) in configs.iter().enumerate() {
         let worst = ratios[k].iter().copied().fold(f64::NAN, f64::max);
         let acc = |i: usize| {
@@ -314,11 +334,18 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 .collect();
             mean_worst_pct(&vals)
         };
+        let whole = |f: fn(&(f64, f64)) -> f64| {
+            let r: Vec<f64> = ratios_whole[k].iter().map(f).collect();
+            let worst = r.iter().copied().fold(f64::NAN, f64::max);
+            format!("{:+.1}% / {:+.1}%", geomean_pct(&r), (worst - 1.0) * 100.0)
+        };
         writeln!(
             summary,
-            "| {label} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} |",
+            "| {label} | {:+.1}% | {:+.1}% | {} | {} | {} | {} | {} | {} | {} |",
             geomean_pct(&ratios[k]),
             (worst - 1.0) * 100.0,
+            whole(|x| x.0),
+            whole(|x| x.1),
             acc(0),
             acc(1),
             acc(2),
@@ -328,7 +355,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     }
     let doc = format!(
         "# pepper benchmark: ephemeral instrumentation\n\n\
-         Corpus: {corpus}. Machine: {}. wasmtime 48.0.8. Epoch {} ms unless the variant says otherwise; P is \
+         Corpus: {corpus}. Machine: {}. Load: {}. wasmtime 48.0.8. Epoch {} ms unless the variant says otherwise; P is \
          the persistence (`--persistence`: function entries and outermost loop iterations \
          each function records per epoch); P=0 is never armed, the clean code's cost alone. \
          Windows (`--window W`): one module-wide flag open for W once every epoch, at a \
@@ -342,7 +369,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          cost. \
          Rounds: {rounds} interleaved, in a fresh shuffled order each round (plus one \
          warm-up). Overhead: median over rounds of the per-round ratio to the uninstrumented \
-         run (guest run time, compilation excluded). Accuracy (median over rounds) against \
+         run (guest run time, compilation excluded); \"whole run\" is the same ratio of the \
+         wall time of the whole run (instantiation, pepper's threads started and stopped) \
+         and of the CPU time of all of the process's threads over it (the guest's and \
+         pepper's own). Accuracy (median over rounds) against \
          the exact-edges profile of the same round: `pepper compare`'s edge relative and \
          absolute overlap, and the share of the hottest branches carrying 95% of the \
          executions whose bias is within 5 points, and the share of them whose bias error \
@@ -353,6 +383,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
          Reproduce: `bench/workloads/build.sh && cargo run --release -p pepper-bench --{}`\n\n\
          ## Summary\n\n{summary}\n## Per workload\n\n{table}",
         machine(),
+        match args.load {
+            0 => "none (a quiet machine)".to_string(),
+            n => format!("{n} busy process(es) beside every run"),
+        },
         EPOCH.as_millis(),
         pepper_wasm::plan::EPHEMERAL_PLACEMENT.name(),
         crate::reproduce(args, " --ephemeral"),
