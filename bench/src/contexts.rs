@@ -426,11 +426,10 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             let inst = pepper_wasm::instrument(&wasm, &opts)?;
             let prepared = pepper_runtime::Prepared::new(
                 &w.runnable(&inst.wasm),
-                &pepper_runtime::EngineOptions {
-                    cache_dir: cache.clone(),
-                    epoch_interruption: spec.guest_profiler.is_some(),
-                    branch_hints: inst.wants_branch_hinting(),
-                },
+                &pepper_runtime::EngineOptions::default()
+                    .with_cache_dir(cache.clone())
+                    .with_epoch_interruption(spec.guest_profiler.is_some())
+                    .with_branch_hints(inst.wants_branch_hinting()),
             )?;
             variants.push(Variant {
                 spec: spec.clone(),

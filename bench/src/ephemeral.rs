@@ -216,11 +216,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             let inst = pepper_wasm::instrument(&wasm, &config.instrument_options())?;
             let prepared = pepper_runtime::Prepared::new(
                 &w.runnable(&inst.wasm),
-                &pepper_runtime::EngineOptions {
-                    cache_dir: cache.clone(),
-                    branch_hints: inst.wants_branch_hinting(),
-                    ..Default::default()
-                },
+                &pepper_runtime::EngineOptions::default()
+                    .with_cache_dir(cache.clone())
+                    .with_branch_hints(inst.wants_branch_hinting()),
             )?;
             variants.push(Variant {
                 config: config.clone(),

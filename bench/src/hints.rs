@@ -233,11 +233,9 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             };
             let prepared = pepper_runtime::Prepared::new(
                 &w.runnable(&module),
-                &pepper_runtime::EngineOptions {
-                    cache_dir: cache.clone(),
-                    epoch_interruption: false,
-                    branch_hints: true,
-                },
+                &pepper_runtime::EngineOptions::default()
+                    .with_cache_dir(cache.clone())
+                    .with_branch_hints(true),
             )?;
             variants.push(Variant {
                 prepared,

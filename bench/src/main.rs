@@ -317,11 +317,10 @@ fn main() -> Result<()> {
                 .count();
             let prepared = pepper_runtime::Prepared::new(
                 &runnable,
-                &pepper_runtime::EngineOptions {
-                    cache_dir: cache.clone(),
-                    epoch_interruption: spec.epoch.is_some(),
-                    branch_hints: inst.wants_branch_hinting(),
-                },
+                &pepper_runtime::EngineOptions::default()
+                    .with_cache_dir(cache.clone())
+                    .with_epoch_interruption(spec.epoch.is_some())
+                    .with_branch_hints(inst.wants_branch_hinting()),
             )?;
             eprintln!(
                 "bench: {} {}: rewritten in {rewrite_ms:.0} ms, compiled in {:.0} ms",

@@ -156,10 +156,7 @@ fn prepare(
 ) -> Result<pepper_runtime::Prepared> {
     pepper_runtime::Prepared::new(
         &w.runnable(&inst.wasm),
-        &pepper_runtime::EngineOptions {
-            cache_dir: cache.clone(),
-            ..Default::default()
-        },
+        &pepper_runtime::EngineOptions::default().with_cache_dir(cache.clone()),
     )
 }
 

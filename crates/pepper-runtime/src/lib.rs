@@ -161,8 +161,10 @@ pub struct RunConfig {
     pub early_stop: Option<EarlyStop>,
 }
 
-/// How the engine is built (what `Prepared` needs before it compiles).
+/// How the engine is built (what `Prepared` needs before it compiles). Built from
+/// `default()` and the `with_*` setters, so that a new option is not a breaking change.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct EngineOptions {
     /// wasmtime's compilation cache directory; `None` disables caching.
     pub cache_dir: Option<PathBuf>,
@@ -171,6 +173,24 @@ pub struct EngineOptions {
     pub epoch_interruption: bool,
     /// Branch hinting (`Config::wasm_branch_hinting`).
     pub branch_hints: bool,
+}
+
+impl EngineOptions {
+    /// wasmtime's compilation cache directory; `None` disables caching.
+    pub fn with_cache_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache_dir = dir;
+        self
+    }
+    /// Epoch interruption on or off.
+    pub fn with_epoch_interruption(mut self, on: bool) -> Self {
+        self.epoch_interruption = on;
+        self
+    }
+    /// Branch hinting on or off.
+    pub fn with_branch_hints(mut self, on: bool) -> Self {
+        self.branch_hints = on;
+        self
+    }
 }
 
 impl RunConfig {

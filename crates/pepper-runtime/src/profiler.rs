@@ -31,8 +31,10 @@ use pepper_sampling::PepParams;
 use std::time::Duration;
 use wasmtime::{Instance, Module, Store};
 
-/// What to measure.
+/// What to measure: `default()`, then the `with_*` setters (a new option is then no
+/// breaking change for embedders).
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct ProfilerOptions {
     /// `Mode::Pep` (default: paths sampled in bursts by a host thread), or an exact mode
     /// (`ExactPaths`, `ExactEdges`: counted in the guest, no thread).
@@ -45,11 +47,12 @@ pub struct ProfilerOptions {
     /// process at a time). Off by default.
     pub contexts: bool,
     /// PEP: switchable instrumentation (on by default, as in `pepper run`): every function
-    /// runs a clean copy that checks a flag at entries from outside and outermost loop
-    /// headers, and the instrumented copies run only for the sampler's bursts. About half
-    /// continuous PEP's cost, for about three times the compile time. The checks are
-    /// hinted unlikely: turn on `Config::wasm_branch_hinting` to lay them out of the way.
-    /// `false`: the instrumented code always runs and writes PEP's ring.
+    /// runs a clean copy that checks a flag at its entries and at every loop nest
+    /// (`pepper_wasm::PEP_PLACEMENT`), and the instrumented copies run only for the
+    /// sampler's bursts: far cheaper than instrumented code all along, for a longer
+    /// compile. The checks are hinted unlikely: turn on `Config::wasm_branch_hinting` to
+    /// lay them out of the way. `false`: the instrumented code always runs and writes
+    /// PEP's ring.
     pub switch: bool,
 }
 
@@ -63,6 +66,34 @@ impl Default for ProfilerOptions {
             contexts: false,
             switch: true,
         }
+    }
+}
+
+impl ProfilerOptions {
+    /// What to measure: PEP, or an exact mode.
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// PEP(SAMPLES, STRIDE).
+    pub fn with_params(mut self, params: PepParams) -> Self {
+        self.params = params;
+        self
+    }
+    /// PEP's burst period.
+    pub fn with_interval(mut self, interval: Duration) -> Self {
+        self.interval = interval;
+        self
+    }
+    /// Calling contexts from native stack samples.
+    pub fn with_contexts(mut self, on: bool) -> Self {
+        self.contexts = on;
+        self
+    }
+    /// PEP's switchable instrumentation on (the default) or off.
+    pub fn with_switch(mut self, on: bool) -> Self {
+        self.switch = on;
+        self
     }
 }
 

@@ -111,11 +111,9 @@ fn branch_counts(p: &Profile) -> Vec<(u32, u64, Vec<u64>)> {
 #[test]
 fn random_modules_behave_identically_and_profile_consistently() {
     let engine = pepper_runtime::engine(&Default::default()).unwrap();
-    let hinting = pepper_runtime::engine(&pepper_runtime::EngineOptions {
-        branch_hints: true,
-        ..Default::default()
-    })
-    .unwrap();
+    let hinting =
+        pepper_runtime::engine(&pepper_runtime::EngineOptions::default().with_branch_hints(true))
+            .unwrap();
     let mut hinted_modules = 0;
     let mut swapped_ifs = 0;
     let mut inlined_sites = 0;
