@@ -255,16 +255,29 @@ pub(crate) fn process_cpu() -> std::time::Duration {
 pub(crate) struct Load(Vec<std::process::Child>);
 
 impl Load {
-    /// Starts `n` busy processes.
+    /// Starts `n` busy processes. Each dies with the bench (a killed bench runs no
+    /// `Drop`): left behind, they loaded every later measurement and held the bench's
+    /// inherited file descriptors (a build lock) open.
     pub(crate) fn start(n: usize) -> Result<Load> {
+        use std::os::unix::process::CommandExt;
         let mut busy = Vec::new();
         for _ in 0..n {
-            busy.push(
-                std::process::Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .stdout(std::process::Stdio::null())
-                    .spawn()?,
-            );
+            let mut cmd = std::process::Command::new("sh");
+            cmd.args(["-c", "while :; do :; done"])
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null());
+            // SAFETY: `prctl` is async-signal-safe, and nothing else runs between fork
+            // and exec.
+            #[allow(unsafe_code)]
+            unsafe {
+                cmd.pre_exec(|| {
+                    if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+            busy.push(cmd.spawn()?);
         }
         Ok(Load(busy))
     }

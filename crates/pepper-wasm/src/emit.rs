@@ -444,6 +444,9 @@ impl Emitter<'_> {
     /// PEP: reload local `h` from memory at function start and after a call (the callee
     /// moved it on).
     pub fn after_call(&self, out: &mut Vec<I<'_>>) {
+        if self.lazy_ring_head() {
+            return;
+        }
         if let Some(at) = self.shared_word() {
             out.extend([
                 I::I32Const(0),
@@ -451,6 +454,21 @@ impl Emitter<'_> {
                 I::LocalSet(self.locals.ring_head),
             ]);
         }
+    }
+
+    /// PEP ring in a function without loops: each path end loads the head itself, instead
+    /// of local `h` being loaded at entry and after calls. Without loops a path end runs at
+    /// most once per activation, so this adds no load; and `h` is not live across the
+    /// whole body, which in a huge body (a switch of thousands of cases) costs Cranelift's
+    /// register allocator time quadratic in the number of blocks.
+    fn lazy_ring_head(&self) -> bool {
+        matches!(
+            self.kind,
+            EmitKind::Paths {
+                counting: Counting::Ring,
+                ..
+            }
+        ) && self.analysis.headers.is_empty()
     }
 
     /// PEP every-K: publish the countdown before a call and at function exit. (The ring

@@ -111,6 +111,13 @@ impl Emitter<'_> {
                 // store-to-load dependency through memory. The host sampler thread picks
                 // its windows out of the ring asynchronously.
                 let (h, mask) = (self.locals.ring_head, (layout.ring_entries - 1) as i32);
+                if self.lazy_ring_head() {
+                    out.extend([
+                        I::I32Const(0),
+                        I::I32Load(mem32(m, layout.ring_head)),
+                        I::LocalSet(h),
+                    ]);
+                }
                 out.extend([
                     I::LocalGet(h),
                     I::I32Const(mask),
