@@ -584,9 +584,6 @@ fn wasi_builder(cfg: &RunConfig) -> Result<WasiCtxBuilder> {
     Ok(builder)
 }
 
-/// The exit code and trap of a guest call's outcome: 0, the `proc_exit` code, or 134 with
-/// the trap (like `wasmtime run`: the whole error with its wasm backtrace on stderr, the
-/// root cause in the profile).
 /// Instantiation failed: the guest's own outcome if its start function trapped or exited;
 /// otherwise pepper's failure, not the guest's (an import it does not provide, a feature
 /// its engine lacks), which must not pass for a guest that trapped.
@@ -602,6 +599,9 @@ fn instantiation_failed(e: wasmtime::Error) -> Result<Exit> {
     }
 }
 
+/// The exit code and trap of a guest call's outcome: 0, the `proc_exit` code, or 134 with
+/// the trap (like `wasmtime run`: the whole error with its wasm backtrace on stderr, the
+/// root cause in the profile).
 fn exit_of(outcome: wasmtime::Result<()>) -> Exit {
     match outcome {
         Ok(()) => (0, None),
