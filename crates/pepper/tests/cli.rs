@@ -516,23 +516,9 @@ fn shell_completions() {
 /// and its address alone on stdout.
 #[test]
 fn view_serves_the_report_on_localhost() {
-    use std::io::{BufRead, Read, Write};
+    use std::io::{Read, Write};
     let (_, _, _, _, profile) = run_to("exact-paths", &fixture("mod3.wat"), &[], &[]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pepper"))
-        .args(["view", "--requests", "2", profile.to_str().unwrap()])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, addr) = spawn_view(&profile, 2);
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
         // Sent in two pieces, as clients may: the server reads up to the blank line.

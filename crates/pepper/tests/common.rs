@@ -341,3 +341,26 @@ pub fn workload(name: &str) -> Option<std::path::PathBuf> {
         p.display()
     );
 }
+
+/// Starts `pepper view --requests N PROFILE` and returns it with the `host:port` it
+/// printed (it stops after serving `requests` connections).
+pub fn spawn_view(profile: &Path, requests: usize) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pepper"))
+        .args(["view", "--requests", &requests.to_string()])
+        .arg(profile)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    (child, addr)
+}

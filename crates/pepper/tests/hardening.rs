@@ -213,25 +213,11 @@ fn a_path_explosion_is_capped_and_its_branches_still_counted() {
 /// other than this machine's loopback (DNS rebinding) is refused.
 #[test]
 fn view_serves_clients_apart_and_only_to_loopback_names() {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     use std::net::TcpStream;
     use std::time::Duration;
     let (_, _, _, _, profile) = run_to("exact-paths", &fixture("mod3.wat"), &[], &[]);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pepper"))
-        .args(["view", "--requests", "5", profile.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, addr) = spawn_view(&profile, 5);
     // Shorter than the server's deadline for a slow client: a server that served one
     // client at a time would not answer within it.
     let get = |host: &str| {

@@ -297,10 +297,10 @@ fn bursts_taken_while_the_guest_completes_nothing_weigh_nothing() {
 /// A guest beside busy neighbours: one busy thread per core compete with it and with
 /// the sampler, so both wait for a core at times no one chooses, as on a loaded
 /// machine. The guest alternates between fast paths (word 1) and paths five times
-/// slower (word 2), 3 ms each. Ticks spaced by the guest's CPU time, and bursts that
-/// stand for its CPU time since the last one, estimate word 2's share of path ends as
-/// on an idle machine; ticks at wall-clock times counted the time the guest waited for
-/// its core as time it ran whatever code it resumed in.
+/// slower (word 2), 3 ms each. Rate-weighted bursts estimate word 2's share of path
+/// ends as on an idle machine (tick weights would drift toward its share of time).
+/// Preemption at random times biases neither CPU-clock nor wall-clock ticks, so this
+/// does not tell them apart; the sleeping guest below is what does.
 #[test]
 fn a_guest_beside_busy_neighbours_is_estimated_as_on_an_idle_machine() {
     let phases = [
