@@ -160,6 +160,7 @@ impl Profile {
                     (&mut a.lost, b.lost),
                     (&mut a.idle_ticks, b.idle_ticks),
                     (&mut a.off_cpu_ticks, b.off_cpu_ticks),
+                    (&mut a.guest_bursts, b.guest_bursts),
                     (&mut a.switched_on_us, b.switched_on_us),
                     (&mut a.instrumented_path_ends, b.instrumented_path_ends),
                     (&mut a.guest_cpu_us, b.guest_cpu_us),

@@ -334,6 +334,11 @@ pub struct Sampling {
     /// burst, and the next burst stands for its work meanwhile. Absent when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub off_cpu_ticks: u64,
+    /// Switch: bursts the guest thread's signal handler took over and measured on the
+    /// guest's CPU clock, the sampler thread having been away (waiting for a core) when
+    /// the burst was due to end. Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub guest_bursts: u64,
     /// Switchable instrumentation: where clean code checks the flag (`entries`, `outer`,
     /// `loops`); empty when the instrumented code always runs.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -338,12 +338,21 @@ fn start_sampler<T: 'static>(
         }
         None => None,
     };
+    // The switch's bursts are run by the guest thread's signal handler where there is
+    // one: the native sampler's, or one of their own.
+    let signals = (sc.switch.is_some() && sc.entries > 0)
+        .then(|| match &native {
+            Some((n, _)) => Some(n.clone()),
+            None => native::NativeSampler::for_current_thread().map(Arc::new),
+        })
+        .flatten();
     Ok(sampler::Sampler::start(
         memory.unwrap_or(MemView { ptr: 0, len: 0 }),
         flag,
         sc,
         in_host,
         native,
+        signals,
     ))
 }
 

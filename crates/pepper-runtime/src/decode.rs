@@ -126,6 +126,7 @@ pub fn profile(
             lost: s.lost,
             idle_ticks: s.idle_ticks,
             off_cpu_ticks: s.off_cpu_ticks,
+            guest_bursts: s.guest_bursts,
             switch: guest.switch.unwrap_or_default().into(),
             switch_flag: flag_place(guest).into(),
             switched_on_us: s.switched_on.as_micros() as u64,

@@ -15,8 +15,10 @@
 // Signal handlers and reading another thread's stack are raw-pointer affairs.
 #![allow(unsafe_code)]
 
+pub(crate) mod burst;
 mod ring;
 
+pub(crate) use burst::BurstTimes;
 use pepper_cct::{Frame, Stack};
 use ring::RingCopy;
 pub(crate) use ring::{Ring, Window};
@@ -61,6 +63,8 @@ pub(crate) struct Slot {
     handler_ns: AtomicU64,
     /// When the sampler sent the signal, in the same unit.
     sent_ns: AtomicU64,
+    /// PEP's switched bursts, run by the handler (see `burst`).
+    burst: burst::BurstSlot,
 }
 
 static SLOT: AtomicPtr<Slot> = AtomicPtr::new(std::ptr::null_mut());
@@ -240,7 +244,15 @@ fn restore() {
 
 extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
     ACTIVE.fetch_add(1, Ordering::SeqCst);
-    let ours = take_sample(ctx);
+    // SAFETY: the calling thread's errno, put back before returning to the code the
+    // signal interrupted (the clock and timer calls may set it).
+    let errno = unsafe { *libc::__errno_location() };
+    let slot = SLOT.load(Ordering::SeqCst);
+    // SAFETY: as in `take_sample`: the slot outlives every handler that loaded it.
+    let burst = unsafe { slot.as_ref() }.is_some_and(burst::step);
+    let ours = take_sample(ctx) | burst;
+    // SAFETY: as above.
+    unsafe { *libc::__errno_location() = errno };
     ACTIVE.fetch_sub(1, Ordering::SeqCst);
     if !ours {
         chain(sig, info, ctx);
@@ -346,10 +358,12 @@ pub(crate) struct Copied {
     pub delivery: Option<Duration>,
 }
 
-/// Samples one thread's native stack on request.
+/// Samples one thread's native stack on request, and runs PEP's switched bursts on it.
 pub(crate) struct NativeSampler {
     slot: Box<Slot>,
     thread: libc::pthread_t,
+    /// The thread's kernel id, which a timer aimed at it names.
+    tid: libc::pid_t,
 }
 
 impl NativeSampler {
@@ -385,6 +399,7 @@ impl NativeSampler {
             base: Instant::now(),
             handler_ns: AtomicU64::new(0),
             sent_ns: AtomicU64::new(0),
+            burst: burst::BurstSlot::new(),
         });
         // One sampled thread per process at a time: the signal handler has one slot.
         SLOT.compare_exchange(
@@ -395,9 +410,71 @@ impl NativeSampler {
         )
         .ok()?;
         install();
-        // SAFETY: querying the calling thread's id.
-        let thread = unsafe { libc::pthread_self() };
-        Some(NativeSampler { slot, thread })
+        // SAFETY: querying the calling thread's ids.
+        let (thread, tid) = unsafe { (libc::pthread_self(), libc::gettid()) };
+        Some(NativeSampler { slot, thread, tid })
+    }
+
+    /// Lets the guest thread run PEP's switched bursts itself (see `burst`): `words` are
+    /// the ring head, the flag and the burst's limit in pepper's memory `mem`, and a burst
+    /// leaves its instrumented copies by itself after `lease` path ends. False if the
+    /// timer the bursts need cannot be made (the sampler thread then runs them).
+    ///
+    /// # Safety
+    /// `mem` must be pepper's memory, mapped for as long as this sampler samples.
+    pub(crate) unsafe fn enable_bursts(
+        &self,
+        mem: crate::memview::MemView,
+        words: (u32, u32, u32),
+        lease: u32,
+    ) -> bool {
+        if self.slot.burst.timer().is_some() {
+            return true;
+        }
+        // SAFETY: a timer of this process aimed at the guest thread, which outlives it
+        // (deleted in `drop`, before the runtime lets the thread go).
+        let timer = unsafe {
+            let mut sev: libc::sigevent = std::mem::zeroed();
+            sev.sigev_notify = libc::SIGEV_THREAD_ID;
+            sev.sigev_signo = libc::SIGPROF;
+            sev.sigev_notify_thread_id = self.tid;
+            let mut timer: libc::timer_t = std::ptr::null_mut();
+            if libc::timer_create(libc::CLOCK_MONOTONIC, &mut sev, &mut timer) != 0 {
+                return false;
+            }
+            timer
+        };
+        self.slot.burst.set_words(mem, words, lease);
+        self.slot.burst.set_timer(timer);
+        true
+    }
+
+    /// Begins a burst the handler takes over if the sampler thread has not claimed it
+    /// in time (see `burst`): the ring head and the guest's CPU time when the flag was
+    /// set. False if one is still under way.
+    pub(crate) fn begin_burst(&self, set: (u32, Duration)) -> bool {
+        self.slot.burst.begin(set)
+    }
+
+    /// The sampler thread has measured the burst: true if the handler had not taken it
+    /// over (then [`NativeSampler::take_burst`] gives its measurements once it ends).
+    pub(crate) fn claim_burst(&self) -> bool {
+        self.slot.burst.claim()
+    }
+
+    /// The sampler thread ends a burst it claimed.
+    pub(crate) fn finish_burst(&self) {
+        self.slot.burst.finish()
+    }
+
+    /// The last burst's measurements once it has ended (the slot is then free).
+    pub(crate) fn take_burst(&self) -> Option<BurstTimes> {
+        self.slot.burst.take()
+    }
+
+    /// Whether no burst is asked for or running.
+    pub(crate) fn burst_idle(&self) -> bool {
+        self.slot.burst.idle()
     }
 
     /// Lets every sample also copy the newest words of a guest ring: `memory` is pepper's
@@ -490,6 +567,10 @@ impl NativeSampler {
 
 impl Drop for NativeSampler {
     fn drop(&mut self) {
+        if let Some(timer) = self.slot.burst.timer() {
+            // SAFETY: the timer `enable_bursts` made; no expiry comes after this.
+            unsafe { libc::timer_delete(timer) };
+        }
         SLOT.store(std::ptr::null_mut(), Ordering::SeqCst);
         // A handler that loaded the pointer before it was cleared finishes within
         // microseconds; one that starts now sees no slot.
@@ -498,7 +579,8 @@ impl Drop for NativeSampler {
         }
         // A signal still on its way (a sample that timed out) must find a handler that
         // ignores it; otherwise the process gets the handler it had before.
-        if self.slot.state.load(Ordering::Acquire) != REQUESTED {
+        let asked = self.slot.state.load(Ordering::Acquire) == REQUESTED;
+        if !asked && self.slot.burst.idle() {
             restore();
         }
     }
@@ -611,6 +693,9 @@ mod tests {
         }
     }
 
+    /// The tests that hold the handler's one slot take turns.
+    static ONE_SLOT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     /// Another profiler's SIGPROF handler keeps its signals while pepper samples (they
     /// are chained to it) and gets its place back when pepper's sampler ends.
     #[test]
@@ -619,6 +704,7 @@ mod tests {
         if !AVAILABLE {
             return;
         }
+        let _turn = ONE_SLOT.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: installs a handler that only increments an atomic.
         unsafe {
             let mut sa: libc::sigaction = std::mem::zeroed();
@@ -642,6 +728,109 @@ mod tests {
         // SAFETY: as above.
         unsafe { libc::raise(libc::SIGPROF) };
         assert_eq!(FOREIGN.load(Ordering::SeqCst), 2);
+    }
+
+    /// A burst the sampler thread does not claim in time is taken over by the guest
+    /// thread's handler, which measures the guest's path-end rate on the guest's own
+    /// clock and clears the flag; a burst the sampler claims and finishes is left alone.
+    #[test]
+    #[allow(unsafe_code)]
+    fn an_unclaimed_burst_is_measured_and_ended_by_the_guest() {
+        use crate::memview::MemView;
+        use crate::worker::ThreadCpuClock;
+        use std::sync::atomic::AtomicBool;
+        if !AVAILABLE {
+            return;
+        }
+        let _turn = ONE_SLOT.lock().unwrap_or_else(|e| e.into_inner());
+        const HEAD: u32 = 0;
+        const FLAG: u32 = 8;
+        const LIMIT: u32 = 12;
+        let mut words = vec![0u32; 16];
+        let view = MemView {
+            ptr: words.as_mut_ptr() as usize,
+            len: 64,
+        };
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let stop = &stop;
+            s.spawn(move || {
+                let sampler = NativeSampler::for_current_thread().expect("the slot is free");
+                tx.send((
+                    std::sync::Arc::new(sampler),
+                    ThreadCpuClock::current().unwrap(),
+                ))
+                .unwrap();
+                // The guest: a path end every few spins while the flag is set, as its
+                // instrumented copies would write them.
+                while !stop.load(Ordering::Relaxed) {
+                    if view.u32_at(FLAG) == 1 {
+                        for _ in 0..2 {
+                            std::hint::spin_loop();
+                        }
+                        view.set_u32(HEAD, view.u32_at(HEAD).wrapping_add(1));
+                    }
+                }
+            });
+            // The guest stops however this thread leaves the scope (a failed assertion
+            // too), or the scope would wait for it forever.
+            struct Stop<'a>(&'a AtomicBool);
+            impl Drop for Stop<'_> {
+                fn drop(&mut self) {
+                    self.0.store(true, Ordering::Relaxed);
+                }
+            }
+            let _stop = Stop(stop);
+            let (sampler, clock) = rx.recv().unwrap();
+            // SAFETY: `words` outlives the sampler (dropped inside this scope).
+            assert!(unsafe { sampler.enable_bursts(view, (HEAD, FLAG, LIMIT), 1 << 30) });
+            let begin = |sampler: &NativeSampler| {
+                view.set_u32(FLAG, 1);
+                sampler.begin_burst((view.u32_at(HEAD), clock.now().unwrap()))
+            };
+            // Claimed and finished at once: no takeover, the flag stays as the sampler
+            // left it.
+            assert!(begin(&sampler));
+            assert!(sampler.claim_burst());
+            sampler.finish_burst();
+            std::thread::sleep(burst::TAKEOVER * 20);
+            assert_eq!(view.u32_at(FLAG), 1, "a finished burst was ended again");
+            assert!(sampler.burst_idle() && sampler.take_burst().is_none());
+            // The guest's own rate, with the flag set, over 20 ms of its time.
+            let (h, c) = (view.u32_at(HEAD), clock.now().unwrap());
+            while clock.now().unwrap() - c < Duration::from_millis(20) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let truth =
+                view.u32_at(HEAD).wrapping_sub(h) as f64 / (clock.now().unwrap() - c).as_secs_f64();
+            view.set_u32(FLAG, 0);
+            // Never claimed: the handler takes it over.
+            assert!(begin(&sampler));
+            let t0 = Instant::now();
+            let times = loop {
+                if let Some(t) = sampler.take_burst() {
+                    break t;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(5), "no takeover");
+                std::thread::sleep(Duration::from_micros(100));
+            };
+            assert_eq!(view.u32_at(FLAG), 0, "the handler left the flag set");
+            assert!(!sampler.claim_burst(), "claimed after the takeover");
+            let (h1, c1) = times.measured_from.expect("a measured burst");
+            let (h2, c2) = times.ended;
+            assert_ne!(h1, times.set.0, "measured before the guest moved");
+            let rate = h2.wrapping_sub(h1) as f64 / (c2 - c1).as_secs_f64();
+            // The timer's signals cost the guest part of the measured time (on a VM,
+            // where each one exits to the host, the guest runs slowly for a while
+            // after it): lower, never higher.
+            assert!(
+                rate > truth * 0.5 && rate < truth * 1.1,
+                "measured {rate:.0}/s against {truth:.0}/s"
+            );
+            drop(sampler);
+        });
+        drop(words);
     }
 
     fn map() -> CodeMap {

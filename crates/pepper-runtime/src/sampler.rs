@@ -1,9 +1,12 @@
-//! PEP's host sampler: a thread that wakes up every timer period and copies a burst of
-//! consecutive completed paths out of the guest's ring buffer (PEP(SAMPLES, STRIDE) per
-//! tick), without any check, call or flag in the guest.
+//! PEP's host sampler: a thread that wakes up every period of the guest's CPU time and
+//! copies a burst of consecutive completed paths out of the guest's ring buffer
+//! (PEP(SAMPLES, STRIDE) per tick).
 //!
-//! The guest appends every completed path's tagged word to a ring in pepper's memory and
-//! bumps a u32 head counter (two plain stores). On each tick the sampler reads the head
+//! The guest's instrumented code appends every completed path's tagged word to a ring in
+//! pepper's memory and bumps a u32 head counter (two plain stores). With the switch (the
+//! default), only the instrumented copies do, while a flag this thread sets for each burst
+//! is up; a timer on the guest thread takes over a burst this thread is too late to
+//! measure (`crate::native::burst`). On each tick the sampler reads the head
 //! (and again every microsecond until a burst's worth of paths has completed: the guest's
 //! path-end rate over that watch then weighs the burst, see `watch_rate`) and replays the
 //! Arnold-Grove state machine from a path end drawn uniformly among those completed while
@@ -245,6 +248,9 @@ pub struct SamplerResult {
     /// Ticks at which the guest hardly ran while watched (it waited for a core, or slept
     /// in a host call): no burst, and the next one stands for its work meanwhile.
     pub off_cpu_ticks: u64,
+    /// Switch: bursts the guest thread's handler took over and measured, this thread
+    /// being away (see `crate::native::burst`).
+    pub guest_bursts: u64,
     /// The calling context tree, when the shadow stack was sampled.
     pub pcct: Option<Pcct>,
     /// Samples taken while the guest was in a host call.
@@ -321,6 +327,7 @@ impl Sampler {
         cfg: SamplerConfig,
         in_host: Arc<AtomicBool>,
         native: Option<Native>,
+        signals: Option<Arc<crate::native::NativeSampler>>,
     ) -> Sampler {
         if let (Some((sampler, _)), Some(sc), true) = (&native, &cfg.stacks, mem.len > 0) {
             let path_words = sc
@@ -342,13 +349,25 @@ impl Sampler {
                 }
             }
         }
+        // Switch: the guest thread's handler takes over bursts this thread is too late to
+        // measure (see `crate::native::burst`); one may write the ring up to its margin.
+        let signals = signals.filter(|s| {
+            let (Some(words), true) = (cfg.switch, flag.is_some() && cfg.entries > 0) else {
+                return false;
+            };
+            let lease = cfg.entries - (cfg.entries / 4).max(8).min(cfg.entries / 2);
+            // SAFETY: pepper's memory, which the caller keeps alive and unmoved until the
+            // sampler is finished.
+            unsafe { s.enable_bursts(mem, (cfg.head, words.flag.at, words.limit), lease) }
+        });
         let snapshots = Arc::new(Snapshots::default());
         let mailbox = snapshots.clone();
         // Called on the guest's thread: its CPU clock judges whether it ran.
         let clock = crate::worker::ThreadCpuClock::current();
         Sampler(
             Worker::spawn("pepper-sampler", move |stop| {
-                sample_loop((mem, flag, clock), &cfg, stop, &in_host, native, &mailbox)
+                let guest = (mem, flag, clock, signals);
+                sample_loop(guest, &cfg, stop, &in_host, native, &mailbox)
             }),
             snapshots,
         )
@@ -446,7 +465,12 @@ const MIN_TICK_WAIT: Duration = Duration::from_micros(50);
 /// The sampler thread's work, on pepper's memory and the switch's flag (when
 /// `cfg.switch` asks for one).
 fn sample_loop(
-    (mem, flag, clock): (MemView, Option<Flag>, Option<crate::worker::ThreadCpuClock>),
+    (mem, flag, clock, signals): (
+        MemView,
+        Option<Flag>,
+        Option<crate::worker::ThreadCpuClock>,
+        Option<Arc<crate::native::NativeSampler>>,
+    ),
     cfg: &SamplerConfig,
     stop: &Stop,
     in_host: &AtomicBool,
@@ -456,7 +480,7 @@ fn sample_loop(
     let mut stacks = cfg.stacks.as_ref().map(StackSamples::new);
     let ring = cfg.entries > 0;
     let mut res = SamplerResult::default();
-    let mut bursts = Bursts::new(mem, cfg, flag, clock);
+    let mut bursts = Bursts::new(mem, cfg, flag, clock, signals);
     let mut tick_no: u64 = 0;
     let mut last_tick_cpu = clock.and_then(crate::worker::ThreadCpuClock::now);
     let mut intervals =

@@ -3,9 +3,11 @@
 
 use super::{BurstWeights, MemView, SamplerConfig, SamplerResult};
 use crate::flag::Flag;
+use crate::native::{BurstTimes, NativeSampler};
 use crate::pick::Pick;
 use crate::worker::ThreadCpuClock;
 use pepper_sampling::{ArnoldGrove, Decision, SampleTable};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// This tick's stack sample, taken during the switch's burst.
@@ -54,6 +56,9 @@ pub(super) struct Bursts {
     /// time, which on a busy machine includes stretches the guest waited for a core.
     clock: Option<ThreadCpuClock>,
     last_burst_cpu: Option<Duration>,
+    /// Switch: the guest thread's handler, which takes over a burst this thread has not
+    /// measured in time (see `crate::native::burst`).
+    signals: Option<Arc<NativeSampler>>,
 }
 
 impl Bursts {
@@ -62,6 +67,7 @@ impl Bursts {
         cfg: &SamplerConfig,
         flag: Option<Flag>,
         clock: Option<ThreadCpuClock>,
+        signals: Option<Arc<NativeSampler>>,
     ) -> Bursts {
         let n = cfg.entries as u64;
         let head32 = if cfg.entries > 0 {
@@ -85,6 +91,7 @@ impl Bursts {
             pick: Pick(Pick::SEED),
             taken: (Vec::new(), 0.0),
             reads: Vec::new(),
+            signals: signals.filter(|_| flag.is_some()),
             flag,
             clock,
             last_burst_cpu: clock.and_then(ThreadCpuClock::now),
@@ -107,6 +114,16 @@ impl Bursts {
         res: &mut SamplerResult,
         mut stack: Option<&mut dyn BurstStack>,
     ) {
+        let signals = self.signals.clone().filter(|_| !last);
+        if let Some(s) = signals.as_deref().filter(|s| !s.burst_idle()) {
+            // A burst the handler took over and the last tick gave up waiting for.
+            res.ticks += 1;
+            match wait_for_burst(s) {
+                Some(times) => self.take_guest_burst(mem, cfg, res, times),
+                None => res.off_cpu_ticks += 1,
+            }
+            return;
+        }
         // Switch: the guest runs instrumented code from its next check on; the first
         // path ends after that come from wherever the checks are, so the burst is drawn
         // only after a warm-up.
@@ -114,6 +131,9 @@ impl Bursts {
             self.renew(mem, cfg);
             flag.set(true);
             let from = (mem.u32_at(cfg.head), Instant::now());
+            if let (Some(s), Some(cpu)) = (&signals, self.cpu()) {
+                s.begin_burst((from.0, cpu));
+            }
             watch(
                 mem,
                 cfg.head,
@@ -202,6 +222,18 @@ impl Bursts {
             }
             (h, rate) = (h1, Some(per_second(ends, time)));
         }
+        if let Some(s) = signals.as_deref().filter(|_| switched.is_some()) {
+            if !s.claim_burst() {
+                // This thread was away too long: the guest's handler took the burst over
+                // and measured it (or is measuring it) on the guest's own clock.
+                res.ticks += 1;
+                match wait_for_burst(s) {
+                    Some(times) => self.take_guest_burst(mem, cfg, res, times),
+                    None => res.off_cpu_ticks += 1,
+                }
+                return;
+            }
+        }
         if switched.is_some() {
             self.renew(mem, cfg);
         }
@@ -270,6 +302,24 @@ impl Bursts {
             // stack finishing their iterations: the check below drops overwritten words).
             self.end_switched(mem, cfg, (flag, set_at), switch_from, stack, res);
         }
+        self.draw(mem, cfg, res, begin, rate, off_cpu, (cpu0, t0));
+    }
+
+    /// Takes the burst that starts at path end `begin` into the table, weighted by
+    /// `rate` (path ends per second of the guest's time at `at`, its CPU clock and the
+    /// wall clock then) over the guest's time since the last burst; `off_cpu`: the guest
+    /// was not running while its rate was watched, and the burst is not taken.
+    #[allow(clippy::too_many_arguments)]
+    fn draw(
+        &mut self,
+        mem: MemView,
+        cfg: &SamplerConfig,
+        res: &mut SamplerResult,
+        mut begin: u64,
+        rate: Option<f64>,
+        off_cpu: bool,
+        (cpu0, t0): (Option<Duration>, Instant),
+    ) {
         if self.head.saturating_sub(begin) > self.n - self.margin {
             let skip_to = self.head - (self.n - self.margin);
             if self.ag.armed() {
@@ -352,6 +402,52 @@ impl Bursts {
         }
     }
 
+    /// A burst the guest thread's handler took over and measured (see
+    /// `crate::native::burst`): the samples are drawn from the path ends completed while
+    /// it measured the guest's rate, weighted by that rate over the guest's CPU time since
+    /// the last burst.
+    fn take_guest_burst(
+        &mut self,
+        mem: MemView,
+        cfg: &SamplerConfig,
+        res: &mut SamplerResult,
+        times: BurstTimes,
+    ) {
+        res.guest_bursts += 1;
+        res.switched_on += times.ended.1.saturating_sub(times.set.1);
+        let h = mem.u32_at(cfg.head);
+        let delta = h.wrapping_sub(self.head32) as u64;
+        self.head += delta;
+        self.head32 = h;
+        self.unrepresented += delta;
+        self.taken.0.clear();
+        let now = Instant::now();
+        // The unwrapped sequence number of ring head `x`, read no later than `h`.
+        let seq = |x: u32| self.head.saturating_sub(h.wrapping_sub(x) as u64);
+        let Some((h1, c1)) = times.measured_from else {
+            // The guest reached no check while the handler waited (a host call, or code
+            // far from any check): its rate at this moment is unknown, and taken as zero.
+            res.idle_ticks += 1;
+            self.last_burst = now;
+            self.last_burst_cpu = Some(times.set.1);
+            self.unrepresented = 0;
+            self.seen = self.head;
+            return;
+        };
+        let (h2, c2) = times.ended;
+        let rate = per_second(h2.wrapping_sub(h1), c2.saturating_sub(c1));
+        let (from, to) = (seq(h1), seq(h2));
+        let mut begin = self.seen;
+        if self.ag.on_tick() {
+            let mut start = to.saturating_sub(self.ag.pending());
+            if from < start {
+                start = from + self.pick.below(start - from + 1);
+            }
+            begin = begin.max(start);
+        }
+        self.draw(mem, cfg, res, begin, Some(rate), false, (Some(c1), now));
+    }
+
     /// The guest's CPU clock and its reading now, for [`watch`].
     fn guest(&self) -> Option<(ThreadCpuClock, Duration)> {
         self.clock.zip(self.cpu())
@@ -392,6 +488,9 @@ impl Bursts {
                 st.collect();
             }
         }
+        if let Some(s) = &self.signals {
+            s.finish_burst();
+        }
         flag.set(false);
         res.switched_on += since.elapsed();
     }
@@ -416,6 +515,7 @@ impl Bursts {
             pick: self.pick.clone(),
             taken: (Vec::new(), 0.0),
             reads: Vec::new(),
+            signals: None,
             ..*self
         };
         copy.finish_into(mem, cfg, res);
@@ -612,6 +712,25 @@ fn watch(
         }
     }
 }
+
+/// Waits for the burst the guest thread runs to end ([`BURST_PATIENCE`] at most): it
+/// takes the guest a few tens of microseconds of its time, in which this thread sleeps.
+fn wait_for_burst(signals: &NativeSampler) -> Option<BurstTimes> {
+    let t0 = Instant::now();
+    std::thread::sleep(crate::native::burst::RATE_STEP);
+    loop {
+        if let Some(times) = signals.take_burst() {
+            return Some(times);
+        }
+        if t0.elapsed() > BURST_PATIENCE {
+            return None;
+        }
+        std::thread::sleep(SWITCH_NAP);
+    }
+}
+
+/// The longest the sampler thread waits for the guest thread to run a burst.
+const BURST_PATIENCE: Duration = Duration::from_millis(20);
 
 /// `ends` path ends in `time` as a rate (0 in no time).
 fn per_second(ends: u32, time: Duration) -> f64 {

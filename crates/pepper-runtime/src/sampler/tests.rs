@@ -90,7 +90,7 @@ fn simulate_in_turn(
     let in_host = Arc::new(AtomicBool::new(false));
     let sampler = Worker::spawn("test-sampler", move |stop| {
         sample_loop(
-            (view, None, clock),
+            (view, None, clock, None),
             &cfg,
             stop,
             &in_host,
@@ -179,7 +179,7 @@ fn switched_run() -> (f64, f64) {
     let in_host = Arc::new(AtomicBool::new(false));
     let sampler = Worker::spawn("test-sampler", move |stop| {
         sample_loop(
-            (view, flag, None),
+            (view, flag, None, None),
             &cfg,
             stop,
             &in_host,

@@ -175,11 +175,16 @@ impl Build<'_, '_> {
         mem.layout.hash_capacity = 1 << cap_log2;
         mem.layout.hash_base = mem.alloc(24 * mem.layout.hash_capacity as u64);
         if mode == Mode::Pep && opts.pep_every.is_none() {
-            let ring_log2 = if self.path_windows {
+            let mut ring_log2 = if self.path_windows {
                 opts.ring_log2.max(PATH_WINDOW_RING_LOG2)
             } else {
                 opts.ring_log2
             };
+            if opts.switch.is_some() {
+                // A switched burst runs for a stretch of the guest's time, not a count of
+                // path ends: its ring must hold what a tight loop writes meanwhile.
+                ring_log2 = ring_log2.max(pepper_layout::SWITCH_RING_LOG2);
+            }
             mem.layout.ring_entries = 1 << ring_log2.clamp(4, 20);
             mem.layout.ring_base = mem.alloc(8 * mem.layout.ring_entries as u64);
         }
