@@ -349,7 +349,8 @@ pub struct Sampling {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub switch_flag: String,
     /// Switch: microseconds the flag was set (the instrumented copies ran from each
-    /// function's next check until their next check after it was cleared).
+    /// function's next check until their next check after it was cleared): the sampler
+    /// thread's wall time, or the guest's CPU time in bursts its handler took over.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub switched_on_us: u64,
     /// Switch: path ends the instrumented copies completed (`path_ends` is then the

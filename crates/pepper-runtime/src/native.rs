@@ -208,7 +208,16 @@ static INSTALLED: AtomicU32 = AtomicU32::new(0);
 /// Installs the SIGPROF handler, keeping the one it replaces (called by the sampler that
 /// holds `SLOT`, so never twice at once).
 fn install() {
-    if INSTALLED.load(Ordering::SeqCst) != 0 {
+    // Pepper's handler may have stayed from an earlier run with bursts (see `drop`), or
+    // been replaced since by someone else's: what is there now decides.
+    // SAFETY: queries the current action only.
+    let current = unsafe {
+        let mut now: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGPROF, std::ptr::null(), &mut now);
+        now.sa_sigaction
+    };
+    if current == handler as *const () as usize {
+        INSTALLED.store(1, Ordering::SeqCst);
         return;
     }
     // SAFETY: a plain sigaction with an async-signal-safe handler (atomics and reads of
@@ -445,6 +454,7 @@ impl NativeSampler {
             timer
         };
         self.slot.burst.set_words(mem, words, lease);
+        self.slot.burst.set_thread(self.tid);
         self.slot.burst.set_timer(timer);
         true
     }
@@ -457,7 +467,8 @@ impl NativeSampler {
     }
 
     /// The sampler thread has measured the burst: true if the handler had not taken it
-    /// over (then [`NativeSampler::take_burst`] gives its measurements once it ends).
+    /// over; false if it had (then [`NativeSampler::take_burst`] gives the handler's
+    /// measurements once it ends).
     pub(crate) fn claim_burst(&self) -> bool {
         self.slot.burst.claim()
     }
@@ -567,20 +578,22 @@ impl NativeSampler {
 
 impl Drop for NativeSampler {
     fn drop(&mut self) {
-        if let Some(timer) = self.slot.burst.timer() {
-            // SAFETY: the timer `enable_bursts` made; no expiry comes after this.
-            unsafe { libc::timer_delete(timer) };
-        }
         SLOT.store(std::ptr::null_mut(), Ordering::SeqCst);
         // A handler that loaded the pointer before it was cleared finishes within
         // microseconds; one that starts now sees no slot.
         while ACTIVE.load(Ordering::SeqCst) != 0 {
             std::thread::yield_now();
         }
-        // A signal still on its way (a sample that timed out) must find a handler that
-        // ignores it; otherwise the process gets the handler it had before.
-        let asked = self.slot.state.load(Ordering::Acquire) == REQUESTED;
-        if !asked && self.slot.burst.idle() {
+        let timer = self.slot.burst.timer();
+        if let Some(timer) = timer {
+            // SAFETY: the timer `enable_bursts` made; no handler uses it any more.
+            unsafe { libc::timer_delete(timer) };
+        }
+        // A signal still on its way (a sample that timed out, a burst timer's expiry,
+        // which deleting the timer does not take back) must find a handler that ignores
+        // it: after bursts, pepper's handler stays, chaining to the one it replaced.
+        // Otherwise the process gets the handler it had before.
+        if self.slot.state.load(Ordering::Acquire) != REQUESTED && timer.is_none() {
             restore();
         }
     }

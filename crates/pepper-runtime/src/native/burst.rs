@@ -15,16 +15,17 @@
 //!
 //! A burst:
 //! 1. the sampler thread moves the burst's limit past the ring head (the instrumented
-//!    copies leave by themselves there, so a burst never laps its own start), sets the
-//!    flag and arms the timer [`TAKEOVER`] ahead ([`NativeSampler::begin_burst`]);
+//!    copies leave by themselves there), sets the flag and arms the timer [`TAKEOVER`] ahead ([`NativeSampler::begin_burst`]);
 //! 2. if it has measured the rate by then, it says so ([`NativeSampler::claim_burst`])
 //!    and the timer only clears the flag if the sampler has not by the time it fires;
 //! 3. otherwise the handler takes the burst over: once the guest has written [`WARM_UP`]
 //!    path ends in its instrumented copies (the first ones come from wherever the checks
 //!    are), the head and the guest's CPU time start the rate measurement, and the timer
 //!    is armed [`RATE_STEP`] ahead (until then it looks again every [`LOOK_STEP`], for up
-//!    to [`ENTER_WAIT`] of the guest's CPU time); then the head and CPU time end it, and
-//!    the flag is cleared. The sampler thread reads the measurements when it is back
+//!    to [`ENTER_WAIT`] of the guest's CPU time; the limit is moved so that the measured
+//!    stretch never laps itself); then the head and CPU time end it, and the flag is
+//!    cleared. A guest that reached the limit and left by itself first has no rate: the
+//!    sampler's next burst stands for its time. The sampler thread reads the measurements when it is back
 //!    ([`NativeSampler::take_burst`]), and the burst's words from the ring: clean code
 //!    writes none, and it begins the next burst only once it has read this one.
 //!
@@ -69,10 +70,13 @@ pub(crate) struct BurstTimes {
     /// The head and the guest's CPU time when the flag was set.
     pub set: (u32, Duration),
     /// Where the rate measurement started (the guest was in its instrumented copies);
-    /// `None` if it never got there within [`ENTER_WAIT`].
+    /// `None` if it never got there within [`ENTER_WAIT`], or had left them already.
     pub measured_from: Option<(u32, Duration)>,
-    /// The head and CPU time when the flag was cleared.
+    /// The head and CPU time when the handler ended the burst.
     pub ended: (u32, Duration),
+    /// The guest had reached the burst's limit and left its instrumented copies by itself
+    /// before the handler ended the burst: no rate is known.
+    pub left: bool,
 }
 
 /// The burst's part of the handler's slot.
@@ -100,6 +104,11 @@ pub(super) struct BurstSlot {
     /// When the flag was set (CLOCK_MONOTONIC, ns), and the looks for the guest in its
     /// instrumented copies so far.
     set_wall_ns: AtomicU64,
+    /// The guest had left its instrumented copies by itself when the burst ended.
+    left: std::sync::atomic::AtomicBool,
+    /// The guest thread's kernel id: a SIGPROF on another thread (a process-wide one of
+    /// another profiler's) is not the burst's.
+    tid: std::sync::atomic::AtomicI32,
     looks: AtomicU32,
 }
 
@@ -120,6 +129,8 @@ impl BurstSlot {
             from: pair(),
             ended: pair(),
             set_wall_ns: AtomicU64::new(0),
+            left: std::sync::atomic::AtomicBool::new(false),
+            tid: std::sync::atomic::AtomicI32::new(0),
             looks: AtomicU32::new(0),
         }
     }
@@ -136,6 +147,11 @@ impl BurstSlot {
         self.lease.store(lease.max(1), Ordering::Relaxed);
         self.mem_len.store(mem.len, Ordering::Relaxed);
         self.mem.store(mem.ptr, Ordering::Release);
+    }
+
+    /// The guest thread's kernel id.
+    pub(super) fn set_thread(&self, tid: libc::pid_t) {
+        self.tid.store(tid, Ordering::Relaxed);
     }
 
     pub(super) fn set_timer(&self, timer: libc::timer_t) {
@@ -172,10 +188,15 @@ impl BurstSlot {
         self.set.1.store(c0.as_nanos() as u64, Ordering::Relaxed);
         self.from.0.store(u64::MAX, Ordering::Relaxed);
         self.looks.store(0, Ordering::Relaxed);
-        self.set_wall_ns
-            .store(clock_ns(libc::CLOCK_MONOTONIC), Ordering::Relaxed);
+        self.left.store(false, Ordering::Relaxed);
+        let now = clock_ns(libc::CLOCK_MONOTONIC);
+        self.set_wall_ns.store(now, Ordering::Relaxed);
+        // When it is due comes first: a stale signal of the last burst's timer must not
+        // find this one begun with the last one's due time.
+        self.due_ns
+            .store(now + TAKEOVER.as_nanos() as u64, Ordering::Relaxed);
         self.state.store(SAMPLER, Ordering::Release);
-        arm(self, timer, TAKEOVER);
+        settime(timer, TAKEOVER);
         true
     }
 
@@ -217,9 +238,11 @@ impl BurstSlot {
             )
         };
         let measured = self.from.0.load(Ordering::Relaxed) != u64::MAX;
+        let left = self.left.load(Ordering::Relaxed);
         let times = BurstTimes {
             set: pair(&self.set),
-            measured_from: measured.then(|| pair(&self.from)),
+            measured_from: (measured && !left).then(|| pair(&self.from)),
+            left,
             ended: pair(&self.ended),
         };
         self.state.store(IDLE, Ordering::Release);
@@ -273,6 +296,10 @@ pub(super) fn step(slot: &Slot) -> bool {
     if !matches!(state, SAMPLER | ENDING | GUEST) {
         return false;
     }
+    // SAFETY: gettid is a plain system call about the calling thread.
+    if unsafe { libc::gettid() } != b.tid.load(Ordering::Relaxed) {
+        return false;
+    }
     let wall = clock_ns(libc::CLOCK_MONOTONIC);
     if wall < b.due_ns.load(Ordering::Relaxed) {
         return false;
@@ -288,13 +315,14 @@ pub(super) fn step(slot: &Slot) -> bool {
             mem.cas_u32(flag_at, 1, 0);
             return true;
         }
-        // Taken over, unless the sampler claimed it meanwhile.
+        // Taken over, unless the sampler claimed it meanwhile (the signal was still
+        // the burst's).
         SAMPLER
             if b.state
                 .compare_exchange(SAMPLER, GUEST, Ordering::AcqRel, Ordering::Acquire)
                 .is_err() =>
         {
-            return false;
+            return true;
         }
         _ => {}
     }
@@ -333,7 +361,10 @@ pub(super) fn step(slot: &Slot) -> bool {
             .store(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID), Ordering::Relaxed);
         return true;
     }
-    mem.cas_u32(flag_at, 1, 0);
+    // A flag already clear: the guest reached the limit and left by itself, at a time
+    // this handler does not know.
+    let left = !mem.cas_u32(flag_at, 1, 0);
+    b.left.store(left, Ordering::Relaxed);
     b.ended.0.store(h as u64, Ordering::Relaxed);
     b.ended.1.store(cpu, Ordering::Relaxed);
     b.state.store(DONE, Ordering::Release);

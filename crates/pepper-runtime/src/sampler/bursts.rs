@@ -127,13 +127,16 @@ impl Bursts {
         // Switch: the guest runs instrumented code from its next check on; the first
         // path ends after that come from wherever the checks are, so the burst is drawn
         // only after a warm-up.
+        // Whether the guest's handler may take this burst over.
+        let mut begun = false;
         let switched = self.flag.filter(|_| !last).map(|flag| {
             self.renew(mem, cfg);
             flag.set(true);
             let from = (mem.u32_at(cfg.head), Instant::now());
-            if let (Some(s), Some(cpu)) = (&signals, self.cpu()) {
-                s.begin_burst((from.0, cpu));
-            }
+            begun = match (&signals, self.cpu()) {
+                (Some(s), Some(cpu)) => s.begin_burst((from.0, cpu)),
+                _ => false,
+            };
             watch(
                 mem,
                 cfg.head,
@@ -222,7 +225,7 @@ impl Bursts {
             }
             (h, rate) = (h1, Some(per_second(ends, time)));
         }
-        if let Some(s) = signals.as_deref().filter(|_| switched.is_some()) {
+        if let Some(s) = signals.as_deref().filter(|_| begun) {
             if !s.claim_burst() {
                 // This thread was away too long: the guest's handler took the burst over
                 // and measured it (or is measuring it) on the guest's own clock.
@@ -424,9 +427,17 @@ impl Bursts {
         let now = Instant::now();
         // The unwrapped sequence number of ring head `x`, read no later than `h`.
         let seq = |x: u32| self.head.saturating_sub(h.wrapping_sub(x) as u64);
+        if times.left {
+            // The guest reached the burst's limit and left its instrumented copies before
+            // the handler measured it: no burst this tick, and the next one stands for
+            // this tick's time too, as when this thread finds the same.
+            self.seen = self.head;
+            return;
+        }
         let Some((h1, c1)) = times.measured_from else {
-            // The guest reached no check while the handler waited (a host call, or code
-            // far from any check): its rate at this moment is unknown, and taken as zero.
+            // The guest did not warm up in its instrumented copies while the handler
+            // waited (a host call, or code far from any check): its rate at this moment
+            // is unknown, and taken as zero.
             res.idle_ticks += 1;
             self.last_burst = now;
             self.last_burst_cpu = Some(times.set.1);
@@ -458,12 +469,18 @@ impl Bursts {
     /// renews at every step of a burst: the instrumented copies leave on their own once
     /// the guest has written that many path ends since the last renewal, so a sampler
     /// descheduled in the middle of a burst (a busy machine) leaves the guest in its
-    /// slower copies for a few microseconds, not until it runs again.
+    /// slower copies for a few microseconds, not until it runs again. With the guest's
+    /// takeover, which bounds a burst in time, it is [`TAKEOVER_LEASE`].
     fn renew(&self, mem: MemView, cfg: &SamplerConfig) {
         if let Some(words) = cfg.switch {
-            let limit = mem
-                .u32_at(cfg.head)
-                .wrapping_add(BURST_LEASE.max(self.n) as u32);
+            // With the guest's takeover, which ends a burst after a stretch of time, the
+            // limit only keeps a burst from wrapping the head around: a count of path
+            // ends runs out first in the fastest code, and lost its bursts most.
+            let lease = match self.signals {
+                Some(_) => TAKEOVER_LEASE,
+                None => BURST_LEASE.max(self.n),
+            };
+            let limit = mem.u32_at(cfg.head).wrapping_add(lease as u32);
             mem.set_u32(words.limit, limit.max(1));
         }
     }
@@ -604,6 +621,9 @@ fn watch_rate(
 /// its instrumented copies for its path window. (A lease of one ring lost a third of
 /// the bursts on a busy machine, where the sampler waits for a core between its steps.)
 const BURST_LEASE: u64 = 4 << 14;
+
+/// The burst's limit with the guest's takeover (see `Bursts::renew`).
+const TAKEOVER_LEASE: u64 = 1 << 30;
 
 /// A watch that found the guest running for less than this (or a quarter of the watch)
 /// found it off its CPU.
