@@ -25,8 +25,9 @@ pub const COUNTERS_EXPORT: &str = "pepper:counters";
 /// 83-89% against 87-93%) and cost a 128 KB copy per sample; more, shorter windows beat
 /// fewer, longer ones (stack samples every 500 µs: 92-96%).
 pub const PATH_WINDOW_RING_LOG2: u32 = 12;
-/// PEP's ring with the switch is at least this long (log2 of its words): a burst then
-/// runs for a stretch of the guest's time, and the ring holds whatever it writes in it.
+/// PEP's ring with the switch is at least this long (log2 of its words): a burst the
+/// guest's handler measures runs for a stretch of the guest's time, and the ring holds
+/// whatever it writes in it.
 pub const SWITCH_RING_LOG2: u32 = 15;
 
 /// Bytes per shadow-stack frame: `[func + 1: u32][site: u32][node: u32][pad]`.

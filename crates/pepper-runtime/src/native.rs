@@ -63,7 +63,7 @@ pub(crate) struct Slot {
     handler_ns: AtomicU64,
     /// When the sampler sent the signal, in the same unit.
     sent_ns: AtomicU64,
-    /// PEP's switched bursts, run by the handler (see `burst`).
+    /// PEP's switched bursts the handler takes over (see `burst`).
     burst: burst::BurstSlot,
 }
 
@@ -367,7 +367,8 @@ pub(crate) struct Copied {
     pub delivery: Option<Duration>,
 }
 
-/// Samples one thread's native stack on request, and runs PEP's switched bursts on it.
+/// Samples one thread's native stack on request, and takes over PEP's switched bursts
+/// on it when the sampler thread is late (see `burst`).
 pub(crate) struct NativeSampler {
     slot: Box<Slot>,
     thread: libc::pthread_t,
@@ -424,10 +425,11 @@ impl NativeSampler {
         Some(NativeSampler { slot, thread, tid })
     }
 
-    /// Lets the guest thread run PEP's switched bursts itself (see `burst`): `words` are
-    /// the ring head, the flag and the burst's limit in pepper's memory `mem`, and a burst
-    /// leaves its instrumented copies by itself after `lease` path ends. False if the
-    /// timer the bursts need cannot be made (the sampler thread then runs them).
+    /// Lets the guest thread take over PEP's switched bursts (see `burst`): `words` are
+    /// the ring head, the flag and the burst's limit in pepper's memory `mem`, and a
+    /// burst the handler measures leaves its instrumented copies by itself after `lease`
+    /// path ends. False if the timer cannot be made (the sampler thread then runs every
+    /// burst alone).
     ///
     /// # Safety
     /// `mem` must be pepper's memory, mapped for as long as this sampler samples.

@@ -15,7 +15,8 @@
 //!
 //! A burst:
 //! 1. the sampler thread moves the burst's limit past the ring head (the instrumented
-//!    copies leave by themselves there), sets the flag and arms the timer [`TAKEOVER`] ahead ([`NativeSampler::begin_burst`]);
+//!    copies leave by themselves there), sets the flag and arms the timer [`TAKEOVER`]
+//!    ahead ([`NativeSampler::begin_burst`]);
 //! 2. if it has measured the rate by then, it says so ([`NativeSampler::claim_burst`])
 //!    and the timer only clears the flag if the sampler has not by the time it fires;
 //! 3. otherwise the handler takes the burst over: once the guest has written [`WARM_UP`]
@@ -25,9 +26,10 @@
 //!    to [`ENTER_WAIT`] of the guest's CPU time; the limit is moved so that the measured
 //!    stretch never laps itself); then the head and CPU time end it, and the flag is
 //!    cleared. A guest that reached the limit and left by itself first has no rate: the
-//!    sampler's next burst stands for its time. The sampler thread reads the measurements when it is back
-//!    ([`NativeSampler::take_burst`]), and the burst's words from the ring: clean code
-//!    writes none, and it begins the next burst only once it has read this one.
+//!    sampler's next burst stands for its time. The sampler thread reads the
+//!    measurements when it is back ([`NativeSampler::take_burst`]), and the burst's
+//!    words from the ring: clean code writes none, and it begins the next burst only
+//!    once it has read this one.
 //!
 //! [`NativeSampler::begin_burst`]: super::NativeSampler::begin_burst
 //! [`NativeSampler::claim_burst`]: super::NativeSampler::claim_burst
@@ -101,14 +103,14 @@ pub(super) struct BurstSlot {
     set: (AtomicU64, AtomicU64),
     from: (AtomicU64, AtomicU64),
     ended: (AtomicU64, AtomicU64),
-    /// When the flag was set (CLOCK_MONOTONIC, ns), and the looks for the guest in its
-    /// instrumented copies so far.
-    set_wall_ns: AtomicU64,
     /// The guest had left its instrumented copies by itself when the burst ended.
     left: std::sync::atomic::AtomicBool,
     /// The guest thread's kernel id: a SIGPROF on another thread (a process-wide one of
     /// another profiler's) is not the burst's.
     tid: std::sync::atomic::AtomicI32,
+    /// When the flag was set (CLOCK_MONOTONIC, ns), and the looks for the guest in its
+    /// instrumented copies so far.
+    set_wall_ns: AtomicU64,
     looks: AtomicU32,
 }
 

@@ -180,9 +180,11 @@ impl Build<'_, '_> {
             } else {
                 opts.ring_log2
             };
-            if opts.switch.is_some() {
-                // A switched burst runs for a stretch of the guest's time, not a count of
-                // path ends: its ring must hold what a tight loop writes meanwhile.
+            if opts.switch.is_some() && !opts.switch_chaos {
+                // A burst the guest's handler measures runs for a stretch of the guest's
+                // time, not a count of path ends: its ring must hold what a tight loop
+                // writes meanwhile. (A module switching itself at random has no sampler
+                // driving its flag.)
                 ring_log2 = ring_log2.max(pepper_layout::SWITCH_RING_LOG2);
             }
             mem.layout.ring_entries = 1 << ring_log2.clamp(4, 20);
