@@ -103,7 +103,11 @@ impl<'c> StackSamples<'c> {
         native: Option<&Native>,
     ) -> Option<Captured> {
         let sc = self.config;
-        let (weight, host) = self.weigh(in_host);
+        let now = Instant::now();
+        let weight = (now - self.last_sample).as_micros().max(1) as u64;
+        self.last_sample = now;
+        let host = in_host.load(Ordering::Acquire);
+        self.in_host_samples += host as u64;
         let Some((sampler, _)) = native else {
             // A torn read (the guest returned below a frame being read) is read again.
             for _ in 0..4 {
@@ -117,17 +121,6 @@ impl<'c> StackSamples<'c> {
         sampler
             .request((self.last_events_head, self.last_words_head))
             .then_some(Captured { weight, host })
-    }
-
-    /// The next sample's weight (the time since the previous one) and whether the guest
-    /// is in a host call.
-    fn weigh(&mut self, in_host: &AtomicBool) -> (u64, bool) {
-        let now = Instant::now();
-        let weight = (now - self.last_sample).as_micros().max(1) as u64;
-        self.last_sample = now;
-        let host = in_host.load(Ordering::Acquire);
-        self.in_host_samples += host as u64;
-        (weight, host)
     }
 
     /// The second half of [`StackSamples::capture`]: waits for the native sample asked
