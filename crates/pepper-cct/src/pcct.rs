@@ -64,9 +64,10 @@ pub struct Pcct {
     /// Hot-function counters (Whaley §6.5): weight of samples whose leaf is each function
     /// (fixed size: `num_funcs`).
     pub hot: Vec<u64>,
-    /// Weight of samples whose leaf is outside the counters' range (a host frame the reader
-    /// could not name).
-    pub hot_unplaced: u64,
+    /// Weight of samples whose leaf is outside the counters' range, by the leaf's id: a
+    /// function of another module (a component's), or a host frame the reader could not
+    /// name. Few distinct ids, so a sparse map.
+    pub hot_beyond: std::collections::BTreeMap<u32, u64>,
     pub samples: u64,
     /// Samples whose walk filled the buffer before meeting a known frame.
     pub detached: u64,
@@ -94,7 +95,7 @@ impl Pcct {
             bufsize,
             mode,
             hot: vec![0; num_funcs],
-            hot_unplaced: 0,
+            hot_beyond: Default::default(),
             samples: 0,
             detached: 0,
             truncated: 0,
@@ -211,10 +212,10 @@ impl Pcct {
         if detach.is_none() {
             self.last_depth = Some(depth);
         }
-        let leaf = stack.frame(depth - 1).func as usize;
-        match self.hot.get_mut(leaf) {
+        let leaf = stack.frame(depth - 1).func;
+        match self.hot.get_mut(leaf as usize) {
             Some(h) => *h += weight,
-            None => self.hot_unplaced += weight,
+            None => *self.hot_beyond.entry(leaf).or_default() += weight,
         }
         true
     }
@@ -317,6 +318,25 @@ mod tests {
         assert_eq!(p.tree.node(d).self_weight, 1);
         assert_eq!(p.hot[3], 2);
         assert_eq!(p.hot[4], 1);
+    }
+
+    /// A leaf in another module (an id past this module's functions) or in host code keeps
+    /// its own id and weight: it is never folded into one anonymous bucket.
+    #[test]
+    fn leaves_beyond_the_counters_keep_their_ids() {
+        let (other, host) = (1 << 31 | 5, u32::MAX);
+        let mut p = Pcct::new(100, 16, EdgeMode::Fig7Literal, 8);
+        let mut s = VecStack::default();
+        s.push(1);
+        s.call(10, other);
+        p.sample(&mut s, 3);
+        s.pop();
+        s.call(11, host);
+        p.sample(&mut s, 2);
+        p.sample(&mut s, 2);
+        assert_eq!(p.hot_beyond.get(&other), Some(&3));
+        assert_eq!(p.hot_beyond.get(&host), Some(&4));
+        assert_eq!(p.hot.iter().sum::<u64>(), 0);
     }
 
     #[test]

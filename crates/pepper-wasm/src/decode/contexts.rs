@@ -150,10 +150,11 @@ impl crate::plan::Plan {
                 sig: s.sig,
             })
             .collect();
-        let opts = pepper_cct::CompleteOptions {
-            unit: sampling.interval_us.max(1),
-            call_unit: sampling.window_weighted / sampling.window_calls.max(1),
-            ..Default::default()
+        let opts = {
+            let mut complete = pepper_cct::CompleteOptions::default();
+            complete.unit = sampling.interval_us.max(1);
+            complete.call_unit = sampling.window_weighted / sampling.window_calls.max(1);
+            complete
         };
         let sampled_len = pcct.tree.len();
         let (t, est) = if !counted {
@@ -194,14 +195,16 @@ impl crate::plan::Plan {
                 self_us: w,
             })
             .collect();
-        // Time in host code the sampler could not name (native stacks) is a hot
-        // "function" of its own, so the list accounts for all sampled time.
-        if pcct.hot_unplaced > 0 {
-            hot.push(HotFunction {
-                func: u32::MAX,
-                self_us: pcct.hot_unplaced,
-            });
-        }
+        // Leaves beyond this module's functions keep their ids: another core module's
+        // function (a component's, named `module::function` with the imports), or host
+        // code the sampler could not name, a hot "function" of its own, so the list
+        // accounts for all sampled time.
+        hot.extend(
+            pcct.hot_beyond
+                .iter()
+                .filter(|(_, &w)| w > 0)
+                .map(|(&func, &self_us)| HotFunction { func, self_us }),
+        );
         hot.sort_by(|a, b| b.self_us.cmp(&a.self_us).then(a.func.cmp(&b.func)));
         Tree {
             kind: ContextKind::Sampled,
