@@ -347,18 +347,21 @@ fn config(
     opts: pepper_wasm::InstrumentOptions,
     inst: &pepper_wasm::Instrumented,
 ) -> pepper_runtime::RunConfig {
-    let sampling = pepper_runtime::SamplingOptions {
-        interval: spec.bursts,
-        stack_interval: spec.interval,
-        ..Default::default()
+    let sampling = {
+        let mut sampling = pepper_runtime::SamplingOptions::default();
+        sampling.interval = spec.bursts;
+        sampling.stack_interval = spec.interval;
+        sampling
     };
     let mut cfg = w.options(opts, sampling).run_config(inst);
     if spec.interval.is_none() {
         cfg.sampler = None;
     }
-    cfg.epoch = spec.guest_profiler.map(|i| pepper_runtime::EpochConfig {
-        interval: i,
-        guest_profiler: true,
+    cfg.epoch = spec.guest_profiler.map(|i| {
+        let mut epoch = pepper_runtime::EpochConfig::default();
+        epoch.interval = i;
+        epoch.guest_profiler = true;
+        epoch
     });
     cfg
 }
@@ -414,14 +417,15 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 );
                 continue;
             }
-            let opts = pepper_wasm::InstrumentOptions {
-                mode: spec.mode,
-                contexts: spec.contexts,
-                site_counters: spec.counters,
-                call_log_log2: spec.windows.then_some(14),
-                path_windows: spec.path_windows,
-                switch: spec.switch,
-                ..Default::default()
+            let opts = {
+                let mut instrument = pepper_wasm::InstrumentOptions::default();
+                instrument.mode = spec.mode;
+                instrument.contexts = spec.contexts;
+                instrument.site_counters = spec.counters;
+                instrument.call_log_log2 = spec.windows.then_some(14);
+                instrument.path_windows = spec.path_windows;
+                instrument.switch = spec.switch;
+                instrument
             };
             let inst = pepper_wasm::instrument(&wasm, &opts)?;
             let prepared = pepper_runtime::Prepared::new(

@@ -75,11 +75,12 @@ impl Config {
     }
 
     fn instrument_options(&self) -> pepper_wasm::InstrumentOptions {
-        pepper_wasm::InstrumentOptions {
-            mode: self.mode,
-            ephemeral_windows: self.window.is_some(),
-            switch: self.placement,
-            ..Default::default()
+        {
+            let mut instrument = pepper_wasm::InstrumentOptions::default();
+            instrument.mode = self.mode;
+            instrument.ephemeral_windows = self.window.is_some();
+            instrument.switch = self.placement;
+            instrument
         }
     }
 }
@@ -234,16 +235,14 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
             let results = shuffled(&mut variants, round, |v| {
                 let c = &v.config;
                 let mut cfg = w
-                    .options(
-                        c.instrument_options(),
-                        pepper_runtime::SamplingOptions {
-                            persistence: c.persistence.unwrap_or_default(),
-                            epoch: c.epoch,
-                            window: c.window.unwrap_or_default(),
-                            window_phase: c.phase,
-                            ..Default::default()
-                        },
-                    )
+                    .options(c.instrument_options(), {
+                        let mut sampling = pepper_runtime::SamplingOptions::default();
+                        sampling.persistence = c.persistence.unwrap_or_default();
+                        sampling.epoch = c.epoch;
+                        sampling.window = c.window.unwrap_or_default();
+                        sampling.window_phase = c.phase;
+                        sampling
+                    })
                     .run_config(&v.inst);
                 if let (Some(e), false) = (&mut cfg.ephemeral, c.groups) {
                     e.counter_bytes = 0;

@@ -22,9 +22,10 @@ struct Variant {
 /// N guides for `w`: the profiles of N default `pepper run`s.
 fn record_guides(w: &crate::Workload, wasm: &[u8], n: usize) -> Result<Vec<Arc<Guide>>> {
     let opts = w.options(
-        pepper_wasm::InstrumentOptions {
-            mode: Mode::Pep,
-            ..Default::default()
+        {
+            let mut instrument = pepper_wasm::InstrumentOptions::default();
+            instrument.mode = Mode::Pep;
+            instrument
         },
         Default::default(),
     );
@@ -48,9 +49,10 @@ fn variant(
     guide: Option<Arc<Guide>>,
 ) -> Result<Variant> {
     let opts = w.options(
-        pepper_wasm::InstrumentOptions {
-            mode,
-            ..Default::default()
+        {
+            let mut instrument = pepper_wasm::InstrumentOptions::default();
+            instrument.mode = mode;
+            instrument
         },
         Default::default(),
     );

@@ -29,16 +29,18 @@ impl Workload {
         instrument: pepper_wasm::InstrumentOptions,
         sampling: pepper_runtime::SamplingOptions,
     ) -> pepper_runtime::CommandOptions {
-        pepper_runtime::CommandOptions {
-            instrument,
-            wasi: pepper_runtime::WasiOptions {
-                args: self.args.clone(),
-                dirs: self.dirs.clone(),
-                env: self.env.clone(),
-                ..Default::default()
-            },
-            sampling,
-            ..Default::default()
+        {
+            let mut command = pepper_runtime::CommandOptions::default();
+            command.instrument = instrument;
+            command.wasi = {
+                let mut wasi = pepper_runtime::WasiOptions::default();
+                wasi.args = self.args.clone();
+                wasi.dirs = self.dirs.clone();
+                wasi.env = self.env.clone();
+                wasi
+            };
+            command.sampling = sampling;
+            command
         }
     }
 

@@ -50,9 +50,10 @@ struct Spec {
 
 fn specs() -> Vec<Spec> {
     let likely = HintOptions::default();
-    let all = HintOptions {
-        unlikely_br_if: true,
-        ..HintOptions::default()
+    let all = {
+        let mut hint = HintOptions::default();
+        hint.unlikely_br_if = true;
+        hint
     };
     vec![
         Spec {
@@ -148,13 +149,14 @@ fn wasm_opt(wasm: &[u8]) -> Result<Vec<u8>> {
 /// its call-site counters (`pepper run` counts them next to its native stack samples; the
 /// exact context tree here needs no sampler for them, and counts the same calls).
 fn train(wasm: &[u8], w: &crate::Workload, mode: Mode) -> Result<Profile> {
-    let opts = pepper_wasm::InstrumentOptions {
-        mode,
-        contexts: match mode {
+    let opts = {
+        let mut instrument = pepper_wasm::InstrumentOptions::default();
+        instrument.mode = mode;
+        instrument.contexts = match mode {
             Mode::Pep => pepper_wasm::ContextMode::Exact,
             _ => pepper_wasm::ContextMode::Off,
-        },
-        ..Default::default()
+        };
+        instrument
     };
     let inst = pepper_wasm::instrument(wasm, &opts)?;
     let mut cfg = w.options(opts, Default::default()).run_config(&inst);
@@ -243,10 +245,11 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 times: Vec::new(),
             });
         }
-        let cfg = pepper_runtime::RunConfig {
-            args: w.args.clone(),
-            dirs: w.dirs.clone(),
-            ..Default::default()
+        let cfg = {
+            let mut run = pepper_runtime::RunConfig::default();
+            run.args = w.args.clone();
+            run.dirs = w.dirs.clone();
+            run
         };
         // Round 0 warms up and is not counted.
         for round in 0..=rounds {

@@ -128,19 +128,20 @@ fn exact_of(variants: &[Variant]) -> usize {
 /// The library's options for a variant on a workload, as `pepper run` would build them
 /// from the variant's flags.
 fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
-    let mut instrument = pepper_wasm::InstrumentOptions {
-        mode: spec.mode,
-        pep_every: spec.every,
-        obvious: spec.obvious,
-        loop_counts: spec.loop_counts,
-        switch: spec.switch,
-        switch_hints: spec.switch_hints,
-        contexts: match (spec.contexts, pepper_runtime::NATIVE_STACKS) {
+    let mut instrument = {
+        let mut instrument = pepper_wasm::InstrumentOptions::default();
+        instrument.mode = spec.mode;
+        instrument.pep_every = spec.every;
+        instrument.obvious = spec.obvious;
+        instrument.loop_counts = spec.loop_counts;
+        instrument.switch = spec.switch;
+        instrument.switch_hints = spec.switch_hints;
+        instrument.contexts = match (spec.contexts, pepper_runtime::NATIVE_STACKS) {
             (false, _) => pepper_wasm::ContextMode::Off,
             (true, true) => pepper_wasm::ContextMode::Native,
             (true, false) => pepper_wasm::ContextMode::Sampled,
-        },
-        ..Default::default()
+        };
+        instrument
     };
     if !spec.register_loops {
         instrument.loop_threshold = 0.0;
@@ -150,15 +151,13 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         // No cache in front of the table.
         instrument.hash_cache_log2 = 0;
     }
-    w.options(
-        instrument,
-        pepper_runtime::SamplingOptions {
-            params: spec.sampler.unwrap_or_default(),
-            interval: spec.interval,
-            weights: spec.weights,
-            ..Default::default()
-        },
-    )
+    w.options(instrument, {
+        let mut sampling = pepper_runtime::SamplingOptions::default();
+        sampling.params = spec.sampler.unwrap_or_default();
+        sampling.interval = spec.interval;
+        sampling.weights = spec.weights;
+        sampling
+    })
 }
 
 fn instrument(
@@ -189,9 +188,11 @@ fn run_config(
     if spec.sampler.is_none() {
         cfg.sampler = None;
     }
-    cfg.epoch = spec.epoch.map(|gp| pepper_runtime::EpochConfig {
-        interval: INTERVAL,
-        guest_profiler: gp,
+    cfg.epoch = spec.epoch.map(|gp| {
+        let mut epoch = pepper_runtime::EpochConfig::default();
+        epoch.interval = INTERVAL;
+        epoch.guest_profiler = gp;
+        epoch
     });
     cfg
 }

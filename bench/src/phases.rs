@@ -133,20 +133,18 @@ fn instrument(
     contexts: ContextMode,
     big_ring: bool,
 ) -> Result<pepper_wasm::Instrumented> {
-    Ok(pepper_wasm::instrument(
-        wasm,
-        &pepper_wasm::InstrumentOptions {
-            mode,
-            contexts,
-            switch,
-            ring_log2: if big_ring {
-                pepper_runtime::EVERY_PATH_END_RING_LOG2
-            } else {
-                12
-            },
-            ..Default::default()
-        },
-    )?)
+    Ok(pepper_wasm::instrument(wasm, &{
+        let mut instrument = pepper_wasm::InstrumentOptions::default();
+        instrument.mode = mode;
+        instrument.contexts = contexts;
+        instrument.switch = switch;
+        instrument.ring_log2 = if big_ring {
+            pepper_runtime::EVERY_PATH_END_RING_LOG2
+        } else {
+            12
+        };
+        instrument
+    })?)
 }
 
 fn prepare(
@@ -166,16 +164,18 @@ fn run_config(
     inst: &pepper_wasm::Instrumented,
     intervals: Option<IntervalConfig>,
 ) -> pepper_runtime::RunConfig {
-    let sampling = pepper_runtime::SamplingOptions {
-        params: PEP_DEFAULT,
-        interval: PEP_INTERVAL,
-        stack_interval: Some(PEP_INTERVAL),
-        intervals,
-        ..Default::default()
+    let sampling = {
+        let mut sampling = pepper_runtime::SamplingOptions::default();
+        sampling.params = PEP_DEFAULT;
+        sampling.interval = PEP_INTERVAL;
+        sampling.stack_interval = Some(PEP_INTERVAL);
+        sampling.intervals = intervals;
+        sampling
     };
-    let opts = pepper_wasm::InstrumentOptions {
-        mode: inst.guest.mode,
-        ..Default::default()
+    let opts = {
+        let mut instrument = pepper_wasm::InstrumentOptions::default();
+        instrument.mode = inst.guest.mode;
+        instrument
     };
     w.options(opts, sampling).run_config(inst)
 }

@@ -10,10 +10,8 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         Some(2) => Mode::Pep,
         _ => Mode::Targeted,
     };
-    let opts = pepper_wasm::InstrumentOptions {
-        mode,
-        ..Default::default()
-    };
+    let mut opts = pepper_wasm::InstrumentOptions::default();
+    opts.mode = mode;
     if let Ok(out) = pepper_wasm::instrument(data, &opts) {
         wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all())
             .validate_all(&out.wasm)

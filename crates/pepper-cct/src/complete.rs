@@ -45,6 +45,7 @@ pub struct EntryCount {
 
 /// Knobs of [`complete`].
 #[derive(Copy, Clone, Debug)]
+#[non_exhaustive]
 pub struct CompleteOptions {
     /// Sampled weight worth one sample (the sampling period, in the weight's unit).
     pub unit: u64,

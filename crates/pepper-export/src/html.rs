@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// What the page shows.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HtmlOptions {
     /// Directories to look for source files in (DWARF names them, often by base name).
     pub source_dirs: Vec<PathBuf>,

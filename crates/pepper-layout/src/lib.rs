@@ -20,10 +20,9 @@ use std::collections::HashMap;
 pub const COUNTERS_EXPORT: &str = "pepper:counters";
 
 /// log2 of PEP's ring length with path windows, at least: each stack sample copies the
-/// ring (4,096 path ends, 32 KB; Lua completes that many in about 4 µs). Measured on Lua
-/// at 1 ms: windows of 16,384 path ends placed no more calls correctly (call overlap
-/// 83-89% against 87-93%) and cost a 128 KB copy per sample; more, shorter windows beat
-/// fewer, longer ones (stack samples every 500 µs: 92-96%).
+/// ring (4,096 path ends, 32 KB, a few microseconds of a fast interpreter). Four times
+/// longer windows placed no more calls correctly and cost four times the copy; more,
+/// shorter windows beat fewer, longer ones.
 pub const PATH_WINDOW_RING_LOG2: u32 = 12;
 /// PEP's ring with the switch is at least this long (log2 of its words): a burst the
 /// guest's handler measures runs for a stretch of the guest's time, and the ring holds

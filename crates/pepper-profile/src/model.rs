@@ -12,15 +12,17 @@ pub enum Mode {
     ExactEdges,
     /// No instrumentation: a baseline run.
     None,
-    /// PEP: the path register is always computed, paths are recorded only when sampled;
+    /// PEP: paths are recorded only in sampled bursts (by default the guest runs clean
+    /// copies of its functions between bursts, `RunInfo::switch` says where it checks);
     /// the edge profile is derived from the sampled paths.
     Pep,
     /// TPP: exact counts of the hot paths a guide edge profile predicts; paths through edges
     /// the guide calls cold are counted together, per function, as cold executions.
     Targeted,
-    /// Ephemeral instrumentation: each function's instrumented copy records its branches
-    /// for a few executions per epoch; the branch counts are estimates from those biases
-    /// and exact function entry counts (`Branch::recorded` says what they rest on).
+    /// Ephemeral instrumentation: instrumented copies record branches only part of the
+    /// time (by default in a short window of every epoch, or within a per-function budget
+    /// with `--persistence`); the branch counts are estimates scaled from what the copies
+    /// recorded (`Branch::recorded` says what they rest on).
     Ephemeral,
 }
 
@@ -339,13 +341,14 @@ pub struct Sampling {
     /// the burst was due to end. Absent when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub guest_bursts: u64,
-    /// Switchable instrumentation: where clean code checks the flag (`entries`, `outer`,
-    /// `loops`); empty when the instrumented code always runs.
+    /// Switchable instrumentation: where clean code checks the flag, one of `pepper run
+    /// --switch`'s placements (`entries`, `outer`, `nests`, `loops`, `shallow`, `deep`,
+    /// `all`); empty when the instrumented code always runs.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub switch: String,
-    /// Switch (PEP's bursts, ephemeral windows): where its flag was, `program` (a word of
-    /// the program's memory 0) or `pepper` (pepper's memory); empty without a switch and
-    /// in older profiles.
+    /// Switch (PEP's bursts, ephemeral windows): where its flag was: `pepper` (pepper's
+    /// own memory, the only place today); older profiles may say `program` (a word of the
+    /// program's memory 0); empty without a switch.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub switch_flag: String,
     /// Switch: microseconds the flag was set (the instrumented copies ran from each

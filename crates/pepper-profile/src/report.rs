@@ -11,6 +11,7 @@ pub const REPORT_VERSION: u32 = 1;
 
 /// How much of each list a text report shows.
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub struct ReportOptions {
     pub top_functions: usize,
     pub top_paths: usize,
@@ -413,9 +414,9 @@ fn sampling_text(o: &mut String, p: &Profile) {
         );
         // The estimate is the path-end rate measured in the instrumented copies times
         // the time each burst stands for. Those copies run slower than the clean code
-        // the rest of the time is spent in, so totals come out low (34-65% of exact
-        // totals on pepper's four bench workloads); shares between paths, branches and
-        // functions are what the bursts sample.
+        // the rest of the time is spent in, so totals come out low (well below the exact
+        // totals); shares between paths, branches and functions are what the bursts
+        // sample.
         let _ = writeln!(
             o,
             "note: with the switch, estimated executions run low (instrumented code is \

@@ -65,10 +65,12 @@ fn main() -> Result<()> {
     }
     let (store, collected) = profiled.finish();
     let profile = profiler.profile(&collected);
-    let opts = pepper_profile::report::ReportOptions {
-        top_functions: 3,
-        top_paths: 3,
-        top_branches: 3,
+    let opts = {
+        let mut report_ = pepper_profile::report::ReportOptions::default();
+        report_.top_functions = 3;
+        report_.top_paths = 3;
+        report_.top_branches = 3;
+        report_
     };
     print!("{}", pepper_profile::report::text(&profile, &opts));
     println!("host: {} reports, guest result {acc}", store.data().reports);

@@ -15,6 +15,7 @@ use wasmtime::{AsContext, AsContextMut, Instance, Module, Store, StoreContext, S
 
 /// What to start next to a guest: the profiling half of [`crate::RunConfig`].
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct AttachConfig {
     /// The instrumented module's export of pepper's memory (`pepper_wasm::COUNTERS_EXPORT`).
     pub counters_export: Option<String>,

@@ -44,6 +44,7 @@ pub(crate) fn ring_log2(params: PepParams, asked: u32, every_path_end: bool, swi
 
 /// What the guest sees: WASI arguments, environment, preopens and stdio.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct WasiOptions {
     /// `argv`, including `argv[0]` (the program name).
     pub args: Vec<String>,
@@ -69,6 +70,7 @@ pub enum SwitchDrive {
 }
 
 /// How a run samples: PEP's bursts, stack samples, intervals, ephemeral epochs.
+#[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct SamplingOptions {
     /// PEP(SAMPLES, STRIDE).
@@ -138,6 +140,7 @@ impl Default for SamplingOptions {
 
 /// Everything a profiling run of a WASI command needs.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct CommandOptions {
     /// What to instrument for. `ring_log2` is raised to what the sampling needs, and
     /// with [`CommandOptions::staged`] the guide comes from the first run.
@@ -165,6 +168,7 @@ pub struct CommandOptions {
 
 /// When a profiled command stops early, and who gets its profile then.
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct EarlyStopOptions {
     /// Stop on SIGINT or SIGTERM.
     pub signals: bool,
@@ -176,6 +180,20 @@ pub struct EarlyStopOptions {
     pub snapshot_every: Option<Duration>,
     /// Receives the snapshots.
     pub snapshot: Option<Arc<dyn Fn(Profile) + Send + Sync>>,
+}
+
+impl EarlyStopOptions {
+    /// Early stops whose profile goes to `deliver`, with no trigger set yet: set
+    /// `signals`, `after` or `snapshot_every` (and `snapshot`) to choose them.
+    pub fn new(deliver: Arc<dyn Fn(Profile, crate::StopReason) + Send + Sync>) -> Self {
+        EarlyStopOptions {
+            signals: false,
+            after: None,
+            deliver,
+            snapshot_every: None,
+            snapshot: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for EarlyStopOptions {
@@ -240,15 +258,16 @@ impl CommandOptions {
             .intervals
             .as_ref()
             .is_some_and(crate::IntervalConfig::reads_every_path_end);
-        InstrumentOptions {
-            guide: guide.or_else(|| self.instrument.guide.clone()),
-            ring_log2: ring_log2(
+        {
+            let mut instrument_ = self.instrument.clone();
+            instrument_.guide = guide.or_else(|| self.instrument.guide.clone());
+            instrument_.ring_log2 = ring_log2(
                 *p,
                 self.instrument.ring_log2,
                 every_path_end,
                 self.instrument.switch.is_some(),
-            ),
-            ..self.instrument.clone()
+            );
+            instrument_
         }
     }
 
@@ -335,13 +354,11 @@ impl CommandOptions {
 
 /// Staged mode's first stage: the exact edge profile of the same run, as a guide.
 fn staged_guide(unit: &Unit, module: &ModuleInfo, opts: &CommandOptions) -> Result<Guide> {
-    let stage = pepper_wasm::instrument(
-        &unit.core,
-        &InstrumentOptions {
-            mode: Mode::ExactEdges,
-            ..Default::default()
-        },
-    )?;
+    let stage = pepper_wasm::instrument(&unit.core, &{
+        let mut instrument = InstrumentOptions::default();
+        instrument.mode = Mode::ExactEdges;
+        instrument
+    })?;
     // The same run as stage two's, its output discarded and nothing sampled (exact edges
     // need no sampler).
     let cfg = RunConfig {

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 /// Where the budgets are and how they are refilled.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct EphemeralConfig {
     /// Byte address of the first budget word (u32 each, one per function).
     pub budgets: u32,

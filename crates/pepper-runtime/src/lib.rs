@@ -120,6 +120,7 @@ impl Preopen {
 
 /// How to run the guest.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct RunConfig {
     /// `argv`, including `argv[0]` (the program name).
     pub args: Vec<String>,
@@ -216,12 +217,23 @@ impl RunConfig {
 }
 
 /// Epoch ticking for a run.
+#[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct EpochConfig {
     /// How often the epoch is incremented.
     pub interval: Duration,
     /// Take a wasmtime `GuestProfiler` sample at each tick.
     pub guest_profiler: bool,
+}
+
+impl Default for EpochConfig {
+    /// Every millisecond (wasmtime's guest profiler's own period), without samples.
+    fn default() -> Self {
+        EpochConfig {
+            interval: Duration::from_millis(1),
+            guest_profiler: false,
+        }
+    }
 }
 
 /// What happened.

@@ -114,21 +114,19 @@ impl Profiler {
             (false, _) => pepper_layout::ContextMode::Off,
         };
         let switch = opts.switch && opts.mode == Mode::Pep;
-        let instrumented = pepper_wasm::instrument(
-            wasm,
-            &pepper_wasm::InstrumentOptions {
-                mode: opts.mode,
-                contexts,
-                switch: switch.then_some(pepper_wasm::PEP_PLACEMENT),
-                ring_log2: crate::command::ring_log2(
-                    opts.params,
-                    pepper_wasm::InstrumentOptions::default().ring_log2,
-                    false,
-                    switch,
-                ),
-                ..Default::default()
-            },
-        )?;
+        let instrumented = pepper_wasm::instrument(wasm, &{
+            let mut instrument = pepper_wasm::InstrumentOptions::default();
+            instrument.mode = opts.mode;
+            instrument.contexts = contexts;
+            instrument.switch = switch.then_some(pepper_wasm::PEP_PLACEMENT);
+            instrument.ring_log2 = crate::command::ring_log2(
+                opts.params,
+                pepper_wasm::InstrumentOptions::default().ring_log2,
+                false,
+                switch,
+            );
+            instrument
+        })?;
         let sampler = SamplerConfig::for_module(
             &instrumented,
             true,

@@ -22,14 +22,12 @@ const WAT: &str = r#"(module
 #[test]
 fn concurrent_runs_each_sample_their_own_paths() {
     let wasm = wat::parse_str(WAT).unwrap();
-    let inst = pepper_wasm::instrument(
-        &wasm,
-        &pepper_wasm::InstrumentOptions {
-            mode: pepper_profile::Mode::Pep,
-            contexts: pepper_wasm::ContextMode::Native,
-            ..Default::default()
-        },
-    )
+    let inst = pepper_wasm::instrument(&wasm, &{
+        let mut instrument = pepper_wasm::InstrumentOptions::default();
+        instrument.mode = pepper_profile::Mode::Pep;
+        instrument.contexts = pepper_wasm::ContextMode::Native;
+        instrument
+    })
     .unwrap();
     let prepared =
         Arc::new(pepper_runtime::Prepared::new(&inst.wasm, &Default::default()).unwrap());
@@ -40,12 +38,10 @@ fn concurrent_runs_each_sample_their_own_paths() {
         (Duration::from_millis(1), Duration::from_millis(1)),
     )
     .expect("PEP with native contexts has a sampler");
-    let config = pepper_runtime::RunConfig {
-        args: vec!["t".into()],
-        counters_export: Some(pepper_wasm::COUNTERS_EXPORT.into()),
-        sampler: Some(sampler),
-        ..Default::default()
-    };
+    let mut config = pepper_runtime::RunConfig::default();
+    config.args = vec!["t".into()];
+    config.counters_export = Some(pepper_wasm::COUNTERS_EXPORT.into());
+    config.sampler = Some(sampler);
     const RUNS: usize = 8;
     let start = Arc::new(Barrier::new(RUNS));
     let runs: Vec<_> = (0..RUNS)

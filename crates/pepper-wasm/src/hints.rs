@@ -24,6 +24,7 @@ pub const SECTION: &str = "metadata.code.branch_hint";
 
 /// Which branches get a hint.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct HintOptions {
     /// A branch is hinted when its more frequent outcome has at least this share of its
     /// executions.

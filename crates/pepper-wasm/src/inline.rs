@@ -30,6 +30,7 @@ use wasmparser::{Operator as O, Parser, Payload, ValType};
 
 /// Which call sites are inlined.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct InlineOptions {
     /// A site is inlined when it made at least this share of the profile's calls...
     pub min_share: f64,

@@ -181,6 +181,7 @@ impl Guide {
 
 /// Tuning knobs of the rewriter.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct InstrumentOptions {
     pub mode: Mode,
     /// Functions with at most this many paths count into arrays; more go to the hash table.
@@ -267,9 +268,9 @@ pub struct InstrumentOptions {
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
 /// An array slot is a load-add-store; a hashed path end is a call, a hash and a probe
-/// (about 11 cycles): on bzip2, whose sorting function has 8,235 paths, raising the limit
-/// from 4,096 took exact-paths from +57% to +10% over uninstrumented. Only the pages of an
-/// array that its paths touch are ever faulted in, so large sparse arrays cost little.
+/// (about 11 cycles), so a hot function with thousands of paths (a sorting routine, say)
+/// is far cheaper counted in an array. Only the pages of an array that its paths touch
+/// are ever faulted in, so large sparse arrays cost little.
 pub const DEFAULT_ARRAY_MAX_PATHS: u64 = 1 << 16;
 
 impl Default for InstrumentOptions {

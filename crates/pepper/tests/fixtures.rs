@@ -372,8 +372,8 @@ fn obvious_counts_match_exact_across_proc_exit() {
 ///
 /// Near, and low: a burst stands for the clean code's time at the rate the instrumented
 /// copies complete paths, and they slow the call-free loop (one store per path end where
-/// it had none) more than the call-heavy one. Its 67% of the path ends gets 55-61% of the
-/// estimate with `outer` and `loops`, 44-56% with `all`, on an idle machine.
+/// it had none) more than the call-heavy one, so its share of the estimate comes out
+/// somewhat below its true share, most with `all`.
 #[test]
 fn switched_bursts_sample_long_and_call_heavy_loops_in_proportion() {
     let f = fixture("switch_loops.wat");

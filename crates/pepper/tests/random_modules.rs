@@ -122,195 +122,188 @@ fn random_modules_behave_identically_and_profile_consistently() {
         (
             // Every function hashed through a two-entry cache: evictions all the time.
             "exact-paths hashed",
-            InstrumentOptions {
-                array_max_paths: 0,
-                hash_cache_log2: 1,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.array_max_paths = 0;
+                instrument.hash_cache_log2 = 1;
+                instrument
             },
         ),
-        (
-            "exact-edges",
-            InstrumentOptions {
-                mode: Mode::ExactEdges,
-                ..Default::default()
-            },
-        ),
-        (
-            "pep every 1",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                pep_every: Some(1),
-                ..Default::default()
-            },
-        ),
-        (
-            "pep every 1, switch all, always on",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                pep_every: Some(1),
-                switch: Some(SwitchPlacement::All),
-                ..Default::default()
-            },
-        ),
+        ("exact-edges", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::ExactEdges;
+            instrument
+        }),
+        ("pep every 1", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::Pep;
+            instrument.pep_every = Some(1);
+            instrument
+        }),
+        ("pep every 1, switch all, always on", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::Pep;
+            instrument.pep_every = Some(1);
+            instrument.switch = Some(SwitchPlacement::All);
+            instrument
+        }),
         (
             // Copies change at random checks: entries, every loop header, mid-burst,
             // inside calls, around traps and exceptions.
             "pep every 1, switch all, random",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                pep_every: Some(1),
-                switch: Some(SwitchPlacement::All),
-                switch_chaos: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Pep;
+                instrument.pep_every = Some(1);
+                instrument.switch = Some(SwitchPlacement::All);
+                instrument.switch_chaos = true;
+                instrument
             },
         ),
-        (
-            "pep ring, switch loops at random, native contexts",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                contexts: ContextMode::Native,
-                switch: Some(SwitchPlacement::Loops),
-                switch_chaos: true,
-                ..Default::default()
-            },
-        ),
+        ("pep ring, switch loops at random, native contexts", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::Pep;
+            instrument.contexts = ContextMode::Native;
+            instrument.switch = Some(SwitchPlacement::Loops);
+            instrument.switch_chaos = true;
+            instrument
+        }),
         (
             // Copies enter and leave at inner loops too.
             "pep every 1, switch shallow at random",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                pep_every: Some(1),
-                switch: Some(SwitchPlacement::Shallow),
-                switch_chaos: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Pep;
+                instrument.pep_every = Some(1);
+                instrument.switch = Some(SwitchPlacement::Shallow);
+                instrument.switch_chaos = true;
+                instrument
             },
         ),
         (
             // Copies enter and leave at loops behind up to eight constructs.
             "pep every 1, switch deep at random",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                pep_every: Some(1),
-                switch: Some(SwitchPlacement::Deep),
-                switch_chaos: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Pep;
+                instrument.pep_every = Some(1);
+                instrument.switch = Some(SwitchPlacement::Deep);
+                instrument.switch_chaos = true;
+                instrument
             },
         ),
         (
             // A burst that ends in the guest: on from the start, off once the ring head
             // has passed its limit.
             "pep ring, switch outer, limited",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                switch: Some(SwitchPlacement::Outer),
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Pep;
+                instrument.switch = Some(SwitchPlacement::Outer);
+                instrument
             },
         ),
         (
             // Clean code checks outermost headers only; the instrumented copy leaves at
             // inner ones, into clean code entered there.
             "pep every 1, switch outer at random",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                pep_every: Some(1),
-                switch: Some(SwitchPlacement::Outer),
-                switch_chaos: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Pep;
+                instrument.pep_every = Some(1);
+                instrument.switch = Some(SwitchPlacement::Outer);
+                instrument.switch_chaos = true;
+                instrument
             },
         ),
         (
             // Clean code never armed: header counts in locals for call-free loops.
             "ephemeral",
-            InstrumentOptions {
-                mode: Mode::Ephemeral,
-                ephemeral_windows: false,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Ephemeral;
+                instrument.ephemeral_windows = false;
+                instrument
             },
         ),
         (
             // Copies change at random checks, flushing register header counts.
             "ephemeral, random",
-            InstrumentOptions {
-                mode: Mode::Ephemeral,
-                ephemeral_windows: false,
-                switch_chaos: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Ephemeral;
+                instrument.ephemeral_windows = false;
+                instrument.switch_chaos = true;
+                instrument
             },
         ),
         (
             // Windows: one flag, set before any call and never cleared, so every function
             // runs its instrumented copy all along.
             "ephemeral windows, always on",
-            InstrumentOptions {
-                mode: Mode::Ephemeral,
-                ephemeral_windows: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Ephemeral;
+                instrument.ephemeral_windows = true;
+                instrument
             },
         ),
-        (
-            "ephemeral windows, random",
-            InstrumentOptions {
-                mode: Mode::Ephemeral,
-                ephemeral_windows: true,
-                switch_chaos: true,
-                ..Default::default()
-            },
-        ),
+        ("ephemeral windows, random", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::Ephemeral;
+            instrument.ephemeral_windows = true;
+            instrument.switch_chaos = true;
+            instrument
+        }),
         (
             // Copies enter and leave at inner loops too.
             "ephemeral windows at shallow, random",
-            InstrumentOptions {
-                mode: Mode::Ephemeral,
-                ephemeral_windows: true,
-                switch: Some(SwitchPlacement::Shallow),
-                switch_chaos: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Ephemeral;
+                instrument.ephemeral_windows = true;
+                instrument.switch = Some(SwitchPlacement::Shallow);
+                instrument.switch_chaos = true;
+                instrument
             },
         ),
         (
             // Copies entered at loop nests behind many blocks, left into `F_resume`.
             "ephemeral windows at deep, random",
-            InstrumentOptions {
-                mode: Mode::Ephemeral,
-                ephemeral_windows: true,
-                switch: Some(SwitchPlacement::Deep),
-                switch_chaos: true,
-                ..Default::default()
+            {
+                let mut instrument = InstrumentOptions::default();
+                instrument.mode = Mode::Ephemeral;
+                instrument.ephemeral_windows = true;
+                instrument.switch = Some(SwitchPlacement::Deep);
+                instrument.switch_chaos = true;
+                instrument
             },
         ),
-        (
-            "pep ring, native contexts with call log",
-            InstrumentOptions {
-                mode: Mode::Pep,
-                contexts: ContextMode::Native,
-                call_log_log2: Some(6),
-                ..Default::default()
-            },
-        ),
-        (
-            "targeted, no guide",
-            InstrumentOptions {
-                mode: Mode::Targeted,
-                obvious: true,
-                ..Default::default()
-            },
-        ),
-        (
-            "none, shadow stack",
-            InstrumentOptions {
-                mode: Mode::None,
-                contexts: ContextMode::Sampled,
-                ..Default::default()
-            },
-        ),
-        (
-            "none, exact contexts",
-            InstrumentOptions {
-                mode: Mode::None,
-                contexts: ContextMode::Exact,
-                ..Default::default()
-            },
-        ),
+        ("pep ring, native contexts with call log", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::Pep;
+            instrument.contexts = ContextMode::Native;
+            instrument.call_log_log2 = Some(6);
+            instrument
+        }),
+        ("targeted, no guide", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::Targeted;
+            instrument.obvious = true;
+            instrument
+        }),
+        ("none, shadow stack", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::None;
+            instrument.contexts = ContextMode::Sampled;
+            instrument
+        }),
+        ("none, exact contexts", {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::None;
+            instrument.contexts = ContextMode::Exact;
+            instrument
+        }),
     ];
     let (mut checked, mut compared, mut calls) = (0, 0, 0);
     let (mut executions, mut paths, mut given) = (0, 0, 0);
@@ -429,10 +422,12 @@ fn random_modules_behave_identically_and_profile_consistently() {
         // Hints from the exact profile (every executed if/br_if, either way) change
         // nothing a program does, compiled with hints on; instrumenting the hinted module
         // keeps only hints that still point at an if/br_if.
-        let every = pepper_wasm::hints::HintOptions {
-            min_bias: 0.5,
-            min_count: 1,
-            unlikely_br_if: true,
+        let every = {
+            let mut hint = pepper_wasm::hints::HintOptions::default();
+            hint.min_bias = 0.5;
+            hint.min_count = 1;
+            hint.unlikely_br_if = true;
+            hint
         };
         let (hints, _) = pepper_wasm::hints::choose(&wasm, &exact.branches, &every)
             .unwrap_or_else(|e| panic!("seed {seed}: hints: {e}"));
@@ -457,11 +452,13 @@ fn random_modules_behave_identically_and_profile_consistently() {
         swapped_ifs += layout.swapped;
         // Inlining every direct call site changes no behaviour, and the hints, moved and
         // copied into the inlined bodies, still point at ifs and br_ifs.
-        let everything = pepper_wasm::inline::InlineOptions {
-            min_share: 0.0,
-            min_calls: 0,
-            max_callee_bytes: usize::MAX,
-            max_growth: f64::INFINITY,
+        let everything = {
+            let mut inline_ = pepper_wasm::inline::InlineOptions::default();
+            inline_.min_share = 0.0;
+            inline_.min_calls = 0;
+            inline_.max_callee_bytes = usize::MAX;
+            inline_.max_growth = f64::INFINITY;
+            inline_
         };
         let (inlined, moved, summary) =
             pepper_wasm::inline::inline(&wasm, &direct_calls(&wasm), &hints, &everything)
@@ -476,10 +473,11 @@ fn random_modules_behave_identically_and_profile_consistently() {
         assert_same(&got, &original, &format!("seed {seed}, inlined"));
         inlined_sites += summary.inlined;
         // The input's hints and the switch's checks' go into one section.
-        let switched_opts = InstrumentOptions {
-            mode: Mode::Pep,
-            switch: Some(SwitchPlacement::Outer),
-            ..Default::default()
+        let switched_opts = {
+            let mut instrument = InstrumentOptions::default();
+            instrument.mode = Mode::Pep;
+            instrument.switch = Some(SwitchPlacement::Outer);
+            instrument
         };
         for opts in [&InstrumentOptions::default(), &switched_opts] {
             let inst = pepper_wasm::instrument(&hinted, opts).unwrap();

@@ -90,12 +90,10 @@ impl Reach {
 }
 
 /// A loop nest behind twelve blocks, inside a loop whose header a frame passes once a
-/// call: a frame entering it in clean code would otherwise run it clean to the end
-/// (measured before nests had checks: PEP's path accuracy 22.7% on a Rust program shaped
-/// so, and ephemeral's relative edge overlap 62%). A burst's frame leaves the
-/// instrumented copy at the nest's next check, into `F_resume`: the instrumented code
-/// ran about 1% of the path ends; without that copy it ran on to the end of the call,
-/// 75% of them.
+/// call: a frame entering it in clean code would otherwise run it clean to the end, and
+/// both PEP and ephemeral would miss most of it. A burst's frame leaves the instrumented
+/// copy at the nest's next check, into `F_resume`, so the instrumented code runs a small
+/// share of the path ends; without that copy it would run on to the end of the call.
 #[test]
 fn bursts_and_windows_reach_a_loop_nest_behind_many_blocks() {
     Reach {

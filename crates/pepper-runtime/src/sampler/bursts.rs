@@ -349,7 +349,7 @@ impl Bursts {
         // Switch: a frame that enters its instrumented copy at a loop writes an empty word
         // at the loop's header (the path so far is nobody's). That is no path end of the
         // program: neither a sample nor a loss, and the burst stands for that many fewer
-        // path ends (bzip2: about 8% of a burst's words, reported as lost samples before).
+        // path ends (in loop-heavy code a visible share of a burst's words).
         let marks = self
             .buf
             .iter()
@@ -584,9 +584,9 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 /// The head is read every `RATE_GAP`, so the watch lasts at least a microsecond, in which
 /// a fast guest completes a thousand paths or more: the rate is that stretch's, and the
 /// caller draws the burst from anywhere in it, so that the burst and its weight describe
-/// the same code. (A burst of the newest paths only, 81 of them or about 100 ns on this
-/// machine, carried the stretch's average rate, which undercounted fast loops next to
-/// slow ones: bzip2's absolute overlap fell to 85%.)
+/// the same code. (A burst of the newest paths only, a fraction of a microsecond of
+/// them, carried the stretch's average rate, which undercounted fast loops next to slow
+/// ones.)
 ///
 /// A guest that completes nothing while watched (in a host call, or descheduled) has a
 /// zero rate at that moment, and its burst weighs nothing.

@@ -5,6 +5,7 @@ use super::*;
 
 /// Where the shadow stack lives and how the PCCT is built.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct StackConfig {
     /// Byte address of the u32 stack pointer (frames × 16).
     pub pointer: u32,

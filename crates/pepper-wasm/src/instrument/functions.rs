@@ -305,9 +305,8 @@ impl Build<'_, '_> {
 }
 
 /// The call site whose counter each call site counts in: the first call site of its CFG
-/// node in an instrumented function, since a node runs its calls once per execution (on
-/// the bench workloads, 22% of Lua's calls and 4% of SQLite's then increment no counter
-/// of their own). That holds where every call returns or the run ends: an exception
+/// node in an instrumented function, since a node runs its calls once per execution (an
+/// interpreter's calls then often increment no counter of their own). That holds where every call returns or the run ends: an exception
 /// that some frame catches would leave the node's later calls unmade, so where anything
 /// may throw, or a body could not be analyzed (exception handlers among them), every
 /// site keeps its own counter. A run that ends inside a call (a trap, `proc_exit`)

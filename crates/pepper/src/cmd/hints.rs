@@ -92,10 +92,12 @@ pub fn run(a: Args) -> Result<i32> {
         a.profile.display(),
         profile.mode.name()
     );
-    let opts = HintOptions {
-        min_bias: a.min_bias,
-        min_count: a.min_count,
-        unlikely_br_if: a.unlikely_br_if,
+    let opts = {
+        let mut hint = HintOptions::default();
+        hint.min_bias = a.min_bias;
+        hint.min_count = a.min_count;
+        hint.unlikely_br_if = a.unlikely_br_if;
+        hint
     };
     let (chosen, summary) = hints::choose(wasm, &profile.branches, &opts)
         .with_context(|| format!("matching {} to {}", a.profile.display(), a.input.display()))?;
@@ -114,10 +116,11 @@ pub fn run(a: Args) -> Result<i32> {
                         a.profile.display()
                     )
                 })?;
-            let opts = InlineOptions {
-                min_share: a.inline_min_share,
-                max_callee_bytes: a.inline_max_bytes,
-                ..Default::default()
+            let opts = {
+                let mut inline = InlineOptions::default();
+                inline.min_share = a.inline_min_share;
+                inline.max_callee_bytes = a.inline_max_bytes;
+                inline
             };
             let (out, moved, s) = inline::inline(wasm, sites, &chosen, &opts)
                 .with_context(|| format!("inlining into {}", a.input.display()))?;

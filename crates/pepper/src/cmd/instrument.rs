@@ -43,20 +43,21 @@ pub fn run(a: Args) -> Result<i32> {
         .as_deref()
         .and_then(|g| super::run::load_guide(g, wasm))
         .map(std::sync::Arc::new);
-    let opts = pepper_wasm::InstrumentOptions {
-        mode: a.mode.into(),
-        guide,
-        cold_threshold: a.guided.cold_threshold,
-        loop_threshold: a.guided.loop_threshold,
-        obvious: a.guided.obvious,
-        loop_counts: !a.no_loop_counts,
-        switch: a.switch.placement(),
-        contexts: if a.contexts {
+    let opts = {
+        let mut instrument = pepper_wasm::InstrumentOptions::default();
+        instrument.mode = a.mode.into();
+        instrument.guide = guide;
+        instrument.cold_threshold = a.guided.cold_threshold;
+        instrument.loop_threshold = a.guided.loop_threshold;
+        instrument.obvious = a.guided.obvious;
+        instrument.loop_counts = !a.no_loop_counts;
+        instrument.switch = a.switch.placement();
+        instrument.contexts = if a.contexts {
             pepper_wasm::ContextMode::Native
         } else {
             pepper_wasm::ContextMode::Off
-        },
-        ..Default::default()
+        };
+        instrument
     };
     let out = pepper_wasm::instrument(wasm, &opts)
         .with_context(|| format!("instrumenting {}", a.input.display()))?;

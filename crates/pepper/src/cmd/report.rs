@@ -73,10 +73,12 @@ pub fn run(a: Args) -> Result<i32> {
     };
     match a.format {
         Format::Text => {
-            let opts = report::ReportOptions {
-                top_functions: a.top,
-                top_paths: a.top,
-                top_branches: a.top + 5,
+            let opts = {
+                let mut report_ = report::ReportOptions::default();
+                report_.top_functions = a.top;
+                report_.top_paths = a.top;
+                report_.top_branches = a.top + 5;
+                report_
             };
             out.write_all(report::text(&profile, &opts).as_bytes())?;
         }
@@ -98,11 +100,10 @@ pub(super) fn html_page(
     source_dirs: &[PathBuf],
     top: usize,
 ) -> String {
-    pepper_export::html(
-        profile,
-        &pepper_export::HtmlOptions {
-            source_dirs: source_dirs.to_vec(),
-            top,
-        },
-    )
+    pepper_export::html(profile, &{
+        let mut html = pepper_export::HtmlOptions::default();
+        html.source_dirs = source_dirs.to_vec();
+        html.top = top;
+        html
+    })
 }

@@ -271,22 +271,8 @@ fn early_stop(
 ) -> pepper_runtime::EarlyStopOptions {
     let output = output.to_path_buf();
     let snapshot_to = output.clone();
-    pepper_runtime::EarlyStopOptions {
-        snapshot_every,
-        // Each snapshot replaces the profile file whole (a reader never sees half of one).
-        snapshot: Some(std::sync::Arc::new(
-            move |profile: pepper_profile::Profile| {
-                if let Err(e) = profile.write_file(&snapshot_to) {
-                    eprintln!(
-                        "pepper: warning: snapshot to {}: {e}",
-                        snapshot_to.display()
-                    );
-                }
-            },
-        )),
-        signals: true,
-        after: duration,
-        deliver: std::sync::Arc::new(move |profile, reason| {
+    let mut stop =
+        pepper_runtime::EarlyStopOptions::new(std::sync::Arc::new(move |profile, reason| {
             let (why, code) = match reason {
                 pepper_runtime::StopReason::Signal(s) => (format!("signal {s}"), 128 + s),
                 pepper_runtime::StopReason::Duration => ("--duration".to_string(), 124),
@@ -311,8 +297,22 @@ fn early_stop(
                 }
             }
             std::process::exit(code);
-        }),
-    }
+        }));
+    stop.signals = true;
+    stop.after = duration;
+    stop.snapshot_every = snapshot_every;
+    // Each snapshot replaces the profile file whole (a reader never sees half of one).
+    stop.snapshot = Some(std::sync::Arc::new(
+        move |profile: pepper_profile::Profile| {
+            if let Err(e) = profile.write_file(&snapshot_to) {
+                eprintln!(
+                    "pepper: warning: snapshot to {}: {e}",
+                    snapshot_to.display()
+                );
+            }
+        },
+    ));
+    stop
 }
 
 impl Args {
@@ -353,12 +353,14 @@ impl Args {
             _ => &self.args[..],
         };
         args.extend(guest.iter().cloned());
-        Ok(WasiOptions {
-            args,
-            env,
-            inherit_env: self.inherit_env,
-            dirs,
-            inherit_stdio: true,
+        Ok({
+            let mut wasi = WasiOptions::default();
+            wasi.args = args;
+            wasi.env = env;
+            wasi.inherit_env = self.inherit_env;
+            wasi.dirs = dirs;
+            wasi.inherit_stdio = true;
+            wasi
         })
     }
 
@@ -434,59 +436,65 @@ impl Args {
             self.every.is_some(),
             contexts == ContextMode::Native,
         )?;
-        let instrument = pepper_wasm::InstrumentOptions {
-            mode,
-            contexts,
-            site_counters: !self.no_call_counts,
-            call_log_log2: (self.call_windows && contexts == ContextMode::Native).then_some(14),
-            path_windows: !self.no_path_windows,
-            array_max_paths: self.array_max_paths,
-            hash_cache_log2: self.hash_cache_log2,
-            loop_counts: !self.no_loop_counts,
-            pep_every: self.every,
-            switch: switch.placement(),
-            switch_chaos: self.switch_chaos,
-            guide,
-            cold_threshold: self.guided.cold_threshold,
-            loop_threshold: self.guided.loop_threshold,
-            obvious: self.guided.obvious,
-            ephemeral_windows: self.persistence.is_none(),
-            ..Default::default()
+        let instrument = {
+            let mut instrument = pepper_wasm::InstrumentOptions::default();
+            instrument.mode = mode;
+            instrument.contexts = contexts;
+            instrument.site_counters = !self.no_call_counts;
+            instrument.call_log_log2 =
+                (self.call_windows && contexts == ContextMode::Native).then_some(14);
+            instrument.path_windows = !self.no_path_windows;
+            instrument.array_max_paths = self.array_max_paths;
+            instrument.hash_cache_log2 = self.hash_cache_log2;
+            instrument.loop_counts = !self.no_loop_counts;
+            instrument.pep_every = self.every;
+            instrument.switch = switch.placement();
+            instrument.switch_chaos = self.switch_chaos;
+            instrument.guide = guide;
+            instrument.cold_threshold = self.guided.cold_threshold;
+            instrument.loop_threshold = self.guided.loop_threshold;
+            instrument.obvious = self.guided.obvious;
+            instrument.ephemeral_windows = self.persistence.is_none();
+            instrument
         };
-        let sampling = SamplingOptions {
-            params: pepper_sampling::PepParams {
+        let sampling = {
+            let mut sampling = SamplingOptions::default();
+            sampling.params = pepper_sampling::PepParams {
                 samples: self.samples,
                 stride: self.stride,
-            },
-            interval: self.interval,
-            stack_interval: self.stack_interval,
-            weights: self.burst_weights.into(),
-            intervals: ia.config(),
-            switch: match self.switch_always_on {
+            };
+            sampling.interval = self.interval;
+            sampling.stack_interval = self.stack_interval;
+            sampling.weights = self.burst_weights.into();
+            sampling.intervals = ia.config();
+            sampling.switch = match self.switch_always_on {
                 true => SwitchDrive::AlwaysOn,
                 false => SwitchDrive::Sampler,
-            },
-            persistence: self.persistence.unwrap_or(1000),
-            epoch: self.epoch.unwrap_or(match self.persistence {
+            };
+            sampling.persistence = self.persistence.unwrap_or(1000);
+            sampling.epoch = self.epoch.unwrap_or(match self.persistence {
                 Some(_) => pepper_runtime::BUDGET_EPOCH,
                 None => pepper_runtime::EPHEMERAL_EPOCH,
-            }),
-            window: self.window.unwrap_or(pepper_runtime::EPHEMERAL_WINDOW),
-            window_phase: Default::default(),
-            live: None,
+            });
+            sampling.window = self.window.unwrap_or(pepper_runtime::EPHEMERAL_WINDOW);
+            sampling.window_phase = Default::default();
+            sampling.live = None;
+            sampling
         };
-        Ok(CommandOptions {
-            instrument,
-            staged,
-            wasi: self.wasi()?,
-            cache_dir: match self.no_cache {
+        Ok({
+            let mut command = CommandOptions::default();
+            command.instrument = instrument;
+            command.staged = staged;
+            command.wasi = self.wasi()?;
+            command.cache_dir = match self.no_cache {
                 true => None,
                 false => pepper_runtime::default_cache_dir(),
-            },
-            branch_hints: self.branch_hints,
-            sampling,
-            invoke: self.invoke.clone(),
-            early_stop: None,
+            };
+            command.branch_hints = self.branch_hints;
+            command.sampling = sampling;
+            command.invoke = self.invoke.clone();
+            command.early_stop = None;
+            command
         })
     }
 }

@@ -41,9 +41,10 @@ fn damaged_modules_are_refused_or_instrumented_never_panic() {
                     .validate_all(&w)
                     .is_ok();
             for mode in [Mode::ExactPaths, Mode::ExactEdges, Mode::Pep] {
-                let opts = InstrumentOptions {
-                    mode,
-                    ..Default::default()
+                let opts = {
+                    let mut instrument = InstrumentOptions::default();
+                    instrument.mode = mode;
+                    instrument
                 };
                 let result = std::panic::catch_unwind(|| pepper_wasm::instrument(&w, &opts));
                 let result = result.unwrap_or_else(|_| {
