@@ -10,7 +10,7 @@
 //! executed), so only a gap far wider than a block's cost varies is called blind, and
 //! only beyond what the number of stack samples explains.
 
-use crate::{Function, Mode, Profile};
+use crate::{Function, Profile};
 use std::collections::HashMap;
 
 /// A function the path or branch estimate misses.
@@ -36,7 +36,7 @@ const MIN_SAMPLES: u64 = 20;
 /// The functions `p`'s path or branch estimate misses, hottest first; none where the
 /// profile has no sampled estimate or too few stack samples to compare it with.
 pub fn blind_spots(p: &Profile) -> Vec<BlindSpot> {
-    if !matches!(p.mode, Mode::Pep | Mode::Ephemeral) || p.sampling.is_none() {
+    if !p.mode.sampled() || p.sampling.is_none() {
         return Vec::new();
     }
     let Some(contexts) = &p.contexts else {
@@ -115,7 +115,7 @@ fn reason(p: &Profile, f: &Function) -> String {
     if !f.instrumented {
         return "it was not instrumented".into();
     }
-    if p.mode == Mode::Ephemeral {
+    if p.mode.samples_edges() {
         return "the windows rarely found it in its instrumented copy: a long-running loop \
                 that the windows' checks do not reach would do that"
             .into();
@@ -163,7 +163,7 @@ pub fn mark_blind_spots(p: &mut Profile) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::testing;
-    use crate::{ContextKind, ContextSampling, Path, Sampling};
+    use crate::{ContextKind, ContextSampling, Mode, Path, Sampling};
 
     fn function(index: u32, name: &str) -> Function {
         serde_json::from_value(serde_json::json!({

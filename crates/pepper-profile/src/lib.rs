@@ -11,6 +11,7 @@ pub mod context_accuracy;
 mod contexts;
 mod file;
 mod merge;
+mod mode;
 mod model;
 pub mod report;
 #[cfg(test)]

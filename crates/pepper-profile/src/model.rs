@@ -2,48 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What a run measured.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Mode {
-    /// Every Ball-Larus path counted; the edge profile is derived from the paths.
-    ExactPaths,
-    /// Every branch outcome counted directly; no paths.
-    ExactEdges,
-    /// No instrumentation: a baseline run.
-    None,
-    /// PEP: paths are recorded only in sampled bursts (by default the guest runs clean
-    /// copies of its functions between bursts, `RunInfo::switch` says where it checks);
-    /// the edge profile is derived from the sampled paths.
-    Pep,
-    /// TPP: exact counts of the hot paths a guide edge profile predicts; paths through edges
-    /// the guide calls cold are counted together, per function, as cold executions.
-    Targeted,
-    /// Ephemeral instrumentation: instrumented copies record branches only part of the
-    /// time (by default in a short window of every epoch, or within a per-function budget
-    /// with `--persistence`); the branch counts are estimates scaled from what the copies
-    /// recorded (`Branch::recorded` says what they rest on).
-    Ephemeral,
-}
-
-impl Mode {
-    pub fn name(self) -> &'static str {
-        match self {
-            Mode::ExactPaths => "exact-paths",
-            Mode::ExactEdges => "exact-edges",
-            Mode::None => "none",
-            Mode::Pep => "pep",
-            Mode::Targeted => "targeted",
-            Mode::Ephemeral => "ephemeral",
-        }
-    }
-
-    /// Whether the mode keeps a Ball-Larus path register (ephemeral mode's instrumented
-    /// copies count edges, as exact edges do).
-    pub fn paths(self) -> bool {
-        matches!(self, Mode::ExactPaths | Mode::Pep | Mode::Targeted)
-    }
-}
+pub use crate::mode::Mode;
 
 /// The original (uninstrumented) module the profile describes.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]

@@ -273,7 +273,7 @@ impl CommandOptions {
 
     /// The stack sampling period asked for (see [`SamplingOptions::stack_interval`]).
     fn asked_stack_interval(&self, guest: &pepper_layout::Guest) -> Duration {
-        let pep_ticks = guest.mode == Mode::Pep && self.instrument.pep_every.is_none();
+        let pep_ticks = guest.mode.samples_paths() && self.instrument.pep_every.is_none();
         self.sampling.stack_interval.unwrap_or(if pep_ticks {
             self.sampling.interval
         } else {
@@ -314,7 +314,7 @@ impl CommandOptions {
             inherit_stdio: self.wasi.inherit_stdio,
             epoch: None,
             branch_hints: self.branch_hints || module.wants_branch_hinting(),
-            ephemeral: (guest.mode == Mode::Ephemeral && switched).then(|| EphemeralConfig {
+            ephemeral: (guest.mode.samples_edges() && switched).then(|| EphemeralConfig {
                 budgets: flag.at,
                 functions: (guest.num_funcs - guest.num_imports) as u32,
                 persistence: s.persistence,

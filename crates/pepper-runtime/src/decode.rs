@@ -4,7 +4,7 @@
 //! [`profile`].
 
 use crate::{BurstWeights, Collected, RunResult, SamplerConfig, SamplerResult};
-use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo, Sampling};
+use pepper_profile::{ModuleInfo, Profile, RunInfo, Sampling};
 use pepper_sampling::PepParams;
 use std::time::Duration;
 
@@ -111,7 +111,7 @@ pub fn profile(
 ) -> Profile {
     let samples = collected.samples;
     let guest = &instrumented.guest;
-    let mut sampling = (guest.mode == Mode::Pep).then(|| {
+    let mut sampling = guest.mode.samples_paths().then(|| {
         let s = samples.cloned().unwrap_or_default();
         let ring = settings.every.is_none();
         let info = Sampling {
@@ -141,7 +141,7 @@ pub fn profile(
         };
         (info, s.words)
     });
-    if guest.mode == Mode::Ephemeral {
+    if guest.mode.samples_edges() {
         // Ephemeral epochs in the sampling record: `samples` is the persistence,
         // `interval_us` the epoch and `ticks` the epochs armed.
         // In windows: `samples` 0, `switched_on_us` the time they were open.

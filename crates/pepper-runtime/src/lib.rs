@@ -14,9 +14,10 @@
 //! read, because the instance (and so its memory) outlives the failed call.
 //!
 //! `unsafe` is denied except in `memview`, which reads the profiler memory from another
-//! thread while the guest runs, `sampler`, which hands that memory to the signal handler,
-//! and `native`, which interrupts the guest thread with a signal and copies its
-//! frame-pointer chain.
+//! thread while the guest runs; `sampler`, which hands that memory to the signal handler;
+//! `native`, which interrupts the guest thread with a signal and copies its frame-pointer
+//! chain; `hostmem`, which allocates the memories wasmtime runs on; `worker`, which reads
+//! a thread's CPU clock; and `interrupt`, which installs the stop signals' handler.
 
 // Every public item is documented (CI denies warnings): embedders read this crate's docs.
 #![warn(missing_docs)]

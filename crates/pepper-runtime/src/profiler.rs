@@ -113,7 +113,7 @@ impl Profiler {
             (true, false) => pepper_layout::ContextMode::Sampled,
             (false, _) => pepper_layout::ContextMode::Off,
         };
-        let switch = opts.switch && opts.mode == Mode::Pep;
+        let switch = opts.switch && opts.mode.samples_paths();
         let instrumented = pepper_wasm::instrument(wasm, &{
             let mut instrument = pepper_wasm::InstrumentOptions::default();
             instrument.mode = opts.mode;

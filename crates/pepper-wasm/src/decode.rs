@@ -133,7 +133,7 @@ impl Plan {
     /// Counter increments of an exact-edges run (`None` in other modes): a deterministic
     /// measure of counter placement, free of timing noise.
     pub fn edge_increments(&self, mem: &[u8]) -> Option<Increments> {
-        if self.mode != Mode::ExactEdges {
+        if !self.mode.given_entries() {
             return None;
         }
         let mut total = Increments::default();
@@ -199,7 +199,7 @@ impl Plan {
             .collect();
         // PEP without call-site counters: the calls its sampled paths pass stand in.
         let estimated_calls = (self.layout.site_counters == 0
-            && self.mode == Mode::Pep
+            && self.mode.samples_paths()
             && self.contexts != pepper_layout::ContextMode::Off)
             .then(|| path_calls::site_calls_from_paths(self, &paths));
         let contexts = self.contexts_profile(
@@ -231,7 +231,7 @@ impl Plan {
                 b.counts = c;
             }
         }
-        if self.mode == Mode::Ephemeral {
+        if self.mode.samples_edges() {
             ephemeral::estimate(self, mem, &window_groups, &mut profile);
         }
         profile

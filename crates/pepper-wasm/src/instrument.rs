@@ -14,8 +14,9 @@ use pepper_layout::ContextMode;
 use pepper_profile::Mode;
 
 /// Instruments `wasm` for `opts.mode`, leaving any function it cannot handle unchanged (with
-/// a warning naming it). The output validates and behaves like the input; see
-/// `tests/differential.rs`.
+/// a warning naming it). The output validates and behaves like the input; see pepper's
+/// differential tests, `crates/pepper/tests/random_modules.rs` (generated modules) and
+/// `corpus.rs` (real programs).
 pub fn instrument(wasm: &[u8], opts: &InstrumentOptions) -> Result<Instrumented, InstrumentError> {
     let facts = ModuleFacts::parse(wasm)?;
     let mut validator = wasmparser::Validator::new_with_features(wasmparser::WasmFeatures::all());
@@ -82,17 +83,17 @@ struct Build<'a, 'f> {
 impl<'a, 'f> Build<'a, 'f> {
     fn new(wasm: &'a [u8], facts: &'a ModuleFacts<'f>, opts: &'a InstrumentOptions) -> Self {
         let (mode, contexts) = (opts.mode, opts.contexts);
-        let ephemeral = mode == Mode::Ephemeral;
+        let ephemeral = mode.samples_edges();
         let switch = match ephemeral {
             true if opts.ephemeral_windows => {
                 Some(opts.switch.unwrap_or(crate::plan::EPHEMERAL_PLACEMENT))
             }
             true => Some(SwitchPlacement::Outer),
-            false => opts.switch.filter(|_| mode == Mode::Pep),
+            false => opts.switch.filter(|_| mode.samples_paths()),
         }
         .filter(|_| !contexts.shadow() && opts.call_log_log2.is_none());
         let path_windows = opts.path_windows
-            && mode == Mode::Pep
+            && mode.samples_paths()
             && contexts == ContextMode::Native
             && opts.pep_every.is_none()
             && opts.call_log_log2.is_none();
@@ -146,7 +147,7 @@ fn build(
         ephemeral_windows: windows,
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
-    if (b.mode == Mode::None && !context_code) || facts.bodies.is_empty() {
+    if (!b.mode.instruments() && !context_code) || facts.bodies.is_empty() {
         return Ok((wasm.to_vec(), plan));
     }
     b.emit(plan, &tables, &laid, context_code)

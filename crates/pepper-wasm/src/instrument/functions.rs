@@ -52,10 +52,10 @@ impl Build<'_, '_> {
         // edges) and register loops (targeted) need to know whether anything can unwind.
         let mut analyses: Vec<Option<Result<FunctionAnalysis, AnalysisError>>> = Vec::new();
         let mut may_unwind = false;
-        if self.mode == Mode::ExactEdges || self.mode == Mode::Targeted {
+        if self.mode.given_entries() || self.mode.prunes_cold() {
             let all: Vec<_> = facts.bodies.iter().map(analyze).collect();
             may_unwind = crate::entries::may_unwind(all.iter().map(|a| a.as_ref().ok()));
-            if self.mode == Mode::ExactEdges {
+            if self.mode.given_entries() {
                 let skipped: Vec<bool> = (0..all.len())
                     .map(|k| force_skip.iter().any(|s| s.0 == k))
                     .collect();
@@ -68,7 +68,7 @@ impl Build<'_, '_> {
             let name = facts.names.get(&index.0).cloned();
             let display = name.clone().unwrap_or_else(|| format!("func[{}]", index.0));
             let mut fp = FunctionPlan::new(index, name, out.num_branches, out.call_sites.len());
-            if self.mode == Mode::None && self.contexts == ContextMode::Off {
+            if !self.mode.instruments() && self.contexts == ContextMode::Off {
                 out.functions.push(fp);
                 continue;
             }
@@ -84,7 +84,7 @@ impl Build<'_, '_> {
                     // Branch ids are assigned even when the function ends up skipped, so
                     // that the profile lists every branch instruction of the module.
                     out.num_branches += a.sites.len() as u32;
-                    if self.mode == Mode::Pep && pep_tag(index.0).is_none() {
+                    if self.mode.samples_paths() && pep_tag(index.0).is_none() {
                         fp.skipped = Some("function index too large for PEP's path tag".into());
                     }
                     if fp.skipped.is_none() {
@@ -139,7 +139,7 @@ impl Build<'_, '_> {
                 }
                 Err(e) => fp.skipped = Some(e.to_string()),
             }
-        } else if matches!(self.mode, Mode::ExactEdges | Mode::Ephemeral) {
+        } else if self.mode.edges() {
             self.count_edges(fp, analysis, given, may_unwind, mem);
         } else {
             // Contexts only: the function keeps its shape, no edge carries code.
@@ -189,11 +189,11 @@ impl Build<'_, '_> {
         let n = nd.numbering.total();
         // Targeted: slots n..2n catch poisoned registers (see `FunctionPlan::poison`), so
         // a path end needs no test.
-        let slots = match mode {
-            Mode::Targeted => 2 * n,
-            _ => n,
+        let slots = match mode.prunes_cold() {
+            true => 2 * n,
+            false => n,
         };
-        fp.counting = if mode == Mode::Pep {
+        fp.counting = if mode.samples_paths() {
             match opts.pep_every {
                 Some(k) => {
                     mem.any_hash = true;
@@ -214,7 +214,7 @@ impl Build<'_, '_> {
                 cache: (entries > 0).then(|| mem.alloc(16 * entries as u64)),
             }
         };
-        if mode != Mode::Targeted {
+        if !mode.prunes_cold() {
             return nd;
         }
         fp.cold_counter = Some(mem.alloc(8));

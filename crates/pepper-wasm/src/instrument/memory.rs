@@ -174,7 +174,7 @@ impl Build<'_, '_> {
         };
         mem.layout.hash_capacity = 1 << cap_log2;
         mem.layout.hash_base = mem.alloc(24 * mem.layout.hash_capacity as u64);
-        if mode == Mode::Pep && opts.pep_every.is_none() {
+        if mode.samples_paths() && opts.pep_every.is_none() {
             let mut ring_log2 = if self.path_windows {
                 opts.ring_log2.max(PATH_WINDOW_RING_LOG2)
             } else {
