@@ -108,392 +108,271 @@ fn branch_counts(p: &Profile) -> Vec<(u32, u64, Vec<u64>)> {
         .collect()
 }
 
-#[test]
-fn random_modules_behave_identically_and_profile_consistently() {
-    let engine = pepper_runtime::engine(&Default::default()).unwrap();
-    let hinting =
-        pepper_runtime::engine(&pepper_runtime::EngineOptions::default().with_branch_hints(true))
-            .unwrap();
-    let mut hinted_modules = 0;
-    let mut swapped_ifs = 0;
-    let mut inlined_sites = 0;
-    let variants: Vec<(&str, InstrumentOptions)> = vec![
-        ("exact-paths", InstrumentOptions::default()),
-        (
-            // Every function hashed through a two-entry cache: evictions all the time.
-            "exact-paths hashed",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.array_max_paths = 0;
-                instrument.hash_cache_log2 = 1;
-                instrument
-            },
-        ),
-        ("exact-edges", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::ExactEdges;
-            instrument
-        }),
-        ("pep every 1", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::Pep;
-            instrument.pep_every = Some(1);
-            instrument
-        }),
-        ("pep every 1, switch all, always on", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::Pep;
-            instrument.pep_every = Some(1);
-            instrument.switch = Some(SwitchPlacement::All);
-            instrument
-        }),
-        (
-            // Copies change at random checks: entries, every loop header, mid-burst,
-            // inside calls, around traps and exceptions.
-            "pep every 1, switch all, random",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Pep;
-                instrument.pep_every = Some(1);
-                instrument.switch = Some(SwitchPlacement::All);
-                instrument.switch_chaos = true;
-                instrument
-            },
-        ),
-        ("pep ring, switch loops at random, native contexts", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::Pep;
-            instrument.contexts = ContextMode::Native;
-            instrument.switch = Some(SwitchPlacement::Loops);
-            instrument.switch_chaos = true;
-            instrument
-        }),
-        (
-            // Copies enter and leave at inner loops too.
-            "pep every 1, switch shallow at random",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Pep;
-                instrument.pep_every = Some(1);
-                instrument.switch = Some(SwitchPlacement::Shallow);
-                instrument.switch_chaos = true;
-                instrument
-            },
-        ),
-        (
-            // Copies enter and leave at loops behind up to eight constructs.
-            "pep every 1, switch deep at random",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Pep;
-                instrument.pep_every = Some(1);
-                instrument.switch = Some(SwitchPlacement::Deep);
-                instrument.switch_chaos = true;
-                instrument
-            },
-        ),
-        (
-            // A burst that ends in the guest: on from the start, off once the ring head
-            // has passed its limit.
-            "pep ring, switch outer, limited",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Pep;
-                instrument.switch = Some(SwitchPlacement::Outer);
-                instrument
-            },
-        ),
-        (
-            // Clean code checks outermost headers only; the instrumented copy leaves at
-            // inner ones, into clean code entered there.
-            "pep every 1, switch outer at random",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Pep;
-                instrument.pep_every = Some(1);
-                instrument.switch = Some(SwitchPlacement::Outer);
-                instrument.switch_chaos = true;
-                instrument
-            },
-        ),
-        (
-            // Clean code never armed: header counts in locals for call-free loops.
-            "ephemeral",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Ephemeral;
-                instrument.ephemeral_windows = false;
-                instrument
-            },
-        ),
-        (
-            // Copies change at random checks, flushing register header counts.
-            "ephemeral, random",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Ephemeral;
-                instrument.ephemeral_windows = false;
-                instrument.switch_chaos = true;
-                instrument
-            },
-        ),
-        (
-            // Windows: one flag, set before any call and never cleared, so every function
-            // runs its instrumented copy all along.
-            "ephemeral windows, always on",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Ephemeral;
-                instrument.ephemeral_windows = true;
-                instrument
-            },
-        ),
-        ("ephemeral windows, random", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::Ephemeral;
-            instrument.ephemeral_windows = true;
-            instrument.switch_chaos = true;
-            instrument
-        }),
-        (
-            // Copies enter and leave at inner loops too.
-            "ephemeral windows at shallow, random",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Ephemeral;
-                instrument.ephemeral_windows = true;
-                instrument.switch = Some(SwitchPlacement::Shallow);
-                instrument.switch_chaos = true;
-                instrument
-            },
-        ),
-        (
-            // Copies entered at loop nests behind many blocks, left into `F_resume`.
-            "ephemeral windows at deep, random",
-            {
-                let mut instrument = InstrumentOptions::default();
-                instrument.mode = Mode::Ephemeral;
-                instrument.ephemeral_windows = true;
-                instrument.switch = Some(SwitchPlacement::Deep);
-                instrument.switch_chaos = true;
-                instrument
-            },
-        ),
-        ("pep ring, native contexts with call log", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::Pep;
-            instrument.contexts = ContextMode::Native;
-            instrument.call_log_log2 = Some(6);
-            instrument
-        }),
-        ("targeted, no guide", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::Targeted;
-            instrument.obvious = true;
-            instrument
-        }),
-        ("none, shadow stack", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::None;
-            instrument.contexts = ContextMode::Sampled;
-            instrument
-        }),
-        ("none, exact contexts", {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::None;
-            instrument.contexts = ContextMode::Exact;
-            instrument
-        }),
-    ];
-    let (mut checked, mut compared, mut calls) = (0, 0, 0);
-    let (mut executions, mut paths, mut given) = (0, 0, 0);
-    let mut shared_sites = 0;
-    let mut switched = 0;
-    let mut switch_hints = 0;
-    let mut limited_ended = 0;
-    let mut nest_entries = 0;
-    let mut low_addresses = 0;
-    let mut edge_windows = 0;
-    for seed in seeds() {
+/// The rewriter's options for each variant the tests run, by its label. A label ending in
+/// "always on" runs with the switch flag set before any call, one ending in "limited" with
+/// the flag set and the burst limit [`LIMIT`] (see [`run_variant`]); "random" ones switch
+/// copies at random checks (`switch_chaos`), with no host involved.
+fn variant(label: &str) -> InstrumentOptions {
+    let mut o = InstrumentOptions::default();
+    let pep = |o: &mut InstrumentOptions, every: Option<u32>, switch| {
+        o.mode = Mode::Pep;
+        o.pep_every = every;
+        o.switch = switch;
+    };
+    let windows = |o: &mut InstrumentOptions, windows: bool, switch| {
+        o.mode = Mode::Ephemeral;
+        o.ephemeral_windows = windows;
+        o.switch = switch;
+    };
+    use SwitchPlacement as P;
+    match label {
+        "exact-paths" => {}
+        // Every function hashed through a two-entry cache: evictions all the time.
+        "exact-paths hashed" => {
+            o.array_max_paths = 0;
+            o.hash_cache_log2 = 1;
+        }
+        "exact-edges" => o.mode = Mode::ExactEdges,
+        "pep every 1" => pep(&mut o, Some(1), None),
+        "pep every 1, switch all, always on" => pep(&mut o, Some(1), Some(P::All)),
+        // Copies change at random checks: entries, every loop header, mid-burst, inside
+        // calls, around traps and exceptions.
+        "pep every 1, switch all, random" => pep(&mut o, Some(1), Some(P::All)),
+        "pep ring, switch loops at random, native contexts" => {
+            pep(&mut o, None, Some(P::Loops));
+            o.contexts = ContextMode::Native;
+        }
+        // Copies enter and leave at inner loops too.
+        "pep every 1, switch shallow at random" => pep(&mut o, Some(1), Some(P::Shallow)),
+        // Copies enter and leave at loops behind up to eight constructs.
+        "pep every 1, switch deep at random" => pep(&mut o, Some(1), Some(P::Deep)),
+        // A burst that ends in the guest: on from the start, off once the ring head has
+        // passed its limit.
+        "pep ring, switch outer, limited" => pep(&mut o, None, Some(P::Outer)),
+        // Clean code checks outermost headers only; the instrumented copy leaves at inner
+        // ones, into clean code entered there.
+        "pep every 1, switch outer at random" => pep(&mut o, Some(1), Some(P::Outer)),
+        // Budgets, clean code never armed: header counts in locals for call-free loops.
+        "ephemeral" => windows(&mut o, false, None),
+        // Copies change at random checks, flushing register header counts.
+        "ephemeral, random" => windows(&mut o, false, None),
+        // Windows: one flag, set before any call and never cleared, so every function runs
+        // its instrumented copy all along.
+        "ephemeral windows, always on" => windows(&mut o, true, None),
+        "ephemeral windows, random" => windows(&mut o, true, None),
+        // Copies enter and leave at inner loops too.
+        "ephemeral windows at shallow, random" => windows(&mut o, true, Some(P::Shallow)),
+        // Copies entered at loop nests behind many blocks, left into `F_resume`.
+        "ephemeral windows at deep, random" => windows(&mut o, true, Some(P::Deep)),
+        "pep ring, native contexts with call log" => {
+            pep(&mut o, None, None);
+            o.contexts = ContextMode::Native;
+            o.call_log_log2 = Some(6);
+        }
+        "targeted, no guide" => {
+            o.mode = Mode::Targeted;
+            o.obvious = true;
+        }
+        "none, shadow stack" => {
+            o.mode = Mode::None;
+            o.contexts = ContextMode::Sampled;
+        }
+        "none, exact contexts" => {
+            o.mode = Mode::None;
+            o.contexts = ContextMode::Exact;
+        }
+        _ => panic!("no variant {label:?}"),
+    }
+    o.switch_chaos = label.contains("random");
+    o
+}
+
+/// Engines for the runs: a plain one, and one that reads branch hints (for hinted modules
+/// and for modules whose switch checks are hinted).
+struct Engines {
+    plain: Engine,
+    hinting: Engine,
+}
+
+impl Engines {
+    fn new() -> Engines {
+        let hints = pepper_runtime::EngineOptions::default().with_branch_hints(true);
+        Engines {
+            plain: pepper_runtime::engine(&Default::default()).unwrap(),
+            hinting: pepper_runtime::engine(&hints).unwrap(),
+        }
+    }
+}
+
+/// A random module that instantiates and runs, with what it did uninstrumented.
+struct Case {
+    seed: u64,
+    wasm: Vec<u8>,
+    /// The exports watched after every call.
+    observed: Vec<(String, wasmparser::ExternalKind, u32)>,
+    /// The exported functions that can be called (with zeros), called in turn.
+    funcs: Vec<String>,
+    original: Vec<Observed>,
+    /// Some call trapped: edge counters then count what the trap interrupted, and path
+    /// counters only what completed.
+    trapped: bool,
+}
+
+/// The seeds' modules that run, each run once uninstrumented. Most seeds must give one.
+fn cases(engines: &Engines) -> Vec<Case> {
+    let seeds = seeds();
+    let mut out = Vec::new();
+    for &seed in &seeds {
         let Some(wasm) = random_module(seed) else {
             continue;
         };
         // `PEPPER_RANDOM_DUMP=DIR` keeps every module, to look at a failing seed.
         if let Some(dir) = std::env::var_os("PEPPER_RANDOM_DUMP") {
-            std::fs::write(
-                std::path::Path::new(&dir).join(format!("seed-{seed}.wasm")),
-                &wasm,
-            )
-            .unwrap();
+            let path = std::path::Path::new(&dir).join(format!("seed-{seed}.wasm"));
+            std::fs::write(path, &wasm).unwrap();
         }
         let observed = exports(&wasm);
+        let Ok(m) = Module::new(&engines.plain, &wasm) else {
+            continue; // a proposal this engine does not enable
+        };
         let funcs: Vec<String> = observed
             .iter()
             .filter(|(_, k, _)| *k == wasmparser::ExternalKind::Func)
             .map(|(n, _, _)| n.clone())
-            .collect();
-        let Ok(m) = Module::new(&engine, &wasm) else {
-            continue; // a proposal this engine does not enable
-        };
-        let funcs: Vec<String> = funcs
-            .into_iter()
             .filter(|n| {
                 let ty = m.get_export(n).and_then(|e| e.func().cloned()).unwrap();
                 let callable = ty.params().all(|t| zero(&t).is_some());
                 callable
             })
             .collect();
-        let Ok((original, _)) = run(&engine, &wasm, &funcs, &observed, None) else {
+        let Ok((original, _)) = run(&engines.plain, &wasm, &funcs, &observed, None) else {
             continue; // instantiation traps (an active segment out of bounds)
         };
-        checked += 1;
-        calls += funcs.len();
-        nest_entries += usize::from(has_nest_entries(&wasm));
-        low_addresses += usize::from(touches_address_zero(&wasm));
         let trapped = original
             .iter()
             .any(|o| !matches!(o.outcome, Outcome::Returned(_)));
-        let mut profiles: HashMap<&str, Profile> = HashMap::new();
-        let mut counted_at = Vec::new();
-        for (label, opts) in &variants {
-            let inst = pepper_wasm::instrument(&wasm, opts)
-                .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
-            for w in &inst.plan.warnings {
-                assert!(
-                    !w.contains("internal rewriter error"),
-                    "seed {seed}, {label}: {w}"
-                );
-            }
-            // "always on": the flag is set before any call, so the instrumented copies
-            // run everything; "limited": until the ring head passes 40, then the
-            // instrumented copies clear the flag at their next outermost check.
-            let flag = inst.plan.layout.switch_flag;
-            let switch_on = if label.ends_with("always on") {
-                Some((flag, 0))
-            } else if label.ends_with("limited") {
-                Some((flag, LIMIT))
-            } else {
-                None
-            };
-            // The switch's checks are hinted unlikely, every hint on an `if`.
-            let hints = pepper_wasm::hints::read(&inst.wasm)
-                .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
-            assert_eq!(hints.len(), inst.plan.switch_hints, "seed {seed}, {label}");
-            assert!(hints.iter().all(|h| !h.likely), "seed {seed}, {label}");
-            switch_hints += hints.len();
-            let engine = match inst.wants_branch_hinting() {
-                true => &hinting,
-                false => &engine,
-            };
-            let (got, counters) = run(engine, &inst.wasm, &funcs, &observed, switch_on)
-                .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
-            assert_same(&got, &original, &format!("seed {seed}, {label}"));
-            if let (Some((at, LIMIT)), Some(c)) = (switch_on, &counters) {
-                // The guest itself ended the burst (the flag is clear).
-                let word = |a: u32| u32::from_le_bytes(c[a as usize..][..4].try_into().unwrap());
-                limited_ended += (word(at) == 0) as usize;
-            }
-            if *label == "exact-paths" {
-                in_a_component(seed, &wasm, &inst.wasm);
-            }
-            if *label == "none, exact contexts" {
-                counted_at = inst.plan.counted_at.clone();
-            }
-            let outcome = RunOutcome {
-                module: pepper_profile::ModuleInfo {
-                    path: format!("seed-{seed}.wasm"),
-                    sha256: String::new(),
-                    size: wasm.len() as u64,
-                },
-                run: Default::default(),
-                warnings: Vec::new(),
-                sampling: None,
-                contexts: None,
-                window_groups: Vec::new(),
-            };
-            if opts.mode == Mode::ExactEdges && !trapped {
-                given += inst.plan.given_entries.order.len();
-            }
-            let profile = inst.plan.profile(counters.as_deref(), outcome, &|_| None);
-            profiles.insert(label, profile);
-        }
-        // Path modes count completed paths only, so they agree even when a call trapped.
-        let exact = &profiles["exact-paths"];
-        // Hints from the exact profile (every executed if/br_if, either way) change
-        // nothing a program does, compiled with hints on; instrumenting the hinted module
-        // keeps only hints that still point at an if/br_if.
-        let every = {
-            let mut hint = pepper_wasm::hints::HintOptions::default();
-            hint.min_bias = 0.5;
-            hint.min_count = 1;
-            hint.unlikely_br_if = true;
-            hint
-        };
-        let (hints, _) = pepper_wasm::hints::choose(&wasm, &exact.branches, &every)
-            .unwrap_or_else(|e| panic!("seed {seed}: hints: {e}"));
-        let hinted = pepper_wasm::hints::write(&wasm, &hints).unwrap();
-        assert_eq!(
-            pepper_wasm::hints::read(&hinted).unwrap(),
-            hints,
-            "seed {seed}"
+        out.push(Case {
+            seed,
+            wasm,
+            observed,
+            funcs,
+            original,
+            trapped,
+        });
+    }
+    // The generator must actually exercise the rewriter: most seeds give a module that
+    // runs.
+    assert!(
+        out.len() >= seeds.len() / 2,
+        "only {} modules ran",
+        out.len()
+    );
+    out
+}
+
+/// One variant's run of a case.
+struct Ran {
+    inst: pepper_wasm::Instrumented,
+    /// pepper's memory after the run.
+    counters: Option<Vec<u8>>,
+    profile: Profile,
+}
+
+/// Instruments `case` as the variant `label` says and runs it: the rewriter needed no
+/// safety net, the switch's checks are hinted unlikely, and the module behaves as the
+/// original did (results, traps, exports after every call). Its profile decodes.
+fn run_variant(engines: &Engines, case: &Case, label: &str) -> Ran {
+    let seed = case.seed;
+    let inst = pepper_wasm::instrument(&case.wasm, &variant(label))
+        .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
+    for w in &inst.plan.warnings {
+        assert!(
+            !w.contains("internal rewriter error"),
+            "seed {seed}, {label}: {w}"
         );
-        let (got, _) = run(&hinting, &hinted, &funcs, &observed, None)
-            .unwrap_or_else(|e| panic!("seed {seed}, hinted: {e}"));
-        assert_same(&got, &original, &format!("seed {seed}, hinted"));
-        // Swapping the arms of unlikely ifs changes no behaviour either, and the hints
-        // that move with their instructions still point at ifs and br_ifs.
-        let (laid, moved, layout) = pepper_wasm::hints::lay_out(&wasm, &hints)
-            .unwrap_or_else(|e| panic!("seed {seed}: layout: {e}"));
-        let laid = pepper_wasm::hints::write(&laid, &moved).unwrap();
-        assert_eq!(pepper_wasm::hints::read(&laid).unwrap().len(), hints.len());
-        let (got, _) = run(&hinting, &laid, &funcs, &observed, None)
-            .unwrap_or_else(|e| panic!("seed {seed}, laid out: {e}"));
-        assert_same(&got, &original, &format!("seed {seed}, if arms swapped"));
-        swapped_ifs += layout.swapped;
-        // Inlining every direct call site changes no behaviour, and the hints, moved and
-        // copied into the inlined bodies, still point at ifs and br_ifs.
-        let everything = {
-            let mut inline_ = pepper_wasm::inline::InlineOptions::default();
-            inline_.min_share = 0.0;
-            inline_.min_calls = 0;
-            inline_.max_callee_bytes = usize::MAX;
-            inline_.max_growth = f64::INFINITY;
-            inline_
-        };
-        let (inlined, moved, summary) =
-            pepper_wasm::inline::inline(&wasm, &direct_calls(&wasm), &hints, &everything)
-                .unwrap_or_else(|e| panic!("seed {seed}: inline: {e}"));
-        let inlined = pepper_wasm::hints::write(&inlined, &moved).unwrap();
-        assert_eq!(
-            pepper_wasm::hints::read(&inlined).unwrap().len(),
-            moved.len()
+    }
+    // "always on": the flag is set before any call, so the instrumented copies run
+    // everything; "limited": until the ring head passes the limit, then the instrumented
+    // copies clear the flag at their next outermost check.
+    let flag = inst.plan.layout.switch_flag;
+    let switch_on = if label.ends_with("always on") {
+        Some((flag, 0))
+    } else if label.ends_with("limited") {
+        Some((flag, LIMIT))
+    } else {
+        None
+    };
+    let hints = pepper_wasm::hints::read(&inst.wasm)
+        .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
+    assert_eq!(hints.len(), inst.plan.switch_hints, "seed {seed}, {label}");
+    assert!(hints.iter().all(|h| !h.likely), "seed {seed}, {label}");
+    let engine = match inst.wants_branch_hinting() {
+        true => &engines.hinting,
+        false => &engines.plain,
+    };
+    let (got, counters) = run(engine, &inst.wasm, &case.funcs, &case.observed, switch_on)
+        .unwrap_or_else(|e| panic!("seed {seed}, {label}: {e}"));
+    assert_same(&got, &case.original, &format!("seed {seed}, {label}"));
+    let outcome = RunOutcome {
+        module: pepper_profile::ModuleInfo {
+            path: format!("seed-{seed}.wasm"),
+            sha256: String::new(),
+            size: case.wasm.len() as u64,
+        },
+        run: Default::default(),
+        warnings: Vec::new(),
+        sampling: None,
+        contexts: None,
+        window_groups: Vec::new(),
+    };
+    let profile = inst.plan.profile(counters.as_deref(), outcome, &|_| None);
+    Ran {
+        inst,
+        counters,
+        profile,
+    }
+}
+
+/// Runs every variant of `labels` on `case`.
+fn run_variants<'l>(engines: &Engines, case: &Case, labels: &[&'l str]) -> HashMap<&'l str, Ran> {
+    (labels.iter())
+        .map(|&label| (label, run_variant(engines, case, label)))
+        .collect()
+}
+
+/// Whether the seeds exercised `what`. A campaign's chunk (`PEPPER_RANDOM_SEEDS`) of a
+/// few hundred modules may miss a rare shape; CI's seeds must not.
+fn covered(ok: bool, what: &str) {
+    let custom = std::env::var_os("PEPPER_RANDOM_SEEDS").is_some();
+    assert!(ok || custom, "{what}");
+    if !ok {
+        eprintln!("not in these seeds: {what}");
+    }
+}
+
+/// The exact modes, and the sampled ones made to record every path end, count exactly
+/// what exact paths count (paths only where they complete, so edges only where no call
+/// trapped).
+#[test]
+fn exact_modes_behave_identically_and_count_the_same() {
+    let engines = Engines::new();
+    let (mut compared, mut given, mut executions, mut paths) = (0, 0, 0, 0);
+    for case in cases(&engines) {
+        let seed = case.seed;
+        let ran = run_variants(
+            &engines,
+            &case,
+            &[
+                "exact-paths",
+                "exact-paths hashed",
+                "exact-edges",
+                "pep every 1",
+                "pep every 1, switch all, always on",
+                "targeted, no guide",
+                "ephemeral windows, always on",
+            ],
         );
-        let (got, _) = run(&hinting, &inlined, &funcs, &observed, None)
-            .unwrap_or_else(|e| panic!("seed {seed}, inlined: {e}"));
-        assert_same(&got, &original, &format!("seed {seed}, inlined"));
-        inlined_sites += summary.inlined;
-        // The input's hints and the switch's checks' go into one section.
-        let switched_opts = {
-            let mut instrument = InstrumentOptions::default();
-            instrument.mode = Mode::Pep;
-            instrument.switch = Some(SwitchPlacement::Outer);
-            instrument
-        };
-        for opts in [&InstrumentOptions::default(), &switched_opts] {
-            let inst = pepper_wasm::instrument(&hinted, opts).unwrap();
-            let kept = pepper_wasm::hints::read(&inst.wasm).unwrap_or_else(|e| {
-                panic!("seed {seed}: stale hint in an instrumented module: {e}")
-            });
-            assert!(kept.len() >= inst.plan.switch_hints, "seed {seed}");
-            let (got, _) = run(&hinting, &inst.wasm, &funcs, &observed, None)
-                .unwrap_or_else(|e| panic!("seed {seed}, hinted and instrumented: {e}"));
-            assert_same(
-                &got,
-                &original,
-                &format!("seed {seed}, hinted, instrumented"),
-            );
-        }
-        hinted_modules += usize::from(!hints.is_empty());
+        let exact = &ran["exact-paths"].profile;
         executions += exact.branches.iter().flat_map(|b| &b.counts).sum::<u64>();
         paths += exact.paths.len();
         for label in [
@@ -505,44 +384,100 @@ fn random_modules_behave_identically_and_profile_consistently() {
             // Obvious paths (TPP §4.2) count at their defining edge, so a call that traps
             // between that edge and the path's end (out of fuel, say) counts a path that
             // never completed; exact paths count at the end. Only trap-free modules agree.
-            if label.starts_with("targeted") && trapped {
+            if label.starts_with("targeted") && case.trapped {
                 continue;
             }
+            let p = &ran[label].profile;
             assert_eq!(
-                paths_by_key(&profiles[label]),
+                paths_by_key(p),
                 paths_by_key(exact),
                 "seed {seed}: {label} paths differ from exact-paths"
             );
             assert_eq!(
-                branch_counts(&profiles[label]),
+                branch_counts(p),
                 branch_counts(exact),
                 "seed {seed}: {label} edges differ from exact-paths"
             );
         }
-        // A window over the whole run records every branch outcome where no call trapped.
-        if !trapped {
-            assert_eq!(
-                branch_counts(&profiles["ephemeral windows, always on"]),
-                branch_counts(exact),
-                "seed {seed}: ephemeral windows always on differ from exact-paths"
-            );
+        // Edge counters count what a trap interrupted too; without traps they agree, and
+        // a window over the whole run records every branch outcome.
+        if !case.trapped {
+            compared += 1;
+            given += ran["exact-edges"].inst.plan.given_entries.order.len();
+            for label in ["exact-edges", "ephemeral windows, always on"] {
+                assert_eq!(
+                    branch_counts(&ran[label].profile),
+                    branch_counts(exact),
+                    "seed {seed}: {label} counts differ from the edges of exact paths"
+                );
+            }
         }
-        // Windows switched at random points record part of the run, never more (where no
-        // call trapped: edges count what a trap interrupted too), their entries and leaves
-        // closing the flow.
+    }
+    eprintln!(
+        "{executions} branch executions, {paths} distinct paths; {compared} modules without \
+         traps, {given} functions in them with entries from callers"
+    );
+    assert!(
+        compared >= seeds().len() / 8,
+        "only {compared} ran trap-free"
+    );
+}
+
+/// Copies switched at random checks, and bursts the guest ends itself, behave as the
+/// original; windows record part of the run, never more, their entries and leaves closing
+/// the flow.
+#[test]
+fn switching_copies_at_random_behaves_identically_and_records_part_of_the_run() {
+    let engines = Engines::new();
+    let (mut switched, mut limited_ended, mut edge_windows, mut switch_hints) = (0, 0, 0, 0);
+    let (mut nest_entries, mut low_addresses) = (0, 0);
+    let windows = [
+        "ephemeral windows, random",
+        "ephemeral windows at shallow, random",
+        "ephemeral windows at deep, random",
+    ];
+    let mut labels = vec![
+        "exact-paths",
+        "pep every 1, switch all, random",
+        "pep ring, switch loops at random, native contexts",
+        "pep every 1, switch shallow at random",
+        "pep every 1, switch deep at random",
+        "pep ring, switch outer, limited",
+        "pep every 1, switch outer at random",
+        "ephemeral",
+        "ephemeral, random",
+    ];
+    labels.extend(windows);
+    for case in cases(&engines) {
+        let seed = case.seed;
+        nest_entries += usize::from(has_nest_entries(&case.wasm));
+        low_addresses += usize::from(touches_address_zero(&case.wasm));
+        let ran = run_variants(&engines, &case, &labels);
+        switch_hints += ran
+            .values()
+            .map(|r| r.inst.plan.switch_hints)
+            .sum::<usize>();
+        // The guest itself ended the limited burst: the flag is clear.
+        let limited = &ran["pep ring, switch outer, limited"];
+        if let Some(c) = &limited.counters {
+            let at = limited.inst.plan.layout.switch_flag as usize;
+            limited_ended += usize::from(c[at..at + 4] == [0; 4]);
+        }
+        let exact = &ran["exact-paths"].profile;
+        // Random switching ran both copies: some path ends counted, not all of them.
+        let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>();
+        let random = total(&ran["pep every 1, switch all, random"].profile);
+        switched += usize::from(random > 0 && random < total(exact));
+        // Edges count what a trap interrupted too: compare where no call trapped.
+        if case.trapped {
+            continue;
+        }
         let exact_counts: HashMap<(u32, u64), Vec<u64>> = branch_counts(exact)
             .into_iter()
             .map(|(f, o, c)| ((f, o), c))
             .collect();
-        for label in [
-            "ephemeral windows, random",
-            "ephemeral windows at shallow, random",
-            "ephemeral windows at deep, random",
-        ] {
-            if trapped {
-                continue;
-            }
-            let edges = branch_counts(&profiles[label]);
+        for label in windows {
+            let edges = branch_counts(&ran[label].profile);
             edge_windows += usize::from(edges.iter().flat_map(|e| &e.2).any(|&c| c > 0));
             for (f, o, c) in edges {
                 let e = &exact_counts[&(f, o)];
@@ -553,49 +488,13 @@ fn random_modules_behave_identically_and_profile_consistently() {
                 );
             }
         }
-        // Random switching ran both copies: some path ends counted, not all of them.
-        let total = |p: &Profile| p.paths.iter().map(|p| p.count).sum::<u64>();
-        let random = total(&profiles["pep every 1, switch all, random"]);
-        switched += (random > 0 && random < total(exact)) as usize;
-        // Edge counters count what a trap interrupted too; without traps they must agree.
-        if !trapped {
-            compared += 1;
-            // Sites that share their node's first counter count what the exact tree
-            // counts for them.
-            let exact_contexts = &profiles["none, exact contexts"];
-            shared_sites += site_calls_match_tree(exact_contexts, &wasm, &counted_at, seed);
-            assert_eq!(
-                branch_counts(&profiles["exact-edges"]),
-                branch_counts(exact),
-                "seed {seed}: exact-edges counts differ from the edges of exact paths"
-            );
-        }
     }
     eprintln!(
-        "{checked} modules, {calls} calls, {executions} branch executions, {paths} distinct \
-         paths; {compared} modules without traps, {given} functions in them with entries \
-         from callers; {shared_sites} called sites sharing a counter; {switched} modules ran both switchable copies; {limited_ended} ended a \
-         burst at its limit; {edge_windows} random windows counted edges; \
-         {switch_hints} switch checks hinted; {hinted_modules} \
-         modules hinted, {swapped_ifs} if arms swapped, {inlined_sites} call sites inlined"
+        "{switched} modules ran both switchable copies; {limited_ended} ended a burst at its \
+         limit; {edge_windows} random windows counted edges; {switch_hints} switch checks \
+         hinted"
     );
-    // What the seeds exercised. A campaign's chunk (`PEPPER_RANDOM_SEEDS`) of a few
-    // hundred modules may miss a rare shape; CI's seeds must not.
-    let custom = std::env::var_os("PEPPER_RANDOM_SEEDS").is_some();
-    let covered = |ok: bool, what: &str| {
-        assert!(ok || custom, "{what}");
-        if !ok {
-            eprintln!("not in these seeds: {what}");
-        }
-    };
-    covered(inlined_sites > 0, "no random module had a call to inline");
-    covered(shared_sites > 0, "no called site shared its node's counter");
     covered(switch_hints > 0, "no switch check was hinted");
-    covered(hinted_modules > 0, "no random module got a hint");
-    covered(
-        swapped_ifs > 0,
-        "no random module had an unlikely if with an else",
-    );
     covered(
         nest_entries > 0,
         "no random module had a check that only enters the instrumented copy",
@@ -603,13 +502,6 @@ fn random_modules_behave_identically_and_profile_consistently() {
     covered(
         low_addresses > 0,
         "no random module that ran wrote address 0 at its entries",
-    );
-    // The generator must actually exercise the rewriter: most seeds give a module that
-    // runs, and a fair share of them run without trapping.
-    assert!(checked >= seeds().len() / 2, "only {checked} modules ran");
-    assert!(
-        compared >= seeds().len() / 8,
-        "only {compared} ran trap-free"
     );
     assert!(
         switched >= seeds().len() / 8,
@@ -619,6 +511,123 @@ fn random_modules_behave_identically_and_profile_consistently() {
         limited_ended > 0,
         "no instrumented copy ended a burst at its limit"
     );
+}
+
+/// Calling contexts (shadow stacks, call logs, the exact tree) change no behaviour, and a
+/// call site that shares its node's counter counts what the exact tree counts for it.
+#[test]
+fn contexts_behave_identically_and_call_sites_count_what_the_tree_counts() {
+    let engines = Engines::new();
+    let (mut calls, mut shared_sites) = (0, 0);
+    for case in cases(&engines) {
+        calls += case.funcs.len();
+        let ran = run_variants(
+            &engines,
+            &case,
+            &[
+                "none, shadow stack",
+                "none, exact contexts",
+                "pep ring, native contexts with call log",
+            ],
+        );
+        // Call counters count what a trap interrupted too: compare where none did.
+        if !case.trapped {
+            let exact = &ran["none, exact contexts"];
+            let counted_at = &exact.inst.plan.counted_at;
+            shared_sites +=
+                site_calls_match_tree(&exact.profile, &case.wasm, counted_at, case.seed);
+        }
+    }
+    eprintln!("{calls} calls; {shared_sites} called sites sharing a counter");
+    covered(shared_sites > 0, "no called site shared its node's counter");
+}
+
+/// Hints from an exact profile, if arms swapped by them and every call site inlined change
+/// nothing a program does, and every hint still points at an `if` or `br_if` after each
+/// (and after instrumenting the hinted module).
+#[test]
+fn hints_layouts_and_inlining_change_no_behaviour() {
+    let engines = Engines::new();
+    let (mut hinted_modules, mut swapped_ifs, mut inlined_sites) = (0, 0, 0);
+    for case in cases(&engines) {
+        let seed = case.seed;
+        let wasm = &case.wasm;
+        let same = |module: &[u8], what: &str| {
+            let (got, _) = run(&engines.hinting, module, &case.funcs, &case.observed, None)
+                .unwrap_or_else(|e| panic!("seed {seed}, {what}: {e}"));
+            assert_same(&got, &case.original, &format!("seed {seed}, {what}"));
+        };
+        let exact = run_variant(&engines, &case, "exact-paths").profile;
+        // Every executed if/br_if, either way.
+        let mut every = pepper_wasm::hints::HintOptions::default();
+        every.min_bias = 0.5;
+        every.min_count = 1;
+        every.unlikely_br_if = true;
+        let (hints, _) = pepper_wasm::hints::choose(wasm, &exact.branches, &every)
+            .unwrap_or_else(|e| panic!("seed {seed}: hints: {e}"));
+        let hinted = pepper_wasm::hints::write(wasm, &hints).unwrap();
+        assert_eq!(
+            pepper_wasm::hints::read(&hinted).unwrap(),
+            hints,
+            "seed {seed}"
+        );
+        same(&hinted, "hinted");
+        hinted_modules += usize::from(!hints.is_empty());
+        // Swapping the arms of unlikely ifs: the hints move with their instructions.
+        let (laid, moved, layout) = pepper_wasm::hints::lay_out(wasm, &hints)
+            .unwrap_or_else(|e| panic!("seed {seed}: layout: {e}"));
+        let laid = pepper_wasm::hints::write(&laid, &moved).unwrap();
+        assert_eq!(pepper_wasm::hints::read(&laid).unwrap().len(), hints.len());
+        same(&laid, "if arms swapped");
+        swapped_ifs += layout.swapped;
+        // Inlining every direct call site: the hints are moved and copied into the
+        // inlined bodies.
+        let mut everything = pepper_wasm::inline::InlineOptions::default();
+        everything.min_share = 0.0;
+        everything.min_calls = 0;
+        everything.max_callee_bytes = usize::MAX;
+        everything.max_growth = f64::INFINITY;
+        let (inlined, moved, summary) =
+            pepper_wasm::inline::inline(wasm, &direct_calls(wasm), &hints, &everything)
+                .unwrap_or_else(|e| panic!("seed {seed}: inline: {e}"));
+        let inlined = pepper_wasm::hints::write(&inlined, &moved).unwrap();
+        assert_eq!(
+            pepper_wasm::hints::read(&inlined).unwrap().len(),
+            moved.len()
+        );
+        same(&inlined, "inlined");
+        inlined_sites += summary.inlined;
+        // The input's hints and the switch's checks' go into one section, and only hints
+        // that still point at an if or br_if are kept.
+        for label in ["exact-paths", "pep every 1, switch outer at random"] {
+            let inst = pepper_wasm::instrument(&hinted, &variant(label)).unwrap();
+            let kept = pepper_wasm::hints::read(&inst.wasm).unwrap_or_else(|e| {
+                panic!("seed {seed}: stale hint in an instrumented module: {e}")
+            });
+            assert!(kept.len() >= inst.plan.switch_hints, "seed {seed}");
+            same(&inst.wasm, &format!("hinted, instrumented, {label}"));
+        }
+    }
+    eprintln!(
+        "{hinted_modules} modules hinted, {swapped_ifs} if arms swapped, {inlined_sites} call \
+         sites inlined"
+    );
+    covered(inlined_sites > 0, "no random module had a call to inline");
+    covered(hinted_modules > 0, "no random module got a hint");
+    covered(
+        swapped_ifs > 0,
+        "no random module had an unlikely if with an else",
+    );
+}
+
+/// Every module that runs goes into a component and its instrumented copy comes back out.
+#[test]
+fn instrumented_modules_go_back_into_their_components() {
+    let engines = Engines::new();
+    for case in cases(&engines) {
+        let inst = pepper_wasm::instrument(&case.wasm, &variant("exact-paths")).unwrap();
+        in_a_component(case.seed, &case.wasm, &inst.wasm);
+    }
 }
 
 /// The component variant: the module inside a component comes out whole, and the
