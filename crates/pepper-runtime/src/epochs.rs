@@ -17,7 +17,7 @@ mod groups;
 
 use crate::memview::MemView;
 use crate::pick::Pick;
-use crate::worker::{Stop, ThreadCpuClock, Worker};
+use crate::worker::{Stop, ThreadCpuClock, Worker, SPIN_TAIL};
 use std::time::{Duration, Instant};
 
 /// Where the budgets are and how they are refilled.
@@ -164,6 +164,74 @@ impl Opened {
     }
 }
 
+/// Waits until the guest has run `window` of its own CPU time since its window `opened`
+/// (by the wall clock where its CPU clock cannot be read), or for `cap` of wall time at
+/// most (a guest asleep in a host call runs nothing either way). Returns whether a stop
+/// was requested.
+///
+/// A precise wait ends by spinning, and a spin takes a core: on a busy machine, the one
+/// the guest waits for, so that the guest ran almost none of its windows. So the wait
+/// spins only while the guest keeps running, and parks when the guest is found off its
+/// core, giving it this thread's.
+fn wait_for_window(
+    stop: &Stop,
+    window: Duration,
+    cap: Duration,
+    opened: Opened,
+    clock: Option<ThreadCpuClock>,
+) -> bool {
+    let (Some(clock), Some(start)) = (clock, opened.cpu) else {
+        return stop.sleep_precisely(window.saturating_sub(opened.wall.elapsed()));
+    };
+    // Where the current spin's last check was, by both clocks, and its misses in a row.
+    let mut spin: Option<(Instant, Duration, u32)> = None;
+    loop {
+        let Some(now) = clock.now() else {
+            return stop.sleep_precisely(window.saturating_sub(opened.wall.elapsed()));
+        };
+        let ran = now.saturating_sub(start);
+        if ran >= window || opened.wall.elapsed() >= cap {
+            return stop.requested();
+        }
+        let left = window - ran;
+        // The guest's CPU time cannot pass faster than the wall clock, so parking for all
+        // but the tail of what is left never overshoots.
+        if left > SPIN_TAIL {
+            if stop.sleep_until(Instant::now() + (left - SPIN_TAIL)) {
+                return true;
+            }
+            spin = None;
+            continue;
+        }
+        // Every SPIN_CHECK of spinning, whether the guest ran at least half of it; it
+        // parks after two misses in a row. (One is no sign of a busy machine: waking up,
+        // this thread can land on the guest's core and hold it until the guest moves.)
+        let (wall0, cpu0, misses) = spin.get_or_insert((Instant::now(), now, 0));
+        let spun = wall0.elapsed();
+        if spun >= SPIN_CHECK {
+            let ran = now.saturating_sub(*cpu0);
+            *misses = if ran < spun / 2 { *misses + 1 } else { 0 };
+            (*wall0, *cpu0) = (Instant::now(), now);
+            if *misses >= 2 {
+                // The guest is off its core while this thread spins on one.
+                if stop.sleep_until(Instant::now() + left) {
+                    return true;
+                }
+                spin = None;
+                continue;
+            }
+        }
+        if stop.requested() {
+            return true;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+/// How long a spin runs before [`wait_for_window`] judges whether the guest kept running
+/// beside it.
+const SPIN_CHECK: Duration = Duration::from_micros(10);
+
 /// Windows: the flag set for `window` once every epoch, epochs counted from `opened`
 /// (when the first window, open already, opened). The flag, in pepper's memory, is only
 /// ever swapped from the value this thread left in it; a flag found otherwise ends the
@@ -187,7 +255,7 @@ fn windows(
     // `on_cpu` turns unknown for good once any read of the clock fails.
     let (mut epochs, mut on, mut on_cpu) = (1u32, Duration::ZERO, Some(Duration::ZERO));
     loop {
-        let stopped = stop.sleep_precisely(window.saturating_sub(opened.wall.elapsed()));
+        let stopped = wait_for_window(stop, window, cfg.epoch, opened, clock);
         let closed = mem.cas_u32(cfg.budgets, 1, 0);
         on += opened.wall.elapsed();
         let closed_cpu = cpu();

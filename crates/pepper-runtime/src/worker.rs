@@ -85,9 +85,9 @@ impl Stop {
 
     /// Sleeps for `period` and ends within a microsecond or so of it: parks until
     /// [`SPIN_TAIL`] before the end, then spins. For waits whose length is the cost, such
-    /// as ephemeral windows (a parked 250 µs lasted about 350 µs on the VM pepper is
-    /// measured on, and the guest ran instrumented for all of it). The spin runs on this
-    /// thread's core, not the guest's. Returns whether a stop was requested.
+    /// as ephemeral windows (a park overshoots by tens of microseconds on a VM, and the
+    /// guest runs instrumented for all of it). The spin takes a core: where the guest may
+    /// need it, see `epochs::wait_for_window`. Returns whether a stop was requested.
     pub(crate) fn sleep_precisely(&self, period: Duration) -> bool {
         let deadline = Instant::now() + period;
         if self.sleep_until(deadline.checked_sub(SPIN_TAIL).unwrap_or(deadline)) {
@@ -106,7 +106,7 @@ impl Stop {
 /// How long before a precise sleep's end [`Stop::sleep_precisely`] stops parking: more
 /// than a park overshoots by with the thread's timer slack at its least (see
 /// [`least_timer_slack`]), 20-60 µs on that VM.
-const SPIN_TAIL: Duration = Duration::from_micros(100);
+pub(crate) const SPIN_TAIL: Duration = Duration::from_micros(100);
 
 /// Asks the kernel to wake this thread as close to its timers as it can (Linux's timer
 /// slack, 50 µs by default, lets it batch wake-ups that late). Best effort: elsewhere, or
