@@ -172,7 +172,9 @@ impl Opened {
 /// A precise wait ends by spinning, and a spin takes a core: on a busy machine, the one
 /// the guest waits for, so that the guest ran almost none of its windows. So the wait
 /// spins only while the guest keeps running, and parks when the guest is found off its
-/// core, giving it this thread's.
+/// core, giving it this thread's. The guest's clock is read once per check, not in the
+/// spin: each read takes the lock of the guest's run queue, which the scheduler needs to
+/// move the guest to a free core.
 fn wait_for_window(
     stop: &Stop,
     window: Duration,
@@ -183,49 +185,57 @@ fn wait_for_window(
     let (Some(clock), Some(start)) = (clock, opened.cpu) else {
         return stop.sleep_precisely(window.saturating_sub(opened.wall.elapsed()));
     };
-    // Where the current spin's last check was, by both clocks, and its misses in a row.
-    let mut spin: Option<(Instant, Duration, u32)> = None;
+    // The last check, by both clocks, and the checks in a row that found the guest off
+    // its core.
+    let (mut wall0, mut cpu0, mut misses) = (opened.wall, start, 0);
     loop {
         let Some(now) = clock.now() else {
             return stop.sleep_precisely(window.saturating_sub(opened.wall.elapsed()));
         };
+        let checked = Instant::now();
         let ran = now.saturating_sub(start);
         if ran >= window || opened.wall.elapsed() >= cap {
             return stop.requested();
         }
         let left = window - ran;
-        // The guest's CPU time cannot pass faster than the wall clock, so parking for all
-        // but the tail of what is left never overshoots.
-        if left > SPIN_TAIL {
-            if stop.sleep_until(Instant::now() + (left - SPIN_TAIL)) {
-                return true;
-            }
-            spin = None;
-            continue;
+        // Whether the guest ran at least half of the time since the last check. One miss
+        // is no sign of a busy machine (waking up, this thread can land on the guest's
+        // core and hold it until the guest moves); two in a row are.
+        let since = checked - wall0;
+        if since >= SPIN_CHECK {
+            misses = if now.saturating_sub(cpu0) < since / 2 {
+                misses + 1
+            } else {
+                0
+            };
         }
-        // Every SPIN_CHECK of spinning, whether the guest ran at least half of it; it
-        // parks after two misses in a row. (One is no sign of a busy machine: waking up,
-        // this thread can land on the guest's core and hold it until the guest moves.)
-        let (wall0, cpu0, misses) = spin.get_or_insert((Instant::now(), now, 0));
-        let spun = wall0.elapsed();
-        if spun >= SPIN_CHECK {
-            let ran = now.saturating_sub(*cpu0);
-            *misses = if ran < spun / 2 { *misses + 1 } else { 0 };
-            (*wall0, *cpu0) = (Instant::now(), now);
-            if *misses >= 2 {
-                // The guest is off its core while this thread spins on one.
-                if stop.sleep_until(Instant::now() + left) {
-                    return true;
-                }
-                spin = None;
-                continue;
-            }
+        (wall0, cpu0) = (checked, now);
+        // The guest's CPU time cannot pass faster than the wall clock: parking for all but
+        // the tail of what is left never overshoots, and neither does a spin to the next
+        // check or to the earliest the window can end.
+        let stopped = if left > SPIN_TAIL {
+            stop.sleep_until(checked + (left - SPIN_TAIL))
+        } else if misses >= 2 {
+            misses = 0;
+            stop.sleep_until(checked + left)
+        } else {
+            spin_until(stop, checked + left.min(SPIN_CHECK))
+        };
+        if stopped {
+            return true;
         }
+    }
+}
+
+/// Spins until `deadline`; returns whether a stop was requested.
+fn spin_until(stop: &Stop, deadline: Instant) -> bool {
+    while Instant::now() < deadline {
         if stop.requested() {
             return true;
         }
         std::hint::spin_loop();
     }
+    false
 }
 
 /// How long a spin runs before [`wait_for_window`] judges whether the guest kept running
