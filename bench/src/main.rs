@@ -155,7 +155,6 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
         let mut sampling = pepper_runtime::SamplingOptions::default();
         sampling.params = spec.sampler.unwrap_or_default();
         sampling.interval = spec.interval;
-        sampling.weights = spec.weights;
         sampling
     })
 }

@@ -49,8 +49,6 @@ pub(crate) struct Spec {
     pub(crate) epoch: Option<bool>,
     /// Targeted mode: obvious path elimination (TPP §4.2) on top of cold path elimination.
     pub(crate) obvious: bool,
-    /// PEP with the host sampler: what a burst's samples stand for.
-    pub(crate) weights: pepper_runtime::BurstWeights,
     /// Exact edges: read loops' induction variables instead of counting iterations.
     pub(crate) loop_counts: bool,
     /// Targeted mode: count loops' most frequent paths in locals (`--loop-threshold 0`
@@ -84,7 +82,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         guide: Guide::None,
         epoch: None,
         obvious: false,
-        weights: pepper_runtime::BurstWeights::Rate,
         loop_counts: true,
         register_loops: true,
         classic: false,
@@ -242,15 +239,6 @@ pub(crate) fn specs() -> Vec<Spec> {
         Spec {
             interval: Duration::from_millis(4),
             ..switched("pep(64,17)+switch-outer@4ms", Some(PEP_DEFAULT), SwitchPlacement::Outer, "as pep(64,17)+switch-outer with bursts every 4 ms: a sixteenth of the bursts")
-        },
-        Spec {
-            weights: pepper_runtime::BurstWeights::Ticks,
-            ..pep(
-                "pep(64,17)+tick-weights",
-                64,
-                17,
-                "PEP(64,17) on the ring, but each burst weighted by the path ends since the previous tick instead of the path-end rate at the tick (`--burst-weights ticks`, the estimate before the eighth session)",
-            )
         },
         Spec {
             interval: INTERVAL,

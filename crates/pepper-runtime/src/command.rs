@@ -4,9 +4,7 @@
 //! [`CommandOptions::instrument_options`] and [`CommandOptions::run_config`] so that they
 //! measure what users run.
 
-use crate::{
-    decode, BurstWeights, EphemeralConfig, FlagWord, IntervalConfig, RunConfig, SamplerConfig,
-};
+use crate::{decode, EphemeralConfig, FlagWord, IntervalConfig, RunConfig, SamplerConfig};
 use anyhow::{Context, Result};
 use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
 use pepper_sampling::PepParams;
@@ -80,8 +78,6 @@ pub struct SamplingOptions {
     /// Stack samples every this long; `None`: at every PEP tick, or every 1 ms without
     /// PEP's ring.
     pub stack_interval: Option<Duration>,
-    /// What a burst's samples stand for.
-    pub weights: BurstWeights,
     /// A time line, phase detection, or interval sampling.
     pub intervals: Option<IntervalConfig>,
     /// Who sets the switch flag.
@@ -126,7 +122,6 @@ impl Default for SamplingOptions {
             params: d.params,
             interval: d.interval,
             stack_interval: None,
-            weights: d.weights,
             intervals: None,
             switch: SwitchDrive::Sampler,
             persistence: d.persistence,
@@ -293,7 +288,6 @@ impl CommandOptions {
             (s.interval, self.asked_stack_interval(guest)),
         )
         .map(|mut c| {
-            c.weights = s.weights;
             // A module that switches itself at random (`InstrumentOptions::switch_chaos`,
             // for pepper's differential tests) keeps the flag to itself.
             if s.switch != SwitchDrive::Sampler || self.instrument.switch_chaos {
@@ -340,7 +334,6 @@ impl CommandOptions {
             params: s.params,
             interval: s.interval,
             every: self.instrument.pep_every,
-            weights: s.weights,
             guide: guide.map(|g| g.id.clone()),
             persistence: s.persistence,
             epoch: s.epoch,

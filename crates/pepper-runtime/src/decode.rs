@@ -3,7 +3,7 @@
 //! decoder. `pepper run`, the benchmark and embedders (`examples/embed.rs`) all go through
 //! [`profile`].
 
-use crate::{BurstWeights, Collected, RunResult, SamplerConfig, SamplerResult};
+use crate::{Collected, RunResult, SamplerConfig, SamplerResult};
 use pepper_profile::{ModuleInfo, Profile, RunInfo, Sampling};
 use pepper_sampling::PepParams;
 use std::time::Duration;
@@ -17,8 +17,6 @@ pub struct Settings {
     pub interval: Duration,
     /// The in-guest every-K design instead of the ring.
     pub every: Option<u32>,
-    /// What a burst's samples stand for.
-    pub weights: BurstWeights,
     /// SHA-256 of the guide profile, when smart numbering used one.
     pub guide: Option<String>,
     /// Ephemeral instrumentation: executions recorded per function and epoch.
@@ -38,7 +36,6 @@ impl Default for Settings {
             },
             interval: crate::PEP_INTERVAL,
             every: None,
-            weights: BurstWeights::Rate,
             guide: None,
             persistence: 1000,
             epoch: crate::EPHEMERAL_EPOCH,
@@ -132,11 +129,9 @@ pub fn profile(
             switched_on_us: s.switched_on.as_micros() as u64,
             instrumented_path_ends: s.instrumented_ends,
             guide: settings.guide.clone(),
-            weights: if ring {
-                settings.weights.name().into()
-            } else {
-                String::new()
-            },
+            // Each burst stands for the guest's path-end rate times its CPU time since
+            // the last burst (`sampler::bursts::watch_rate`).
+            weights: if ring { "rate".into() } else { String::new() },
             ..Default::default()
         };
         (info, s.words)

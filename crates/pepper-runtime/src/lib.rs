@@ -51,9 +51,7 @@ pub use intervals::{
 };
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use profiler::{Profiler, ProfilerOptions};
-pub use sampler::{
-    BurstWeights, LiveCounts, SamplerConfig, SamplerResult, StackConfig, SwitchWords,
-};
+pub use sampler::{LiveCounts, SamplerConfig, SamplerResult, StackConfig, SwitchWords};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;

@@ -60,8 +60,6 @@ pub struct SamplerConfig {
     pub params: PepParams,
     /// The tick period.
     pub interval: Duration,
-    /// How a burst's samples are weighted.
-    pub weights: BurstWeights,
     /// Distinct paths the sample table holds.
     pub table_capacity: usize,
     /// Calling contexts: also sample the guest's stack into a PCCT at every
@@ -111,28 +109,6 @@ pub struct LiveCounts {
     pub path_ends: AtomicU64,
 }
 
-/// How many executions a burst's samples stand for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum BurstWeights {
-    /// The guest's path-end rate when the burst was taken times the time since the
-    /// previous burst (see `watch_rate`): unbiased by how long paths take.
-    #[default]
-    Rate,
-    /// The path ends since the previous burst, split evenly among its samples: a burst
-    /// from code whose paths are slow stands for fast code that ran in the same interval.
-    Ticks,
-}
-
-impl BurstWeights {
-    /// The name profiles record (`rate`, `ticks`).
-    pub fn name(self) -> &'static str {
-        match self {
-            BurstWeights::Rate => "rate",
-            BurstWeights::Ticks => "ticks",
-        }
-    }
-}
-
 impl SamplerConfig {
     /// Samples the ring at `head`/`base`/`entries` (from the rewriter's memory layout) with
     /// PEP(`params`) every `interval`, keeping up to 2^20 distinct paths.
@@ -158,7 +134,6 @@ impl SamplerConfig {
             entries,
             params,
             interval,
-            weights: BurstWeights::Rate,
             table_capacity: 1 << 20,
             stacks: None,
             stack_every: 1,

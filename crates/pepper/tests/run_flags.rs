@@ -1,22 +1,23 @@
-//! `pepper run`'s flags: what reaches the sampler and the profile (burst weights, stack
-//! periods, the switch's default), and `wasmtime run`'s habits (guest arguments,
-//! environment, preopens, `--invoke`).
+//! `pepper run`'s flags: what reaches the sampler and the profile (stack periods, the
+//! switch's default), and `wasmtime run`'s habits (guest arguments, environment,
+//! preopens, `--invoke`).
 
 mod common;
 use common::*;
 
-/// `--burst-weights` reaches the sampler and the profile says which estimate it holds.
+/// The profile says which estimate its bursts hold, and the report says how an older
+/// profile's (weighted by the path ends since each tick) were weighted.
 #[test]
 fn burst_weights_are_recorded() {
     let program = fixture("nested.wat");
-    let (_, _, _, default) = run("pep", &program, &[], &[]);
-    let (_, _, _, ticks, ticks_file) = run_to("pep", &program, &["--burst-weights", "ticks"], &[]);
+    let (_, _, _, mut default, file) = run_to("pep", &program, &[], &[]);
     let (_, _, _, every) = run("pep", &program, &["--every", "7"], &[]);
     let weights = |p: &pepper_profile::Profile| p.sampling.as_ref().unwrap().weights.clone();
     assert_eq!(weights(&default), "rate");
-    assert_eq!(weights(&ticks), "ticks");
     assert_eq!(weights(&every), "", "the in-guest design has no bursts");
-    let report = pepper(&["report", ticks_file.to_str().unwrap()]);
+    default.sampling.as_mut().unwrap().weights = "ticks".into();
+    default.write_file(&file).unwrap();
+    let report = pepper(&["report", file.to_str().unwrap()]);
     assert!(
         String::from_utf8_lossy(&report.stdout)
             .contains("weighted by the path ends since the last tick"),

@@ -1,7 +1,7 @@
 //! PEP's bursts: at each tick, consecutive path ends drawn through the Arnold-Grove state
 //! machine from the guest's ring, weighted by the guest's path-end rate at that moment.
 
-use super::{BurstWeights, MemView, SamplerConfig, SamplerResult};
+use super::{MemView, SamplerConfig, SamplerResult};
 use crate::flag::Flag;
 use crate::native::{BurstTimes, NativeSampler};
 use crate::pick::Pick;
@@ -38,7 +38,6 @@ pub(super) struct Bursts {
     seen: u64,
     /// Path ends not yet represented by any sample (carried over passes that took none).
     unrepresented: u64,
-    rate_weights: bool,
     /// When the last weighted burst was taken, and the weight given out so far (rate
     /// weights are rescaled at the end so that they add up to the path ends counted).
     last_burst: Instant,
@@ -85,7 +84,6 @@ impl Bursts {
             head: head32 as u64,
             seen: head32 as u64,
             unrepresented: 0,
-            rate_weights: cfg.weights == BurstWeights::Rate,
             last_burst: Instant::now(),
             total_weight: 0.0,
             pick: Pick(Pick::SEED),
@@ -159,7 +157,7 @@ impl Bursts {
         let mut off_cpu = false;
         // The path ends completed while the rate was watched: [watched_from, head).
         let mut watched_from = None;
-        if self.rate_weights && !last && !self.ag.armed() {
+        if !last && !self.ag.armed() {
             watched_from = Some(self.head + h.wrapping_sub(self.head32) as u64);
             let span = (cfg.params.samples + cfg.params.stride) as u64;
             // The stack sample's round trip (a signal: tens of microseconds on a VM)
@@ -372,9 +370,8 @@ impl Bursts {
             self.unrepresented = 0;
         } else if valid > 0 {
             // The path ends this burst stands for: at the rate the guest completed them
-            // at this moment, over the time since the last burst; or (tick weights, or no
-            // rate measured: a burst left over from the previous tick) the path ends
-            // since the last burst.
+            // at this moment, over the time since the last burst; or (no rate measured: a
+            // burst left over from the previous tick) the path ends since the last burst.
             // The time since the last burst is the guest's CPU time where its clock can
             // be read: wall time also counts stretches it waited for a core.
             let since = match (cpu0, self.last_burst_cpu) {
@@ -551,9 +548,7 @@ impl Bursts {
             res.instrumented_ends = res.path_ends;
             res.path_ends = self.total_weight.round() as u64;
         } else if self.total_weight > 0.0 {
-            // Rate weights are estimates to be brought to the counted total; tick weights add
-            // up to it already, except for the path ends after the last burst when the final
-            // pass took none (a guest that ended in a pause), which this spreads over the rest.
+            // Rate weights are estimates, brought to the counted total.
             self.table.scale(res.path_ends as f64 / self.total_weight);
         }
         res.words = self.table.estimates();

@@ -50,42 +50,32 @@ fn simulated_memory() -> (Vec<AtomicU64>, MemView, SamplerConfig) {
 /// Runs a guest that repeats `phases` for 300 ms against the sampler, and returns the
 /// true executions of each word and the sampler's estimates.
 /// The sampler reads this thread's CPU clock, as it reads the guest thread's.
-fn simulate(weights: BurstWeights, phases: &[Phase]) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
-    simulate_for(weights, phases, Duration::from_millis(300))
+fn simulate(phases: &[Phase]) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
+    simulate_for(phases, Duration::from_millis(300))
 }
 
 /// [`simulate`] for `run` instead of 300 ms: a word that gets a few ticks a run needs
 /// a longer one, or its estimate is a handful of bursts and as noisy as they are.
-fn simulate_for(
-    weights: BurstWeights,
-    phases: &[Phase],
-    run: Duration,
-) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
-    let (truth, est, _) = simulate_timed(weights, phases, run);
+fn simulate_for(phases: &[Phase], run: Duration) -> (HashMap<u64, f64>, HashMap<u64, f64>) {
+    let (truth, est, _) = simulate_timed(phases, run);
     (truth, est)
 }
 
 /// [`simulate_for`], and whether the sampler ticked on time: at least three in four of
 /// the ticks the guest's CPU time called for (on a busy machine the sampler itself
 /// waits for a core, and ticks late).
-fn simulate_timed(
-    weights: BurstWeights,
-    phases: &[Phase],
-    run: Duration,
-) -> (HashMap<u64, f64>, HashMap<u64, f64>, bool) {
+fn simulate_timed(phases: &[Phase], run: Duration) -> (HashMap<u64, f64>, HashMap<u64, f64>, bool) {
     let _turn = one_at_a_time();
-    simulate_in_turn(weights, phases, run)
+    simulate_in_turn(phases, run)
 }
 
 /// [`simulate_timed`] for a caller that holds [`one_at_a_time`]'s turn already.
 fn simulate_in_turn(
-    weights: BurstWeights,
     phases: &[Phase],
     run: Duration,
 ) -> (HashMap<u64, f64>, HashMap<u64, f64>, bool) {
     let clock = crate::worker::ThreadCpuClock::current();
-    let (mem, view, mut cfg) = simulated_memory();
-    cfg.weights = weights;
+    let (mem, view, cfg) = simulated_memory();
     let cfg_interval = cfg.interval;
     let in_host = Arc::new(AtomicBool::new(false));
     let sampler = Worker::spawn("test-sampler", move |stop| {
@@ -232,14 +222,14 @@ fn share(of: &HashMap<u64, f64>, word: u64) -> f64 {
 /// (word 1) and code that takes 1 µs per path (word 2): most path ends are fast ones,
 /// but half the time goes to slow ones, and a tick's interval holds both. Returns the
 /// true share of fast path ends and the sampler's estimate of it.
-fn fast_share(weights: BurstWeights) -> (f64, f64) {
+fn fast_share() -> (f64, f64) {
     let phase = |word, per_path| Phase {
         word: Some(word),
         per_path: Duration::from_micros(per_path),
         length: Duration::from_micros(300),
         waits: Duration::ZERO,
     };
-    let (truth, est) = simulate(weights, &[phase(1, 0), phase(2, 1)]);
+    let (truth, est) = simulate(&[phase(1, 0), phase(2, 1)]);
     (share(&truth, 1), share(&est, 1))
 }
 
@@ -277,19 +267,14 @@ fn bursts_taken_while_the_guest_completes_nothing_weigh_nothing() {
     ];
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let (truth, rate) = simulate(BurstWeights::Rate, &phases);
-        let (_, ticks) = simulate(BurstWeights::Ticks, &phases);
-        let (t3, r3, k3) = (share(&truth, 3), share(&rate, 3), share(&ticks, 3));
+        let (truth, rate) = simulate(&phases);
+        let (t3, r3) = (share(&truth, 3), share(&rate, 3));
         // (About 0.016 of the path ends; more when the fast loop ran slowly.)
         assert!(t3 < 0.05, "word 3 is not rare: {t3}");
-        // Tick weights overcount word 3 several times over (about 0.25 on an idle
-        // machine, 0.13 with both cores busy); rate weights do not.
-        if r3 < t3 + 0.03 && k3 > t3 + 0.08 {
+        if r3 < t3 + 0.03 {
             return;
         }
-        seen.push(format!(
-            "word 3: truth {t3:.3}, rate weights {r3:.3}, tick weights {k3:.3}"
-        ));
+        seen.push(format!("word 3: truth {t3:.3}, rate weights {r3:.3}"));
     }
     panic!("{seen:#?}");
 }
@@ -335,7 +320,7 @@ fn a_guest_beside_busy_neighbours_is_estimated_as_on_an_idle_machine() {
     let mut seen = Vec::new();
     let mut judged = false;
     for _ in 0..3 {
-        let (truth, est, _) = simulate_in_turn(BurstWeights::Rate, &phases, Duration::from_secs(1));
+        let (truth, est, _) = simulate_in_turn(&phases, Duration::from_secs(1));
         let (t2, e2) = (share(&truth, 2), share(&est, 2));
         if (0.8 * t2..=1.25 * t2).contains(&e2) {
             judged = true;
@@ -389,7 +374,7 @@ fn a_guest_waiting_for_its_core_is_not_idle() {
     let mut seen = Vec::new();
     let (mut truth, mut estimated) = (HashMap::new(), HashMap::new());
     for _ in 0..5 {
-        let (t, e, on_time) = simulate_timed(BurstWeights::Rate, &phases, Duration::from_secs(1));
+        let (t, e, on_time) = simulate_timed(&phases, Duration::from_secs(1));
         if !on_time {
             seen.push("not judged: the sampler ticked late".to_string());
             continue;
@@ -433,7 +418,7 @@ fn a_run_whose_every_tick_is_idle_still_gets_the_exit_burst() {
             waits: Duration::ZERO,
         },
     ];
-    let (truth, est) = simulate(BurstWeights::Rate, &phases);
+    let (truth, est) = simulate(&phases);
     assert_eq!(truth.keys().collect::<Vec<_>>(), [&5]);
     assert_eq!(
         est.keys().collect::<Vec<_>>(),
@@ -442,13 +427,12 @@ fn a_run_whose_every_tick_is_idle_still_gets_the_exit_burst() {
     );
 }
 
-/// Rate weights estimate the share of path ends; tick weights drift toward the share
-/// of time (what the test tells apart: tick weights put the fast share near 50%, the
-/// truth is above 90%). The guest and the sampler need a core each: when other work
-/// deschedules the guest during a rate measurement the rate is measured over its
-/// pause (before the eleventh session the burst fell back to tick weights, and one
-/// busy core pulled the estimate to ~55%), so the test tries three times before it
-/// fails, and says so on a single core.
+/// Rate weights estimate the share of path ends, not of time: the fast phase and the
+/// slow one last as long, and the fast one completes most of the path ends (a share of
+/// time would put it near one half). The guest and the sampler need a core each: when
+/// other work deschedules the guest during a rate measurement the rate is measured over
+/// its pause, so the test tries three times before it fails, and says so on a single
+/// core.
 #[test]
 fn rate_weights_count_paths_not_time() {
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
@@ -457,20 +441,17 @@ fn rate_weights_count_paths_not_time() {
     }
     let mut seen = Vec::new();
     for _ in 0..3 {
-        let (truth, rate) = fast_share(BurstWeights::Rate);
-        let (truth_t, ticks) = fast_share(BurstWeights::Ticks);
-        if truth.min(truth_t) < 0.9 {
-            // The fast phase ran slowly (a busy machine): the two kinds of weights
-            // cannot be told apart by this run.
-            seen.push(format!("not judged: fast share {truth:.3} / {truth_t:.3}"));
+        let (truth, rate) = fast_share();
+        if truth < 0.9 {
+            // The fast phase ran slowly (a busy machine): a share of path ends and a
+            // share of time cannot be told apart by this run.
+            seen.push(format!("not judged: fast share {truth:.3}"));
             continue;
         }
-        if (rate - truth).abs() < 0.08 && truth_t - ticks > 0.2 {
+        if (rate - truth).abs() < 0.08 {
             return;
         }
-        seen.push(format!(
-            "rate weights {rate:.3} (truth {truth:.3}), tick weights {ticks:.3} (truth {truth_t:.3})"
-        ));
+        seen.push(format!("rate weights {rate:.3} (truth {truth:.3})"));
     }
     if seen.iter().all(|s| s.starts_with("not judged")) {
         eprintln!("not judged: the machine was too busy to simulate the guest: {seen:?}");

@@ -85,10 +85,6 @@ pub struct Args {
     /// --interval tick with PEP (rounded to whole ticks), else 1 ms.
     #[arg(long, value_parser = parse_duration)]
     stack_interval: Option<std::time::Duration>,
-    /// PEP: what a burst's samples stand for: `rate`, the guest's rate of path ends at the
-    /// tick times the time since the last burst; `ticks`, the path ends since the last tick.
-    #[arg(long, value_enum, default_value = "rate")]
-    burst_weights: BurstWeightsArg,
     /// Where clean code checks the flag that moves it into the instrumented copy:
     /// `entries`, `outer` (outermost loops), `nests` (and loop nests behind blocks),
     /// `loops` (and loops that call or hold loops), `shallow`/`deep` (as `loops`, leaving
@@ -465,7 +461,6 @@ impl Args {
             };
             sampling.interval = self.interval;
             sampling.stack_interval = self.stack_interval;
-            sampling.weights = self.burst_weights.into();
             sampling.intervals = ia.config();
             sampling.switch = match self.switch_always_on {
                 true => SwitchDrive::AlwaysOn,
@@ -554,22 +549,6 @@ pub(super) fn load_guide(path: &std::path::Path, wasm: &[u8]) -> Option<pepper_w
         &profile,
         module_hash(&bytes),
     ))
-}
-
-/// `--burst-weights`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-enum BurstWeightsArg {
-    Rate,
-    Ticks,
-}
-
-impl From<BurstWeightsArg> for pepper_runtime::BurstWeights {
-    fn from(w: BurstWeightsArg) -> Self {
-        match w {
-            BurstWeightsArg::Rate => pepper_runtime::BurstWeights::Rate,
-            BurstWeightsArg::Ticks => pepper_runtime::BurstWeights::Ticks,
-        }
-    }
 }
 
 /// `--switch`.
