@@ -138,7 +138,7 @@ pub(crate) fn specs() -> Vec<Spec> {
             label: "exact-edges-no-loop-counts",
             mode: Mode::ExactEdges,
             loop_counts: false,
-            what: "every branch outcome counted, loop iterations on edges (`--no-loop-counts`, exact edges before the tenth session)",
+            what: "every branch outcome counted, loop iterations on edges (`--no-loop-counts`)",
             ..base.clone()
         },
         Spec {
@@ -246,7 +246,7 @@ pub(crate) fn specs() -> Vec<Spec> {
                 "pep(64,17)@1ms",
                 64,
                 17,
-                "PEP(64,17) with bursts every 1 ms (`--interval 1ms`, the default before the eleventh session): a quarter of the bursts, the guest's work unchanged",
+                "PEP(64,17) on the ring (`--switch off`) with bursts every 1 ms of the guest's CPU time, as `pepper run --switch off` takes them",
             )
         },
         Spec {
@@ -279,7 +279,7 @@ pub(crate) fn specs() -> Vec<Spec> {
             mode: Mode::Targeted,
             guide: Guide::SameInput,
             register_loops: false,
-            what: "TPP cold path elimination (5%) without register loops (`--loop-threshold 0`: every loop iteration's path end is a memory increment, targeted mode before the thirteenth session), guide: exact profile of the measured input",
+            what: "TPP cold path elimination (5%) without register loops (`--loop-threshold 0`: every loop iteration's path end is a memory increment), guide: exact profile of the measured input",
             ..base.clone()
         },
         Spec {
