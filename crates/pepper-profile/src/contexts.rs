@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum ContextKind {
     /// Whaley's partial calling context tree from timer samples of the guest's shadow stack;
-    /// weights are wall time. Node call counts are estimates (see [`ContextNode::calls`]).
+    /// weights are the guest thread's CPU time (wall time where it cannot be read). Node
+    /// call counts are estimates (see [`ContextNode::calls`]).
     Sampled,
     /// Every call counted in its context: the complete calling context tree.
     Exact,

@@ -453,7 +453,7 @@ fn sample_loop(
     native: Option<Native>,
     snapshots: &Snapshots,
 ) -> SamplerResult {
-    let mut stacks = cfg.stacks.as_ref().map(StackSamples::new);
+    let mut stacks = cfg.stacks.as_ref().map(|s| StackSamples::new(s, clock));
     let ring = cfg.entries > 0;
     let mut res = SamplerResult::default();
     let mut bursts = Bursts::new(mem, cfg, flag, clock, signals);

@@ -23,6 +23,12 @@ pub(super) struct StackSamples<'c> {
     replay: pepper_cct::Replay,
     paths: PathWindows,
     last_sample: Instant,
+    /// The guest thread's CPU clock, and its reading at the last sample: a sample weighs
+    /// the guest's CPU time since the one before (wall time where the clock cannot be
+    /// read), so that a sample after the guest waited for a core stands for the work it
+    /// did, not for the wait.
+    clock: Option<crate::worker::ThreadCpuClock>,
+    last_cpu: Option<Duration>,
     in_host_samples: u64,
     /// Signal delivery times summed, and how many.
     delivery: (Duration, u64),
@@ -36,7 +42,10 @@ pub(super) struct Captured {
 }
 
 impl<'c> StackSamples<'c> {
-    pub(super) fn new(config: &'c StackConfig) -> StackSamples<'c> {
+    pub(super) fn new(
+        config: &'c StackConfig,
+        clock: Option<crate::worker::ThreadCpuClock>,
+    ) -> StackSamples<'c> {
         StackSamples {
             config,
             pcct: Pcct::new(
@@ -55,6 +64,8 @@ impl<'c> StackSamples<'c> {
             replay: pepper_cct::Replay::default(),
             paths: PathWindows::default(),
             last_sample: Instant::now(),
+            clock,
+            last_cpu: clock.and_then(crate::worker::ThreadCpuClock::now),
             in_host_samples: 0,
             delivery: (Duration::ZERO, 0),
         }
@@ -66,7 +77,8 @@ impl<'c> StackSamples<'c> {
         self.last_words_head = head;
     }
 
-    /// Takes one stack sample (its weight: the time since the previous one) and, with
+    /// Takes one stack sample (its weight: the guest's CPU time since the previous one)
+    /// and, with
     /// interval sampling, adds its functions to the interval's footprint.
     pub(super) fn take(
         &mut self,
@@ -104,8 +116,15 @@ impl<'c> StackSamples<'c> {
     ) -> Option<Captured> {
         let sc = self.config;
         let now = Instant::now();
-        let weight = (now - self.last_sample).as_micros().max(1) as u64;
+        let wall = now - self.last_sample;
         self.last_sample = now;
+        let cpu = self.clock.and_then(crate::worker::ThreadCpuClock::now);
+        let since = match (cpu, self.last_cpu) {
+            (Some(now), Some(then)) => now.saturating_sub(then),
+            _ => wall,
+        };
+        self.last_cpu = cpu;
+        let weight = since.as_micros().max(1) as u64;
         let host = in_host.load(Ordering::Acquire);
         self.in_host_samples += host as u64;
         let Some((sampler, _)) = native else {
