@@ -173,8 +173,7 @@ impl Opened {
 /// the guest waits for, so that the guest ran almost none of its windows. So the wait
 /// spins only while the guest keeps running, and parks when the guest is found off its
 /// core, giving it this thread's. The guest's clock is read once per check, not in the
-/// spin: each read takes the lock of the guest's run queue, which the scheduler needs to
-/// move the guest to a free core.
+/// spin: each read is a system call that takes the lock of the guest's run queue.
 fn wait_for_window(
     stop: &Stop,
     window: Duration,
@@ -242,12 +241,12 @@ fn spin_until(stop: &Stop, deadline: Instant) -> bool {
 /// beside it.
 const SPIN_CHECK: Duration = Duration::from_micros(10);
 
-/// Windows: the flag set for `window` once every epoch, epochs counted from `opened`
-/// (when the first window, open already, opened). The flag, in pepper's memory, is only
-/// ever swapped from the value this thread left in it; a flag found otherwise ends the
-/// windows. With the guest's CPU `clock`, each window's CPU time is read
-/// as it opens and closes (two clock reads an epoch, on this thread). Each closed window
-/// goes to `groups`.
+/// Windows: the flag set once every epoch until the guest has run `window` of its CPU
+/// time (see [`wait_for_window`]), epochs counted from `opened` (when the first window,
+/// open already, opened). The flag, in pepper's memory, is only ever swapped from the
+/// value this thread left in it; a flag found otherwise ends the windows. With the
+/// guest's CPU `clock`, each window's CPU time is read as it opens and closes. Each
+/// closed window goes to `groups`.
 #[allow(clippy::too_many_arguments)]
 fn windows(
     mem: MemView,

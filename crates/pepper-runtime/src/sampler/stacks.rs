@@ -78,8 +78,7 @@ impl<'c> StackSamples<'c> {
     }
 
     /// Takes one stack sample (its weight: the guest's CPU time since the previous one)
-    /// and, with
-    /// interval sampling, adds its functions to the interval's footprint.
+    /// and, with interval sampling, adds its functions to the interval's footprint.
     pub(super) fn take(
         &mut self,
         mem: MemView,
