@@ -325,6 +325,12 @@ pub fn assert_targeted_exact_with(
     cold_total
 }
 
+/// The `--dir` argument that shows the built workloads' directory (their inputs) to the
+/// guest as `/data`.
+pub fn data_dir_arg() -> String {
+    format!("{}::/data", root().join("bench/workloads/build").display())
+}
+
 pub fn workload(name: &str) -> Option<std::path::PathBuf> {
     let p = root()
         .join("bench/workloads/build")

@@ -5,6 +5,13 @@ use common::*;
 use pepper_profile::compare::compare;
 use std::process::{Child, Command, Stdio};
 
+/// One test of this file at a time: each controls the load beside its own runs, and one
+/// test's busy processes would load another's.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Busy processes competing with pepper for the machine's cores, stopped when dropped.
 struct Busy(Vec<Child>);
 
@@ -44,6 +51,7 @@ impl Drop for Busy {
 /// in the report. The same program with the instrumented code always on is not blind.
 #[test]
 fn a_function_the_bursts_miss_is_reported_blind() {
+    let _turn = one_at_a_time();
     let f = fixture("missed_loop.wat");
     let (c, _, err, p, out) = run_to("pep", &f, &["--switch", "entries"], &[]);
     assert_eq!(c, 0, "{err}");
@@ -85,6 +93,7 @@ fn a_function_the_bursts_miss_is_reported_blind() {
 /// machine this busy starves the sampler now and then.
 #[test]
 fn the_default_stays_accurate_beside_busy_processes() {
+    let _turn = one_at_a_time();
     let f = fixture("two_loops.wat");
     let (c, _, err, exact) = run("exact-paths", &f, &[], &[]);
     assert_eq!(c, 0, "{err}");
@@ -117,11 +126,11 @@ fn the_default_stays_accurate_beside_busy_processes() {
 /// near two thirds and an absolute one near zero.) Every one of three runs is judged.
 #[test]
 fn ephemeral_windows_stay_accurate_beside_a_busy_process() {
+    let _turn = one_at_a_time();
     let Some(wasm) = workload("bzip2") else {
         return;
     };
-    let dir = root().join("bench/workloads/build");
-    let d = format!("{}::/data", dir.display());
+    let d = data_dir_arg();
     let (extra, guest) = (["--dir", &d], ["-c", "-9", "/data/input-bench.txt"]);
     let (c, _, err, exact) = run("exact-edges", &wasm, &extra, &guest);
     assert_eq!(c, 0, "{err}");
@@ -204,6 +213,7 @@ fn nest_program(n: usize) -> String {
 /// profile showed none of it while the stack samples found it in nearly all of them).
 #[test]
 fn hot_nests_have_a_way_in_whatever_they_hand_over() {
+    let _turn = one_at_a_time();
     for n in [9, 16, 32] {
         let path = unique_path(format!("nest{n}.wat"));
         std::fs::write(&path, nest_program(n)).unwrap();

@@ -37,8 +37,7 @@ fn differential(name: &str, extra: &[&str], guest: &[&str]) {
 
 #[test]
 fn bzip2() {
-    let dir = root().join("bench/workloads/build");
-    let d = format!("{}::/data", dir.display());
+    let d = data_dir_arg();
     differential(
         "bzip2",
         &["--dir", &d],
@@ -68,8 +67,7 @@ fn targeted_counts_hot_paths_exactly_and_catches_every_cold_one() {
     let Some(wasm) = workload("bzip2") else {
         return;
     };
-    let dir = root().join("bench/workloads/build");
-    let d = format!("{}::/data", dir.display());
+    let d = data_dir_arg();
     for obvious in [&[][..], &["--obvious"][..]] {
         let mut extra = vec!["--dir", &d];
         extra.extend_from_slice(obvious);
@@ -99,8 +97,7 @@ fn inlined_frames_come_from_dwarf() {
     let Some(wasm) = workload("bzip2") else {
         return;
     };
-    let dir = root().join("bench/workloads/build");
-    let d = format!("{}::/data", dir.display());
+    let d = data_dir_arg();
     let (_, _, _, p, path) = run_to(
         "exact-edges",
         &wasm,
