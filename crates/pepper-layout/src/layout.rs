@@ -46,6 +46,26 @@ pub struct MemoryLayout {
     pub entry_counts: u32,
     /// Bytes of pepper's memory in use.
     pub size: u64,
+    /// The memory's [`tag`] ([`TAG_BYTES`] bytes, written by a data segment).
+    pub tag: u32,
+}
+
+/// How a tag starts: what no program's memory holds by chance at that address, in a
+/// memory of exactly pepper's size.
+pub const TAG_MAGIC: [u8; 8] = *b"pepper\0\x01";
+/// Bytes of a tag.
+pub const TAG_BYTES: usize = 16;
+
+/// What pepper's memory of the core module in `slot` holds at [`MemoryLayout::tag`]:
+/// [`TAG_MAGIC`], the slot and the memory's size in use. Inside a component, where the
+/// host cannot look up a core instance's exports, this is how the runtime tells the
+/// pepper memories of several instrumented core modules apart (and from the program's).
+pub fn tag(slot: u32, size: u64) -> [u8; TAG_BYTES] {
+    let mut t = [0; TAG_BYTES];
+    t[..8].copy_from_slice(&TAG_MAGIC);
+    t[8..12].copy_from_slice(&slot.to_le_bytes());
+    t[12..].copy_from_slice(&(size as u32).to_le_bytes());
+    t
 }
 
 /// Switch with PEP's ring: the u32 at `switch_flag + SWITCH_LIMIT_OFFSET` is the ring head

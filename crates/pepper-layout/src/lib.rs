@@ -10,7 +10,10 @@ mod layout;
 mod word;
 
 pub use index::{FuncIndex, SiteIndex};
-pub use layout::{read_u32, read_u64, HashTable, MemoryLayout, Ring, SWITCH_LIMIT_OFFSET};
+pub use layout::{
+    read_u32, read_u64, tag, HashTable, MemoryLayout, Ring, SWITCH_LIMIT_OFFSET, TAG_BYTES,
+    TAG_MAGIC,
+};
 pub use word::{pep_tag, pep_untag, PEP_TAG_SHIFT};
 
 use pepper_profile::Mode;
@@ -83,6 +86,9 @@ pub struct Guest {
     /// Ephemeral in windows: `layout.switch_flag` is one module-wide flag, not a budget
     /// per function.
     pub ephemeral_windows: bool,
+    /// Which core module of its component this is, as its memory's tag says
+    /// ([`tag`]); 0 for a plain module.
+    pub slot: u32,
     /// What the guest keeps for calling contexts.
     pub contexts: ContextMode,
     /// Functions in the original module, imports included (pepper's own come after).
@@ -96,4 +102,11 @@ pub struct Guest {
     pub site_offsets: HashMap<u64, SiteIndex>,
     /// Switchable instrumentation: each copy's function index → the function it copies.
     pub origins: HashMap<FuncIndex, FuncIndex>,
+}
+
+impl Guest {
+    /// What pepper's memory of this module holds at `layout.tag`.
+    pub fn tag(&self) -> [u8; TAG_BYTES] {
+        tag(self.slot, self.layout.size)
+    }
 }

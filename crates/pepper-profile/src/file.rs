@@ -7,8 +7,9 @@ use std::io::{Read, Write};
 /// The `format` field every pepper profile carries.
 pub const FORMAT: &str = "pepper-profile";
 /// The current format version. Readers refuse newer versions instead of misreading them.
-/// Version 2 added PEP mode and `sampling`, version 3 `contexts`; older files still read.
-pub const VERSION: u32 = 3;
+/// Version 2 added PEP mode and `sampling`, version 3 `contexts`, version 4 `modules` (a
+/// component's core modules in one profile); older files still read.
+pub const VERSION: u32 = 4;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {

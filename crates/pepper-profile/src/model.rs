@@ -31,7 +31,9 @@ pub struct RunInfo {
 /// One function of the original module.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Function {
-    /// Index in the original module's function index space (imports first).
+    /// Index in the original module's function index space (imports first); in a profile
+    /// of several core modules ([`Profile::modules`]), another module's function has a
+    /// [`crate::foreign_function`] id.
     pub index: u32,
     pub name: Option<String>,
     /// `false` when the rewriter left the function alone; `skipped` says why.
@@ -94,7 +96,8 @@ pub struct Branch {
     pub id: u32,
     pub func: u32,
     /// Byte offset of the instruction in the original module file (as `wasm-tools print
-    /// --print-offsets` and `wasm-objdump -d` show it).
+    /// --print-offsets` and `wasm-objdump -d` show it); in a profile of several core
+    /// modules, in the branch's own module.
     pub offset: u64,
     pub kind: BranchKind,
     /// One entry per outcome. `if` and `br_if`: `["taken", "not-taken"]` (taken = condition
@@ -353,6 +356,12 @@ pub struct Profile {
     pub version: u32,
     pub mode: Mode,
     pub module: ModuleInfo,
+    /// The component's core modules this profile covers, the primary first (version 4):
+    /// the primary's functions keep their indices, the others' have
+    /// [`crate::foreign_function`] ids ([`Profile::merge_modules`]). Empty for a plain
+    /// module, and for a component profiled through one core module.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modules: Vec<crate::CoreModule>,
     pub run: RunInfo,
     pub functions: Vec<Function>,
     pub branches: Vec<Branch>,

@@ -3,6 +3,24 @@
 use crate::contexts::{CallSite, ContextKind, ContextNode, Contexts, HotFunction};
 use crate::model::*;
 
+pub fn function(index: u32, name: Option<&str>) -> Function {
+    Function {
+        index,
+        name: name.map(str::to_string),
+        instrumented: true,
+        skipped: None,
+        num_paths: Some(2),
+        counting: Some("array".into()),
+        truncated_nodes: 0,
+        cold_edges: None,
+        cold_executions: None,
+        obvious_paths: None,
+        uninstrumented_edges: None,
+        register_loops: None,
+        under_sampled: None,
+    }
+}
+
 pub fn branch(id: u32, counts: &[u64]) -> Branch {
     Branch {
         id,
@@ -43,6 +61,7 @@ pub fn profile(branches: Vec<Branch>, paths: Vec<Path>) -> Profile {
             sha256: "00".into(),
             size: 0,
         },
+        modules: Vec::new(),
         run: RunInfo::default(),
         functions: vec![],
         branches,

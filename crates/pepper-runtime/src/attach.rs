@@ -98,7 +98,8 @@ impl<T: 'static> Profiled<T> {
     ) -> Result<Profiled<T>> {
         let memory = counters_view(&mut store, instance, cfg);
         let code = native::CodeSource::Module(module);
-        let attached = Attached::start_with(&mut store, memory, code, cfg, &OnceLock::new())?;
+        let memories = (memory, Vec::new());
+        let attached = Attached::start_with(&mut store, memories, code, cfg, &OnceLock::new())?;
         Ok(Profiled { attached, store })
     }
 
@@ -145,6 +146,8 @@ pub(crate) struct Attached {
     // The watcher stops first: it may take the sampler.
     watcher: Option<Worker<()>>,
     memory: Option<MemView>,
+    /// Inside a component: the other instrumented core modules' memories.
+    modules: Vec<Option<MemView>>,
     sampler: Arc<Mutex<Option<sampler::Sampler>>>,
     armer: Option<epochs::Armer>,
 }
@@ -154,6 +157,9 @@ pub(crate) struct Attached {
 pub struct Collected {
     /// A copy of pepper's memory (counters, hash tables, call-site counts).
     pub counters: Option<Vec<u8>>,
+    /// Inside a component: copies of the other instrumented core modules' memories
+    /// ([`crate::RunConfig::module_tags`]).
+    pub module_counters: Vec<Option<Vec<u8>>>,
     /// What the sampler thread collected.
     pub samples: Option<SamplerResult>,
     /// Ephemeral instrumentation: the epochs armed.
@@ -168,10 +174,11 @@ pub struct Collected {
 
 impl Attached {
     /// Starts the threads, with a code map cached across runs of one module. The caller
-    /// keeps `store` alive until `finish` ([`Profiled`], `Prepared::run`).
+    /// keeps `store` alive until `finish` ([`Profiled`], `Prepared::run`). `modules` are
+    /// the memories of a component's other instrumented core modules.
     pub(crate) fn start_with<T: 'static>(
         store: &mut Store<T>,
-        memory: Option<MemView>,
+        (memory, modules): (Option<MemView>, Vec<Option<MemView>>),
         code: native::CodeSource<'_>,
         cfg: &AttachConfig,
         code_map: &OnceLock<native::CodeMap>,
@@ -193,11 +200,12 @@ impl Attached {
         let sampler = Arc::new(Mutex::new(sampler));
         let watcher = cfg.early_stop.clone().map(|stop| {
             let view = memory.unwrap_or(MemView { ptr: 0, len: 0 });
-            watch(stop, view, sampler.clone())
+            watch(stop, view, modules.clone(), sampler.clone())
         });
         Ok(Attached {
             watcher,
             memory,
+            modules,
             sampler,
             armer,
         })
@@ -221,12 +229,18 @@ impl Attached {
         let samples = sampler.map(sampler::Sampler::finish);
         Collected {
             counters,
+            module_counters: copies(&self.modules),
             samples,
             epochs: armed.epochs,
             windows: armed.windows,
             window_groups,
         }
     }
+}
+
+/// Copies of the memories that exist.
+fn copies(memories: &[Option<MemView>]) -> Vec<Option<Vec<u8>>> {
+    memories.iter().map(|m| m.map(|m| m.copy())).collect()
 }
 
 fn take(sampler: &Mutex<Option<sampler::Sampler>>) -> Option<sampler::Sampler> {
@@ -242,6 +256,7 @@ fn take(sampler: &Mutex<Option<sampler::Sampler>>) -> Option<sampler::Sampler> {
 fn watch(
     stop: EarlyStop,
     memory: crate::memview::MemView,
+    modules: Vec<Option<MemView>>,
     sampler: Arc<Mutex<Option<sampler::Sampler>>>,
 ) -> Worker<()> {
     let start = Instant::now();
@@ -272,6 +287,7 @@ fn watch(
                         .and_then(|m| m.take(Duration::from_secs(1)));
                     deliver(Collected {
                         counters: (memory.len > 0).then(|| memory.copy()),
+                        module_counters: copies(&modules),
                         samples,
                         ..Default::default()
                     });
@@ -281,6 +297,7 @@ fn watch(
         let samples = take(&sampler).map(sampler::Sampler::finish);
         let collected = Collected {
             counters: (memory.len > 0).then(|| memory.copy()),
+            module_counters: copies(&modules),
             samples,
             ..Default::default()
         };

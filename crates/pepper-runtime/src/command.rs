@@ -6,7 +6,7 @@
 
 use crate::{decode, EphemeralConfig, FlagWord, IntervalConfig, RunConfig, SamplerConfig};
 use anyhow::{Context, Result};
-use pepper_profile::{Mode, ModuleInfo, Profile, RunInfo};
+use pepper_profile::{CoreModule, Mode, ModuleInfo, Profile, RunInfo};
 use pepper_sampling::PepParams;
 use pepper_wasm::component::{ComponentFrame, Unit};
 use pepper_wasm::plan::Guide;
@@ -223,13 +223,21 @@ pub enum Note<'a> {
     Trapped(&'a str),
     /// Native stack sampling took no sample (not on this platform, or too short a run).
     NoNativeSamples,
-    /// The file is a component: the core module profiled (its name, and how many core
+    /// The file is a component: the core modules profiled (their names, and how many core
     /// modules the component holds).
     Component {
-        /// The profiled core module's name.
-        module: &'a str,
+        /// The profiled core modules' names, the primary first.
+        profiled: Vec<&'a str>,
         /// Core modules in the component.
         modules: usize,
+    },
+    /// A component's other core modules run uninstrumented: this mode profiles one core
+    /// module per run.
+    OneModule {
+        /// The profiled core module's name.
+        module: &'a str,
+        /// Why.
+        why: &'static str,
     },
 }
 
@@ -304,7 +312,8 @@ impl CommandOptions {
             dirs: self.wasi.dirs.clone(),
             cache_dir: self.cache_dir.clone(),
             counters_export: module.counters_export(),
-            counters_bytes: (guest.layout.pages() * 65536) as usize,
+            counters_tag: Some(crate::MemoryTag::of(guest)),
+            module_tags: Vec::new(),
             inherit_stdio: self.wasi.inherit_stdio,
             epoch: None,
             branch_hints: self.branch_hints || module.wants_branch_hinting(),
@@ -345,37 +354,196 @@ impl CommandOptions {
     }
 }
 
-/// Staged mode's first stage: the exact edge profile of the same run, as a guide.
-fn staged_guide(unit: &Unit, module: &ModuleInfo, opts: &CommandOptions) -> Result<Guide> {
-    let stage = pepper_wasm::instrument(&unit.core, &{
-        let mut instrument = InstrumentOptions::default();
-        instrument.mode = Mode::ExactEdges;
-        instrument
-    })?;
+/// The core modules of one run, instrumented: the file's (or its component's primary
+/// profiled module), and a component's other profiled modules.
+struct Modules {
+    primary: Arc<Instrumented>,
+    /// Inside a component with other profiled modules: the primary's place in it.
+    primary_module: Option<CoreModule>,
+    others: Vec<(CoreModule, Arc<Instrumented>)>,
+}
+
+impl Modules {
+    /// Instruments `unit`'s profiled modules with `opts`, each with its own guide
+    /// (`guide(None)` the primary's, `guide(Some(k))` core module `k`'s).
+    fn instrument(
+        unit: &Unit,
+        opts: &InstrumentOptions,
+        guide: &dyn Fn(Option<usize>) -> Option<Arc<Guide>>,
+    ) -> Result<Modules> {
+        let frame = unit.component.as_ref();
+        let mut primary_opts = opts.clone();
+        primary_opts.module_slot = frame.map_or(0, |c| c.profiled_module as u32);
+        primary_opts.guide = guide(None).or(primary_opts.guide);
+        let primary = Arc::new(pepper_wasm::instrument(&unit.core, &primary_opts)?);
+        let others = match frame.filter(|_| !unit.others.is_empty()) {
+            Some(_) if !others_supported(opts) => Vec::new(),
+            Some(_) => (unit.others.iter())
+                .map(|o| {
+                    let mut io = opts.clone();
+                    io.module_slot = o.index as u32;
+                    io.guide = guide(Some(o.index));
+                    // Calling contexts come from native stacks across every module; a
+                    // shadow stack is one module's alone.
+                    if io.contexts.shadow() {
+                        io.contexts = pepper_layout::ContextMode::Off;
+                    }
+                    let inst = pepper_wasm::instrument(&o.bytes, &io)
+                        .with_context(|| format!("core module {}", o.name))?;
+                    Ok((core_module(o.index, &o.name, &o.bytes), Arc::new(inst)))
+                })
+                .collect::<Result<Vec<_>>>()?,
+            None => Vec::new(),
+        };
+        let primary_module = frame
+            .filter(|_| !others.is_empty())
+            .map(|c| core_module(c.profiled_module, &c.modules[c.profiled_module], &unit.core));
+        Ok(Modules {
+            primary,
+            primary_module,
+            others,
+        })
+    }
+
+    /// The file to run.
+    fn wasm<'a>(&'a self, unit: &Unit) -> std::borrow::Cow<'a, [u8]> {
+        if self.others.is_empty() {
+            return unit.wrap(&self.primary.wasm);
+        }
+        let others: Vec<&[u8]> = self.others.iter().map(|(_, i)| &i.wasm[..]).collect();
+        unit.wrap_all(&self.primary.wasm, &others)
+    }
+
+    /// How to find the other modules' memories in the running component.
+    fn tags(&self) -> Vec<crate::MemoryTag> {
+        (self.others.iter())
+            .filter(|(_, i)| i.counters_export().is_some())
+            .map(|(_, i)| crate::MemoryTag::of(&i.guest))
+            .collect()
+    }
+
+    /// The profile of a run: the primary module's, merged with the others' (from
+    /// `module_counters`, in the order of [`Modules::tags`]), every function named by its
+    /// core module inside a component.
+    fn decode(
+        &self,
+        unit: Option<&ComponentFrame>,
+        (results, module_counters): (decode::Results<'_>, &[Option<Vec<u8>>]),
+        (module, run): (ModuleInfo, RunInfo),
+        settings: &decode::Settings,
+        sampler: Option<&SamplerConfig>,
+        lines: &dyn Fn(u64) -> Option<String>,
+    ) -> Profile {
+        let (primary, settings_) = (&self.primary, settings);
+        let mut profile = decode::profile(
+            primary,
+            results,
+            module.clone(),
+            run.clone(),
+            settings_,
+            sampler,
+            lines,
+        );
+        let Some(frame) = unit else {
+            return profile;
+        };
+        name_by_module(&mut profile, &frame.modules[frame.profiled_module], primary);
+        let Some(first) = self.primary_module.clone() else {
+            name_foreign_frames(&mut profile, frame);
+            return profile;
+        };
+        let mut counters = module_counters.iter();
+        let others = (self.others.iter())
+            .map(|(m, inst)| {
+                let memory = match inst.counters_export() {
+                    Some(_) => counters.next().and_then(Option::as_deref),
+                    None => None,
+                };
+                let results = decode::Results {
+                    counters: memory,
+                    samples: None,
+                    epochs: results.epochs,
+                    windows: results.windows,
+                    window_groups: &[],
+                };
+                let info = ModuleInfo {
+                    sha256: m.sha256.clone(),
+                    size: m.size,
+                    ..module.clone()
+                };
+                // (`merge_modules` names its functions by its module.)
+                let p =
+                    decode::profile(inst, results, info, run.clone(), settings, None, &|_| None);
+                (m.clone(), p)
+            })
+            .collect();
+        let mut merged = Profile::merge_modules((first, profile), others);
+        name_foreign_frames(&mut merged, frame);
+        merged
+    }
+}
+
+/// Whether a mode's run can profile several core modules: the sampler thread and the
+/// ephemeral epochs drive one pepper memory.
+fn others_supported(opts: &InstrumentOptions) -> bool {
+    !opts.mode.sampled()
+}
+
+/// A component's core module as a profile lists it.
+fn core_module(index: usize, name: &str, bytes: &[u8]) -> CoreModule {
+    CoreModule {
+        index: index as u32,
+        name: name.to_string(),
+        sha256: pepper_profile::module_hash(bytes),
+        size: bytes.len() as u64,
+    }
+}
+
+/// Staged mode's first stage: the exact edge profile of the same run, as a guide for each
+/// profiled module (the primary's at `None`, the others' by core module index).
+fn staged_guides(
+    unit: &Unit,
+    module: &ModuleInfo,
+    opts: &CommandOptions,
+) -> Result<Vec<(Option<usize>, Arc<Guide>)>> {
+    let mut exact = InstrumentOptions::default();
+    exact.mode = Mode::ExactEdges;
+    let stage = Modules::instrument(unit, &exact, &|_| None)?;
     // The same run as stage two's, its output discarded and nothing sampled (exact edges
     // need no sampler).
-    let cfg = RunConfig {
+    let mut cfg = RunConfig {
         inherit_stdio: false,
         branch_hints: false,
-        ..opts.run_config(&stage)
+        ..opts.run_config(&stage.primary)
     };
-    let r = crate::run(&unit.wrap(&stage.wasm), &cfg)?;
-    let outcome = pepper_wasm::RunOutcome {
-        module: module.clone(),
-        run: RunInfo::default(),
-        warnings: Vec::new(),
-        sampling: None,
-        contexts: None,
-        window_groups: Vec::new(),
-    };
-    let p = stage.decode(r.counters.as_deref(), outcome, &|_| None);
-    Ok(Guide::from_profile(&p, "staged".into()))
+    cfg.module_tags = stage.tags();
+    let r = crate::run(&stage.wasm(unit), &cfg)?;
+    let p = stage.decode(
+        unit.component.as_ref(),
+        (r.results(), &r.module_counters),
+        (module.clone(), RunInfo::default()),
+        &opts.settings(None),
+        None,
+        &|_| None,
+    );
+    let mut guides = vec![(None, p.module_profile(None))];
+    for (m, _) in &stage.others {
+        guides.push((
+            Some(m.index as usize),
+            p.module_profile(Some(m.index as usize)),
+        ));
+    }
+    Ok(guides
+        .into_iter()
+        .map(|(k, p)| (k, Arc::new(Guide::from_profile(&p, "staged".into()))))
+        .collect())
 }
 
 /// Profiles one run of the WASI command `unit` (a core module, or a component around its
-/// program's module): instruments it (after a first, exact edge run when staged), runs it with pepper's sampler, and decodes what it collected.
-/// `lines` gives the source line of an original code offset when known; `note` hears
-/// about progress and events worth telling a user.
+/// profiled core modules): instruments it (after a first, exact edge run when staged),
+/// runs it with pepper's sampler, and decodes what it collected. `lines` gives the source
+/// line of an original code offset of the primary module when known; `note` hears about
+/// progress and events worth telling a user.
 pub fn profile_command(
     unit: &Unit,
     module: ModuleInfo,
@@ -385,30 +553,53 @@ pub fn profile_command(
 ) -> Result<CommandRun> {
     let t0 = Instant::now();
     if let Some(c) = &unit.component {
+        let mut profiled = vec![c.modules[c.profiled_module].as_str()];
+        if others_supported(&opts.instrument) {
+            profiled.extend(unit.others.iter().map(|o| o.name.as_str()));
+        } else if !unit.others.is_empty() {
+            note(Note::OneModule {
+                module: profiled[0],
+                why: "sampled modes profile one core module of a component",
+            });
+        }
         note(Note::Component {
-            module: unit.module_name().unwrap_or("?"),
+            profiled,
             modules: c.modules.len(),
         });
     }
-    let guide = if opts.staged {
+    let guides = if opts.staged {
         note(Note::Stage(1));
-        let g = staged_guide(unit, &module, opts).context("staged mode, stage 1")?;
+        let g = staged_guides(unit, &module, opts).context("staged mode, stage 1")?;
         note(Note::Stage(2));
-        Some(Arc::new(g))
+        g
     } else {
-        None
+        Vec::new()
     };
-    let iopts = opts.instrument_options(guide);
-    let inst = Arc::new(pepper_wasm::instrument(&unit.core, &iopts)?);
+    let guide = |k: Option<usize>| {
+        (guides.iter())
+            .find(|(m, _)| *m == k)
+            .map(|(_, g)| g.clone())
+    };
+    let iopts = opts.instrument_options(guide(None));
+    let modules = Arc::new(Modules::instrument(unit, &iopts, &guide)?);
+    let inst = &modules.primary;
     let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let warnings: Vec<String> = (inst.plan.warnings.iter().cloned())
+        .chain(modules.others.iter().flat_map(|(m, i)| {
+            (i.plan.warnings.iter()).map(move |w| format!("module {}: {w}", m.name))
+        }))
+        .collect();
     note(Note::Instrumented {
-        warnings: &inst.plan.warnings,
+        warnings: &warnings,
     });
     let settings = opts.settings(iopts.guide.as_deref());
-    let mut cfg = opts.run_config(&inst);
+    let mut cfg = opts.run_config(inst);
+    cfg.module_tags = modules.tags();
     if let Some(e) = &opts.early_stop {
         let named = (&module, unit.component.as_ref());
-        cfg.early_stop = Some(early_stop(e, &inst, named, &settings, &cfg, &lines, opts));
+        cfg.early_stop = Some(early_stop(
+            e, &modules, named, &settings, &cfg, &lines, opts,
+        ));
     }
     let asked = opts.asked_stack_interval(&inst.guest);
     if let Some(actual) = cfg
@@ -421,7 +612,7 @@ pub fn profile_command(
         note(Note::StackInterval { asked, actual });
     }
     note(Note::Compiling);
-    let result = crate::run(&unit.wrap(&inst.wasm), &cfg)?;
+    let result = crate::run(&modules.wasm(unit), &cfg)?;
     if let Some(t) = &result.trap {
         note(Note::Trapped(t));
     }
@@ -442,19 +633,13 @@ pub fn profile_command(
         compile_ms: result.compile.as_secs_f64() * 1e3,
         run_ms: result.run.as_secs_f64() * 1e3,
     };
-    let mut profile = decode::profile(
-        &inst,
-        result.results(),
-        module,
-        run,
+    let profile = modules.decode(
+        unit.component.as_ref(),
+        (result.results(), &result.module_counters),
+        (module, run),
         &settings,
         cfg.sampler.as_ref(),
         &*lines,
-    );
-    name_by_component(
-        &mut profile,
-        unit.component.as_ref(),
-        inst.guest.num_imports,
     );
     Ok(CommandRun {
         profile,
@@ -466,7 +651,7 @@ pub fn profile_command(
 /// far into a profile as the end of the run would, and hands it over.
 fn early_stop(
     e: &EarlyStopOptions,
-    inst: &Arc<Instrumented>,
+    modules: &Arc<Modules>,
     // The module, and the component around it.
     (module, component): (&ModuleInfo, Option<&ComponentFrame>),
     settings: &decode::Settings,
@@ -474,7 +659,7 @@ fn early_stop(
     lines: &Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
     opts: &CommandOptions,
 ) -> crate::EarlyStop {
-    let (inst, module, settings) = (inst.clone(), module.clone(), settings.clone());
+    let (modules, module, settings) = (modules.clone(), module.clone(), settings.clone());
     let component = component.cloned().map(Arc::new);
     let (sampler, lines) = (cfg.sampler.clone(), lines.clone());
     let args = opts.wasi.args.clone();
@@ -487,17 +672,14 @@ fn early_stop(
             run_ms: start.elapsed().as_secs_f64() * 1e3,
             ..Default::default()
         };
-        let mut p = decode::profile(
-            &inst,
-            collected.results(),
-            module.clone(),
-            run,
+        modules.decode(
+            component.as_deref(),
+            (collected.results(), &collected.module_counters),
+            (module.clone(), run),
             &settings,
             sampler.as_ref(),
             &*lines,
-        );
-        name_by_component(&mut p, component.as_deref(), inst.guest.num_imports);
-        p
+        )
     });
     let (stop_profile, deliver) = (to_profile.clone(), e.deliver.clone());
     crate::EarlyStop {
@@ -521,28 +703,30 @@ fn early_stop(
 }
 
 /// Inside a component, a function is named by its core module: `main::luaV_execute`
-/// (`func[N]` when it has no name). Imports keep their `module::name`, and the frames of
-/// the component's other core modules in calling contexts get theirs
-/// (`wit-component:adapter:wasi_snapshot_preview1::fd_write`).
-fn name_by_component(profile: &mut Profile, frame: Option<&ComponentFrame>, num_imports: usize) {
-    let Some(c) = frame else {
-        return;
-    };
-    let m = &c.modules[c.profiled_module];
+/// (`func[N]` when it has no name). Imports keep their `module::name`.
+fn name_by_module(profile: &mut Profile, module: &str, inst: &Instrumented) {
     for f in &mut profile.functions {
-        if (f.index as usize) >= num_imports {
+        if (f.index as usize) >= inst.guest.num_imports {
             let own = f
                 .name
                 .take()
                 .unwrap_or_else(|| format!("func[{}]", f.index));
-            f.name = Some(format!("{m}::{own}"));
+            f.name = Some(format!("{module}::{own}"));
         }
     }
+}
+
+/// Names for the frames of the component's core modules that calling contexts hold and
+/// the profile's functions do not (`wit-component:adapter:wasi_snapshot_preview1::fd_write`).
+fn name_foreign_frames(profile: &mut Profile, frame: &ComponentFrame) {
+    let listed: std::collections::HashSet<u32> =
+        profile.functions.iter().map(|f| f.index).collect();
     if let Some(ctx) = &mut profile.contexts {
         let ids: Vec<u32> = (ctx.nodes.iter().map(|n| n.func))
             .chain(ctx.hot_functions.iter().map(|h| h.func))
+            .filter(|id| !listed.contains(id))
             .collect();
-        ctx.imports.extend(c.foreign_names(&ids));
+        ctx.imports.extend(frame.foreign_names(&ids));
         ctx.imports.sort();
         ctx.imports.dedup();
     }

@@ -5,8 +5,9 @@
 //! component, so the counters memory an instrumented core module exports cannot be looked
 //! up by name. The engine that runs components creates every linear memory through
 //! [`HostMemories`] instead ([`wasmtime::Config::with_host_memory`]), which notes each one's
-//! address, size and limits; pepper's memory is the one with its exact, fixed size (the
-//! rewriter declares it with equal minimum and maximum).
+//! address, size and limits. A pepper memory has an exact, fixed size (the rewriter
+//! declares it with equal minimum and maximum) and a tag naming its core module
+//! ([`pepper_layout::tag`]): that is how each instrumented module's memory is found.
 
 #![allow(unsafe_code)]
 
@@ -28,28 +29,45 @@ pub(crate) struct HostMemories {
 }
 
 impl HostMemories {
-    /// Pepper's memory among the live ones created on this thread (a store's memories
-    /// are created on the thread that instantiates, and go when the store goes): the
-    /// fixed-size memory of `bytes` bytes. An error when none or several match.
-    pub(crate) fn find(&self, bytes: usize) -> anyhow::Result<crate::memview::MemView> {
+    /// Pepper's memories of one instrumented core module among the live ones created on
+    /// this thread (a store's memories are created on the thread that instantiates, and
+    /// go when the store goes): the fixed-size memories of `bytes` bytes that hold `tag`
+    /// at `at` (its data segment wrote it at instantiation). Several when the component
+    /// instantiates that module several times; none when it never does.
+    pub(crate) fn find_tagged(
+        &self,
+        bytes: usize,
+        at: u32,
+        tag: &[u8; pepper_layout::TAG_BYTES],
+    ) -> Vec<crate::memview::MemView> {
         let me = std::thread::current().id();
         let created = self.created.lock().unwrap_or_else(|e| e.into_inner());
-        let found: Vec<&Created> = created
+        if at as usize + tag.len() > bytes {
+            return Vec::new();
+        }
+        created
             .iter()
             .filter(|c| c.thread == me && c.minimum == bytes && c.maximum == Some(bytes))
-            .collect();
-        match found.as_slice() {
-            [one] => Ok(crate::memview::MemView {
-                ptr: one.base,
+            .filter(|c| {
+                let mut found = [0u8; pepper_layout::TAG_BYTES];
+                // SAFETY: the memory is live (it leaves the registry before it is unmapped,
+                // under the lock held here) and `bytes` long, and the tag lies within. Only
+                // pepper's own threads write a pepper memory besides the guest, and none
+                // has started: the tag is the data segment's.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        (c.base + at as usize) as *const u8,
+                        found.as_mut_ptr(),
+                        found.len(),
+                    )
+                };
+                &found == tag
+            })
+            .map(|c| crate::memview::MemView {
+                ptr: c.base,
                 len: bytes,
-            }),
-            [] => anyhow::bail!("pepper's memory was not created in the component"),
-            _ => anyhow::bail!(
-                "the component creates {} memories of pepper's memory's size ({bytes} bytes): \
-                 cannot tell which is pepper's",
-                found.len()
-            ),
-        }
+            })
+            .collect()
     }
 }
 
@@ -209,5 +227,49 @@ impl Drop for Mmapped {
             .retain(|c| c.base != base);
         // SAFETY: the whole mapping made in `new`, no longer used by anyone.
         unsafe { libc::munmap(self.base as *mut libc::c_void, self.mapped) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasmtime::{LinearMemory, MemoryCreator};
+
+    #[test]
+    fn memories_of_one_size_are_told_apart_by_their_tags() {
+        let registry = Arc::new(HostMemories::default());
+        let creator = Creator(registry.clone());
+        let ty = wasmtime::MemoryType::new(1, Some(1));
+        let page = 65536;
+        let mut mems: Vec<_> = (0..3)
+            .map(|_| creator.new_memory(ty.clone(), page, Some(page), None, 0))
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let write = |m: &dyn LinearMemory, tag: [u8; 16]| {
+            // SAFETY: 80 bytes into a fresh 64 KiB memory nobody else uses.
+            unsafe { std::ptr::copy_nonoverlapping(tag.as_ptr(), m.as_ptr().add(64), 16) }
+        };
+        // Memory 1 is a program's of the same size, without a tag.
+        write(&*mems[0], pepper_layout::tag(1, 1000));
+        write(&*mems[2], pepper_layout::tag(2, 1000));
+        let find = |slot, bytes| {
+            (registry
+                .find_tagged(bytes, 64, &pepper_layout::tag(slot, 1000))
+                .iter())
+            .map(|v| v.ptr)
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(find(1, page), [mems[0].as_ptr() as usize]);
+        assert_eq!(find(2, page), [mems[2].as_ptr() as usize]);
+        assert!(find(3, page).is_empty(), "no such slot");
+        assert!(find(1, 2 * page).is_empty(), "another size");
+        // A tag past the memory's end is not read.
+        assert!(registry.find_tagged(page, page as u32, &[0; 16]).is_empty());
+        // Another thread's memories are not its.
+        let elsewhere = std::thread::scope(|s| s.spawn(|| find(1, page)).join().unwrap());
+        assert!(elsewhere.is_empty());
+        // A memory that is gone is not found.
+        drop(mems.remove(0));
+        assert!(find(1, page).is_empty());
     }
 }

@@ -117,6 +117,29 @@ impl Preopen {
     }
 }
 
+/// How to find a pepper memory inside a component: its fixed size and the tag its data
+/// segment writes ([`pepper_layout::tag`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct MemoryTag {
+    /// The memory's size in bytes (its minimum and maximum).
+    pub bytes: usize,
+    /// Where the tag is.
+    pub at: u32,
+    /// What it holds.
+    pub tag: [u8; pepper_layout::TAG_BYTES],
+}
+
+impl MemoryTag {
+    /// The tag of an instrumented module's memory.
+    pub fn of(guest: &pepper_layout::Guest) -> MemoryTag {
+        MemoryTag {
+            bytes: (guest.layout.pages() * 65536) as usize,
+            at: guest.layout.tag,
+            tag: guest.tag(),
+        }
+    }
+}
+
 /// How to run the guest.
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
@@ -133,9 +156,12 @@ pub struct RunConfig {
     pub cache_dir: Option<PathBuf>,
     /// Name of the exported memory to copy out after the run (pepper's counters).
     pub counters_export: Option<String>,
-    /// The size of pepper's memory in bytes: inside a component, where exports of core
-    /// instances cannot be looked up, pepper's memory is the one of this fixed size.
-    pub counters_bytes: usize,
+    /// Inside a component, where exports of core instances cannot be looked up: how to
+    /// find pepper's memory (the one `counters_export` names in a core module).
+    pub counters_tag: Option<MemoryTag>,
+    /// Inside a component: pepper's memories of the other instrumented core modules,
+    /// copied out after the run into [`RunResult::module_counters`], in this order.
+    pub module_tags: Vec<MemoryTag>,
     /// Inherit stdin/stdout/stderr (otherwise the guest sees empty stdin and its output
     /// is discarded; benchmarks use that).
     pub inherit_stdio: bool,
@@ -255,6 +281,9 @@ pub struct RunResult {
     pub profiler_finish: Duration,
     /// The counters memory, if it was requested and exists.
     pub counters: Option<Vec<u8>>,
+    /// Inside a component: the memories of [`RunConfig::module_tags`], in that order
+    /// (`None` for a module the component never instantiated).
+    pub module_counters: Vec<Option<Vec<u8>>>,
     /// PEP: what the sampler thread collected.
     pub samples: Option<SamplerResult>,
     /// Ephemeral instrumentation: how many epochs armed the budgets.
@@ -430,6 +459,7 @@ impl Prepared {
             profiler_setup,
             profiler_finish,
             counters: collected.counters,
+            module_counters: collected.module_counters,
             samples: collected.samples,
             epochs: collected.epochs,
             windows: collected.windows,
@@ -492,7 +522,7 @@ impl Prepared {
                 let memory = attach::counters_view(&mut store, &instance, &attach);
                 let attached = attach::Attached::start_with(
                     &mut store,
-                    memory,
+                    (memory, Vec::new()),
                     native::CodeSource::Module(module),
                     &attach,
                     &self.code_map,
@@ -545,13 +575,36 @@ impl Prepared {
             Err(e) => return instantiation_failed(e),
         };
         let setup = Instant::now();
-        let view = match cfg.counters_export {
-            Some(_) => Some(memories.find(cfg.counters_bytes)?),
-            None => None,
+        let view = match (&cfg.counters_export, cfg.counters_tag) {
+            (Some(_), Some(t)) => {
+                let found = memories.find_tagged(t.bytes, t.at, &t.tag);
+                let [one] = found[..] else {
+                    anyhow::bail!(
+                        "the component instantiates its profiled core module {} times: \
+                         pepper profiles a module instantiated once",
+                        found.len()
+                    );
+                };
+                Some(one)
+            }
+            _ => None,
         };
+        let others = cfg
+            .module_tags
+            .iter()
+            .map(|t| match memories.find_tagged(t.bytes, t.at, &t.tag)[..] {
+                [] => Ok(None),
+                [one] => Ok(Some(one)),
+                ref several => anyhow::bail!(
+                    "the component instantiates one of its profiled core modules {} times: \
+                     pepper profiles modules instantiated once (leave it out with --modules)",
+                    several.len()
+                ),
+            })
+            .collect::<Result<Vec<_>>>()?;
         let attached = attach::Attached::start_with(
             &mut store,
-            view,
+            (view, others),
             native::CodeSource::Component(component, program, program_at),
             &cfg.attach_config(),
             &self.code_map,

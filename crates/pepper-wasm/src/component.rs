@@ -4,30 +4,59 @@
 //! A `wasi:cli/command` component built from a WASI program (`wasm32-wasip2`, or
 //! `wasm-tools component new` with the preview-1 adapter) holds the program as one core
 //! module next to small ones of its own making (the adapter, shims that break import
-//! cycles). pepper instruments the program's module and copies every other section of the
-//! component byte for byte: code offsets, names and the component's types do not move,
-//! since a core module section is replaced as a whole.
+//! cycles); one linked from shared libraries (`wasm-tools component link`,
+//! `componentize-py`) holds a core module per library. pepper instruments the core modules
+//! a [`ModuleSelection`] picks, each on its own (each gets a pepper memory of its own), and
+//! copies every other section of the component byte for byte: code offsets, names and the
+//! component's types do not move, since a core module section is replaced as a whole.
 
 use std::ops::Range;
 
 /// What a `.wasm` file holds, as far as profiling goes.
 #[derive(Clone, Debug)]
 pub struct Unit {
-    /// The core module to instrument: the file itself, or the program's module inside a
-    /// component.
+    /// The core module to instrument: the file itself, or inside a component the primary
+    /// profiled module (the program's, when it is selected). Its functions keep their
+    /// plain indices in a profile.
     pub core: Vec<u8>,
     /// Set for a component: where the core module sits, to put it back.
     pub component: Option<ComponentFrame>,
+    /// Inside a component: the other core modules to instrument, in the component's order.
+    /// Their functions get [`foreign_function`] ids in a profile.
+    pub others: Vec<CoreUnit>,
 }
 
-/// A component with one of its core modules cut out.
+/// One core module of a component, besides [`Unit::core`], that is profiled.
+#[derive(Clone, Debug)]
+pub struct CoreUnit {
+    /// Its position among the component's core modules.
+    pub index: usize,
+    /// Its name ([`ComponentFrame::modules`]).
+    pub name: String,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// Which of a component's core modules to profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ModuleSelection {
+    /// Every core module that defines a function.
+    #[default]
+    All,
+    /// Only the program's module (the one that imports WASI preview 1, else the largest).
+    Program,
+    /// The modules of these names ([`ComponentFrame::modules`]).
+    Named(Vec<String>),
+}
+
+/// A component with some of its core modules cut out.
 #[derive(Clone, Debug)]
 pub struct ComponentFrame {
     bytes: Vec<u8>,
     /// Every top-level section's bytes (id and size included).
     sections: Vec<Range<usize>>,
-    /// Which section holds the profiled core module.
-    profiled: usize,
+    /// Which section holds each core module, by module index.
+    module_sections: Vec<usize>,
     /// A name for each of the component's top-level core modules, in order.
     pub modules: Vec<String>,
     /// Which of `modules` is profiled.
@@ -49,6 +78,8 @@ pub enum ComponentError {
     Nested(usize),
     #[error("unsupported component: it holds no core module to profile")]
     NoCoreModule,
+    #[error("the component has no core module named {0}; its core modules are: {1}")]
+    NoSuchModule(String, String),
 }
 
 /// Whether `bytes` are a component (else a core module, or not wasm at all).
@@ -68,39 +99,67 @@ pub fn profiled_module(bytes: &[u8]) -> Result<(usize, usize), ComponentError> {
 const CORE_MODULE_SECTION: u8 = 1;
 
 impl Unit {
-    /// A core module as it is, or the program's module out of a component.
+    /// A core module as it is, or a component's core modules to profile: every one that
+    /// defines a function ([`ModuleSelection::All`]).
     pub fn parse(bytes: &[u8]) -> Result<Unit, ComponentError> {
+        Unit::parse_with(bytes, &ModuleSelection::All)
+    }
+
+    /// A core module as it is, or the core modules `selection` picks out of a component.
+    /// The primary one ([`Unit::core`]) is the program's module when it is picked, else the
+    /// first picked.
+    pub fn parse_with(bytes: &[u8], selection: &ModuleSelection) -> Result<Unit, ComponentError> {
         if !is_component(bytes) {
             return Ok(Unit {
                 core: bytes.to_vec(),
                 component: None,
+                others: Vec::new(),
             });
         }
         let (sections, modules) = top_level(bytes)?;
-        let profiled_module = program(bytes, &modules).ok_or(ComponentError::NoCoreModule)?;
-        let (profiled, range) = modules[profiled_module].clone();
-        let named = component_module_names(bytes);
-        let names = modules
+        let program = program(bytes, &modules).ok_or(ComponentError::NoCoreModule)?;
+        let names = unique(module_names(bytes, &modules));
+        let picked: Vec<usize> = match selection {
+            ModuleSelection::Program => vec![program],
+            ModuleSelection::All => (0..modules.len())
+                .filter(|&k| k == program || defines_functions(&bytes[modules[k].1.clone()]))
+                .collect(),
+            ModuleSelection::Named(wanted) => {
+                for w in wanted {
+                    if !names.contains(w) {
+                        return Err(ComponentError::NoSuchModule(w.clone(), names.join(", ")));
+                    }
+                }
+                (0..modules.len())
+                    .filter(|&k| wanted.contains(&names[k]))
+                    .collect()
+            }
+        };
+        let primary = match picked.contains(&program) {
+            true => program,
+            false => *picked.first().ok_or(ComponentError::NoCoreModule)?,
+        };
+        let others = picked
             .iter()
-            .enumerate()
-            .map(|(k, (_, r))| {
-                named
-                    .get(&(k as u32))
-                    .cloned()
-                    .or_else(|| module_name(&bytes[r.clone()]))
-                    .unwrap_or(format!("module{k}"))
+            .filter(|&&k| k != primary)
+            .map(|&k| CoreUnit {
+                index: k,
+                name: names[k].clone(),
+                bytes: bytes[modules[k].1.clone()].to_vec(),
             })
             .collect();
+        let range = modules[primary].1.clone();
         Ok(Unit {
-            core: bytes[range].to_vec(),
+            core: bytes[range.clone()].to_vec(),
             component: Some(ComponentFrame {
                 bytes: bytes.to_vec(),
                 sections,
-                profiled,
+                module_sections: modules.iter().map(|(s, _)| *s).collect(),
                 modules: names,
-                profiled_module,
-                profiled_at: modules[profiled_module].1.start,
+                profiled_module: primary,
+                profiled_at: range.start,
             }),
+            others,
         })
     }
 
@@ -109,7 +168,25 @@ impl Unit {
     pub fn wrap<'a>(&self, core: &'a [u8]) -> std::borrow::Cow<'a, [u8]> {
         match &self.component {
             None => std::borrow::Cow::Borrowed(core),
-            Some(c) => std::borrow::Cow::Owned(c.wrap(core)),
+            Some(c) => std::borrow::Cow::Owned(c.wrap(&[(c.profiled_module, core)])),
+        }
+    }
+
+    /// The file to run with `core` in place of [`Unit::core`] and `others` (in the order
+    /// of [`Unit::others`]) in place of the other profiled modules.
+    pub fn wrap_all<'a>(&self, core: &'a [u8], others: &[&[u8]]) -> std::borrow::Cow<'a, [u8]> {
+        match &self.component {
+            None => std::borrow::Cow::Borrowed(core),
+            Some(c) => {
+                let mut put = vec![(c.profiled_module, core)];
+                put.extend(
+                    self.others
+                        .iter()
+                        .map(|o| o.index)
+                        .zip(others.iter().copied()),
+                );
+                std::borrow::Cow::Owned(c.wrap(&put))
+            }
         }
     }
 
@@ -121,29 +198,10 @@ impl Unit {
     }
 }
 
-/// A function of one of a component's other core modules (an adapter, a shim) as it appears
-/// in calling contexts: one id above every module's function index space (wasm allows
-/// a million functions), `None` when the indices do not fit. Native stacks in a component
-/// walk through every core module's frames, not only the profiled one's.
-pub fn foreign_function(module: usize, func: u32) -> Option<u32> {
-    (module < FOREIGN_MODULES && func < 1 << FOREIGN_FUNC_BITS)
-        .then_some(FOREIGN | (module as u32) << FOREIGN_FUNC_BITS | func)
-}
-
-/// The (core module, function index) a [`foreign_function`] id stands for.
-pub fn foreign_parts(id: u32) -> Option<(usize, u32)> {
-    let parts = (
-        ((id & !FOREIGN) >> FOREIGN_FUNC_BITS) as usize,
-        id & ((1 << FOREIGN_FUNC_BITS) - 1),
-    );
-    (id & FOREIGN != 0 && id != u32::MAX).then_some(parts)
-}
-
-const FOREIGN: u32 = 1 << 31;
-const FOREIGN_FUNC_BITS: u32 = 20;
-/// Module indices that fit between the flag and the function bits (the last one would
-/// make `u32::MAX`, which calling contexts keep for the host).
-const FOREIGN_MODULES: usize = (1 << (31 - FOREIGN_FUNC_BITS)) - 1;
+/// Ids of functions of a component's other core modules (an adapter, a shim, a library)
+/// in profiles and calling contexts: native stacks in a component walk through every core
+/// module's frames, and every profiled module's functions land in one profile.
+pub use pepper_profile::{foreign_function, foreign_parts};
 
 impl ComponentFrame {
     /// Display names of [`foreign_function`] ids: `module::function`, the module named as
@@ -176,15 +234,20 @@ impl ComponentFrame {
         out
     }
 
-    fn wrap(&self, core: &[u8]) -> Vec<u8> {
+    /// The component with each (module index, bytes) of `put` in place of that module.
+    fn wrap(&self, put: &[(usize, &[u8])]) -> Vec<u8> {
         let mut out = self.bytes[..8].to_vec();
         for (k, range) in self.sections.iter().enumerate() {
-            if k == self.profiled {
-                out.push(CORE_MODULE_SECTION);
-                leb128(&mut out, core.len() as u64);
-                out.extend_from_slice(core);
-            } else {
-                out.extend_from_slice(&self.bytes[range.clone()]);
+            let module = put
+                .iter()
+                .find(|(m, _)| self.module_sections.get(*m) == Some(&k));
+            match module {
+                Some((_, core)) => {
+                    out.push(CORE_MODULE_SECTION);
+                    leb128(&mut out, core.len() as u64);
+                    out.extend_from_slice(core);
+                }
+                None => out.extend_from_slice(&self.bytes[range.clone()]),
             }
         }
         out
@@ -292,6 +355,39 @@ fn program(bytes: &[u8], modules: &[(usize, Range<usize>)]) -> Option<usize> {
     }
 }
 
+/// A name for each core module: the component's (its `component-name` section), else the
+/// module's own (its name section), else `module{k}`.
+fn module_names(bytes: &[u8], modules: &[(usize, Range<usize>)]) -> Vec<String> {
+    let named = component_module_names(bytes);
+    (modules.iter().enumerate())
+        .map(|(k, (_, r))| {
+            named
+                .get(&(k as u32))
+                .cloned()
+                .or_else(|| module_name(&bytes[r.clone()]))
+                .unwrap_or(format!("module{k}"))
+        })
+        .collect()
+}
+
+/// `names` made unique: a name met again gets `#k`, its module's index.
+fn unique(mut names: Vec<String>) -> Vec<String> {
+    for k in 0..names.len() {
+        if names[..k].contains(&names[k]) {
+            names[k] = format!("{}#{k}", names[k]);
+        }
+    }
+    names
+}
+
+/// Whether a core module defines any function (one that does not has nothing to profile:
+/// wit-component's fixup modules only fill a table).
+fn defines_functions(module: &[u8]) -> bool {
+    wasmparser::Parser::new(0)
+        .parse_all(module)
+        .any(|p| matches!(p, Ok(wasmparser::Payload::CodeSectionStart { count, .. }) if count > 0))
+}
+
 /// The component's names for its core modules (its `component-name` section), by index.
 fn component_module_names(bytes: &[u8]) -> std::collections::HashMap<u32, String> {
     let mut names = std::collections::HashMap::new();
@@ -397,20 +493,10 @@ mod tests {
     }
 
     #[test]
-    fn other_modules_functions_get_ids_and_names_of_their_own() {
+    fn other_modules_functions_get_names_of_their_own() {
         let bytes = wat::parse_str(COMPONENT).unwrap();
         let frame = Unit::parse(&bytes).unwrap().component.unwrap();
         let write = foreign_function(0, 0).unwrap();
-        assert!(write > 1_000_000, "above any module's functions");
-        assert_eq!(foreign_parts(write), Some((0, 0)));
-        assert_eq!(foreign_parts(7), None);
-        assert_eq!(foreign_parts(u32::MAX), None, "the host");
-        let last = foreign_function(FOREIGN_MODULES - 1, (1 << FOREIGN_FUNC_BITS) - 1);
-        assert_eq!(
-            foreign_parts(last.unwrap()),
-            Some((FOREIGN_MODULES - 1, 0xF_FFFF))
-        );
-        assert_eq!(foreign_function(FOREIGN_MODULES, 0), None);
         let unnamed = foreign_function(0, 3).unwrap();
         let elsewhere = foreign_function(5, 0).unwrap();
         assert_eq!(
@@ -420,6 +506,51 @@ mod tests {
                 (unnamed, "adapter::func[3]".to_string())
             ]
         );
+    }
+
+    #[test]
+    fn a_selection_picks_modules_and_each_goes_back_in_its_place() {
+        // One module without code: `All` takes the three with code, the program (it
+        // imports WASI) as the primary.
+        let bytes = wat::parse_str(
+            r#"(component
+                 (core module $m (func (export "f")))
+                 (core module $n (func (export "g")) (func (export "h")))
+                 (core module $fixup (table 1 funcref))
+                 (core module $program
+                   (import "wasi_snapshot_preview1" "proc_exit" (func (param i32)))))"#,
+        )
+        .unwrap();
+        let unit = Unit::parse(&bytes).unwrap();
+        let frame = unit.component.as_ref().unwrap();
+        assert_eq!(frame.modules, ["m", "n", "fixup", "program"]);
+        assert_eq!(unique(vec!["m".into(), "m".into()]), ["m", "m#1"]);
+        assert_eq!(unit.module_name(), Some("program"));
+        let others: Vec<(usize, &str)> = (unit.others.iter())
+            .map(|o| (o.index, o.name.as_str()))
+            .collect();
+        assert_eq!(others, [(0, "m"), (1, "n")]);
+        let program = Unit::parse_with(&bytes, &ModuleSelection::Program).unwrap();
+        assert!(program.others.is_empty());
+        let named = ModuleSelection::Named(vec!["n".into()]);
+        let one = Unit::parse_with(&bytes, &named).unwrap();
+        assert_eq!(
+            one.module_name(),
+            Some("n"),
+            "the first picked is the primary"
+        );
+        assert!(one.others.is_empty());
+        let err = Unit::parse_with(&bytes, &ModuleSelection::Named(vec!["x".into()]));
+        assert!(matches!(err, Err(ComponentError::NoSuchModule(..))));
+        // Every module back as it was: the same bytes. Others replaced: each in its place.
+        let same: Vec<&[u8]> = unit.others.iter().map(|o| &o.bytes[..]).collect();
+        assert_eq!(unit.wrap_all(&unit.core, &same)[..], bytes[..]);
+        let empty = wat::parse_str("(module)").unwrap();
+        let wrapped = unit.wrap_all(&unit.core, &[&empty, same[1]]);
+        let back = Unit::parse(&wrapped).unwrap();
+        assert_eq!(back.core, unit.core);
+        assert_eq!(back.others.len(), 1, "module 0 has no code now");
+        assert_eq!(back.others[0].bytes, same[1]);
     }
 
     #[test]

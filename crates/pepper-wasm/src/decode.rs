@@ -214,6 +214,7 @@ impl Plan {
             version: VERSION,
             mode: self.mode,
             module: outcome.module,
+            modules: Vec::new(),
             run: outcome.run,
             functions,
             branches,

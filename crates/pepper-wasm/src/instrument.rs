@@ -145,6 +145,7 @@ fn build(
         dropped_sections: Vec::new(),
         switch_hints: 0,
         ephemeral_windows: windows,
+        module_slot: opts.module_slot,
     };
     let context_code = b.contexts.shadow() || counters || plan.layout.call_log_entries > 0;
     if (!b.mode.instruments() && !context_code) || facts.bodies.is_empty() {

@@ -78,6 +78,7 @@ impl Plan {
             layout: self.layout,
             switch: self.switch.map(SwitchPlacement::name),
             ephemeral_windows: self.ephemeral_windows,
+            slot: self.module_slot,
             contexts: self.contexts,
             num_funcs: self.imports.len() + self.functions.len(),
             num_imports: self.imports.len(),

@@ -264,6 +264,10 @@ pub struct InstrumentOptions {
     /// clean code. The counts are the windows' executions, scaled to the run (see
     /// `decode::ephemeral`). `false`: budgets, as `pepper run --persistence`.
     pub ephemeral_windows: bool,
+    /// Which core module of its component this is (its position among the component's
+    /// core modules), written into pepper's memory's tag so that the runtime finds each
+    /// instrumented module's memory; 0 for a plain module.
+    pub module_slot: u32,
 }
 
 /// Default for [`InstrumentOptions::array_max_paths`]: arrays up to 512 KB per function.
@@ -298,6 +302,7 @@ impl Default for InstrumentOptions {
             switch_chaos: false,
             switch_hints: true,
             ephemeral_windows: true,
+            module_slot: 0,
         }
     }
 }
@@ -460,6 +465,8 @@ pub struct Plan {
     pub switch_hints: usize,
     /// Ephemeral in windows ([`InstrumentOptions::ephemeral_windows`]).
     pub ephemeral_windows: bool,
+    /// [`InstrumentOptions::module_slot`].
+    pub module_slot: u32,
     pub warnings: Vec<String>,
     /// Custom sections (or parts of them) the instrumented module leaves out because they
     /// locate code by offset and rewriting moved it: DWARF, branch hints of rewritten

@@ -1,5 +1,5 @@
 //! Copying a module with wasm-encoder's `reencode`, overriding only what pepper changes:
-//! instrumented function bodies, plus one memory, one export, one data segment, a few types
+//! instrumented function bodies, plus one memory, one export, its data segments, a few types
 //! and pepper's functions appended at the *end* of their index spaces, so no existing index
 //! shifts and nothing else in the module needs renumbering.
 
@@ -18,8 +18,9 @@ pub struct Additions {
     pub functions: Vec<(u32, Function)>,
     pub memory_pages: u64,
     pub memory_index: u32,
-    /// One active data segment: (address, bytes). Empty bytes add no segment.
-    pub data: (u32, Vec<u8>),
+    /// Active data segments in pepper's memory: (address, bytes). Empty bytes add no
+    /// segment.
+    pub data: Vec<(u32, Vec<u8>)>,
     /// Mutable globals pepper appends, each starting at its type's zero (the switch's
     /// hand-over of locals, `crate::switch::Scratch`).
     pub globals: Vec<ValType>,
@@ -97,14 +98,17 @@ impl Writer<'_, '_> {
         self.export_done = true;
     }
     fn add_data(&mut self, s: &mut DataSection) {
-        if !self.add.data.1.is_empty() {
+        for (at, bytes) in self.segments() {
             s.active(
                 self.add.memory_index,
-                &ConstExpr::i32_const(self.add.data.0 as i32),
-                self.add.data.1.iter().copied(),
+                &ConstExpr::i32_const(*at as i32),
+                bytes.iter().copied(),
             );
         }
         self.data_done = true;
+    }
+    fn segments(&self) -> impl Iterator<Item = &(u32, Vec<u8>)> {
+        self.add.data.iter().filter(|(_, b)| !b.is_empty())
     }
 }
 
@@ -254,7 +258,7 @@ impl Reencode for Writer<'_, '_> {
         &mut self,
         count: u32,
     ) -> Result<u32, wasm_encoder::reencode::Error<Self::Error>> {
-        Ok(count + u32::from(!self.add.data.1.is_empty()))
+        Ok(count + self.segments().count() as u32)
     }
 
     fn parse_code_section(
@@ -307,7 +311,7 @@ impl Reencode for Writer<'_, '_> {
         if !self.data_done && !self.facts.has_data_section && next > rank(SectionId::Data) {
             let mut s = DataSection::new();
             self.add_data(&mut s);
-            if !self.add.data.1.is_empty() {
+            if self.segments().next().is_some() {
                 module.section(&s);
             }
         }

@@ -82,8 +82,13 @@ fn same_as_core(core: &Path, extra: &[&str], guest: &[&str]) {
         };
         let d = distance(&branches(&p0), &branches(&p1));
         assert!(d < 0.001, "{mode}: branches {:.3}% apart", d * 100.0);
-        // One more function (its cabi_realloc) and nothing else.
-        assert_eq!(p0.functions.len() + 1, p1.functions.len());
+        // One more function in the program's module (its cabi_realloc) and nothing else;
+        // the adapter's are counted too, under ids of their own.
+        let program = (p1.functions.iter())
+            .filter(|f| pepper_profile::module_of(f.index).is_none())
+            .count();
+        assert_eq!(p0.functions.len() + 1, program);
+        assert!(p1.functions.len() > program, "the adapter is profiled too");
     }
     // PEP (the default) with calling contexts: the guest behaves the same and the
     // profile has paths and contexts.
@@ -150,7 +155,7 @@ fn a_fixture_component_gets_its_arguments_and_exits_through_the_adapter() {
     let (c1, _, err, p) = run("exact-paths", &component, &[], &["a", "b"]);
     assert_eq!(c0, 3 * 16);
     assert_eq!(c1, 1, "{err}");
-    assert!(err.contains("core module `main`"), "{err}");
+    assert!(err.contains("core modules (main, "), "{err}");
     assert_eq!(p.run.exit_code, Some(1));
 }
 
@@ -199,6 +204,46 @@ fn a_program_built_as_a_component_profiles() {
     let (c, out, err, pep) = run("pep", &p2, &[], &["1"]);
     assert_eq!((c, &out), (0, &out0), "{err}");
     assert!(!pep.paths.is_empty() && pep.contexts.is_some(), "{err}");
+}
+
+/// A component of two core modules, the one calling the other (`two-modules.wat`): the
+/// exact modes count both, with the counts the fixture's comment derives, each function
+/// named by its module; `--modules` picks which are profiled.
+#[test]
+fn every_core_module_of_a_component_is_counted() {
+    use pepper_profile::BranchKind::{BrIf, If};
+    let f = fixture("two-modules.wat");
+    for mode in ["exact-paths", "exact-edges"] {
+        let (c, _, err, p) = run(mode, &f, &[], &[]);
+        assert_eq!(c, 0, "{mode}: {err}");
+        assert!(err.contains("profiling 2 of its 2 core modules"), "{err}");
+        assert_eq!(branch(&p, "lib::hot", If, 0), [500, 500], "{mode}");
+        assert_eq!(branch(&p, "lib::hot", BrIf, 0), [1500, 1000], "{mode}");
+        assert_eq!(branch(&p, "main::run", BrIf, 0), [999, 1], "{mode}");
+        let names: Vec<&str> = p.modules.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(names, ["main", "lib"]);
+        assert_eq!(
+            pepper_profile::module_of(function_index(&p, "lib::hot")),
+            Some(0),
+            "lib is the component's first core module"
+        );
+        if mode == "exact-paths" {
+            assert_eq!(path_executions(&p, "lib::hot"), 3500);
+            assert_eq!(path_executions(&p, "main::run"), 1001);
+        }
+    }
+    // One module by name: it is the primary, with plain indices and no module list.
+    let (c, _, err, p) = run("exact-edges", &f, &["--modules", "lib"], &[]);
+    assert_eq!(c, 0, "{err}");
+    assert_eq!(branch(&p, "lib::hot", BrIf, 0), [1500, 1000]);
+    assert!(p.modules.is_empty() && p.functions.len() == 1, "{p:?}");
+    let out = pepper(&["run", "--modules", "nope", f.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{err}");
+    assert!(
+        err.contains("no core module named nope") && err.contains("lib, main"),
+        "{err}"
+    );
 }
 
 /// `pepper instrument` and `pepper hints` take a component and give one back, with the

@@ -456,7 +456,13 @@ impl Build<'_, '_> {
             .collect(),
             memory_pages: l.pages(),
             memory_index: mem,
-            data: (tables.start, tables.bytes.clone()),
+            data: vec![
+                (
+                    l.tag,
+                    pepper_layout::tag(self.opts.module_slot, l.size).to_vec(),
+                ),
+                (tables.start, tables.bytes.clone()),
+            ],
             hints,
             globals,
             names: appended_names(plan, appended),

@@ -30,7 +30,8 @@ impl Allocator {
     pub fn new(opts: &InstrumentOptions) -> Allocator {
         // 0: hash entries used, 8: hash overflow, 16: discard slot for uncounted br_table
         // arms, 24: PEP ring head, 32: PEP every-K counter, 40: shadow stack pointer, 44:
-        // call log head, 48: context table entries used, 56: context table overflow.
+        // call log head, 48: context table entries used, 56: context table overflow, 64:
+        // the memory's tag.
         let mut layout = MemoryLayout {
             hash_used: 0,
             hash_overflow: 8,
@@ -43,6 +44,7 @@ impl Allocator {
                 overflow: 56,
                 ..Default::default()
             },
+            tag: 64,
             ..Default::default()
         };
         layout.hash_cache_entries = match opts.hash_cache_log2 {
@@ -50,7 +52,7 @@ impl Allocator {
             l => 1 << l.min(16),
         };
         Allocator {
-            next: 64,
+            next: 64 + pepper_layout::TAG_BYTES as u64,
             layout,
             array_bytes: 0,
             any_hash: false,

@@ -2,6 +2,7 @@
 
 use super::{load_profile, read_unit};
 use anyhow::{Context, Result};
+use pepper_wasm::component::ModuleSelection;
 use pepper_wasm::hints::{self, HintOptions};
 use pepper_wasm::inline::{self, InlineOptions};
 use std::path::PathBuf;
@@ -76,18 +77,55 @@ pub fn run(a: Args) -> Result<i32> {
         "--min-bias must be between 0.5 and 1 (got {})",
         a.min_bias
     );
-    let unit = read_unit(&a.input)?;
-    let wasm = &unit.core;
     let profile = load_profile(&a.profile)?;
+    // A component's profile covers the core modules it lists (else the program's): each
+    // gets its part of the profile as hints.
+    let selection = match profile.modules.is_empty() {
+        true => ModuleSelection::Program,
+        false => ModuleSelection::Named(profile.modules.iter().map(|m| m.name.clone()).collect()),
+    };
+    let unit = read_unit(&a.input, &selection)?;
+    let primary = hint_module(&a, &unit.core, &profile.module_profile(None), None)?;
+    let others = (unit.others.iter())
+        .map(|o| {
+            let part = profile.module_profile(Some(o.index));
+            hint_module(&a, &o.bytes, &part, Some(&o.name))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // A component gets its profiled modules back hinted, the rest as it was.
+    let others: Vec<&[u8]> = others.iter().map(Vec::as_slice).collect();
+    let out = unit.wrap_all(&primary, &others);
+    std::fs::write(&a.output, &out).with_context(|| format!("writing {}", a.output.display()))?;
+    eprintln!("pepper: wrote {}", a.output.display());
+    Ok(0)
+}
+
+/// One core module (`name`d inside a component) with `profile`'s hints, and inlining or
+/// layout if asked.
+fn hint_module(
+    a: &Args,
+    wasm: &[u8],
+    profile: &pepper_profile::Profile,
+    name: Option<&str>,
+) -> Result<Vec<u8>> {
+    let input = match name {
+        Some(n) => format!("{}'s core module {n}", a.input.display()),
+        None => a.input.display().to_string(),
+    };
     profile.check_module(wasm).with_context(|| {
         format!(
-            "{} is not the module {} describes",
-            a.input.display(),
+            "{input} is not the module {} describes",
             a.profile.display()
         )
     })?;
+    // Inlining is the primary module's (its call sites); another module without counts
+    // (one the run never entered) stays as it was.
+    let inline = a.inline && name.is_none();
+    if name.is_some() && profile.branches.iter().all(|b| b.total() == 0) {
+        return Ok(wasm.to_vec());
+    }
     anyhow::ensure!(
-        a.inline || profile.branches.iter().any(|b| b.total() > 0),
+        inline || profile.branches.iter().any(|b| b.total() > 0),
         "{} has no branch counts ({} mode); record one with pep, exact-paths, exact-edges or targeted",
         a.profile.display(),
         profile.mode.name()
@@ -100,9 +138,9 @@ pub fn run(a: Args) -> Result<i32> {
         hint
     };
     let (chosen, summary) = hints::choose(wasm, &profile.branches, &opts)
-        .with_context(|| format!("matching {} to {}", a.profile.display(), a.input.display()))?;
+        .with_context(|| format!("matching {} to {}", a.profile.display(), input))?;
     // Inlining first: the profile's call sites are offsets into the module as recorded.
-    let (module, chosen) = match a.inline {
+    let (module, chosen) = match inline {
         true => {
             let sites = profile
                 .contexts
@@ -123,7 +161,7 @@ pub fn run(a: Args) -> Result<i32> {
                 inline
             };
             let (out, moved, s) = inline::inline(wasm, sites, &chosen, &opts)
-                .with_context(|| format!("inlining into {}", a.input.display()))?;
+                .with_context(|| format!("inlining into {}", input))?;
             eprintln!(
                 "pepper: inlined {} call sites ({:.1}% of the profile's calls), code {} → {} \
                  bytes; left out: {} indirect or of imports, {} callees over {} bytes, {} \
@@ -141,12 +179,12 @@ pub fn run(a: Args) -> Result<i32> {
             );
             (std::borrow::Cow::Owned(out), moved)
         }
-        false => (std::borrow::Cow::Borrowed(&wasm[..]), chosen),
+        false => (std::borrow::Cow::Borrowed(wasm), chosen),
     };
     let (module, chosen) = match a.layout {
         true => {
             let (laid, moved, s) = hints::lay_out(&module, &chosen)
-                .with_context(|| format!("laying out {}", a.input.display()))?;
+                .with_context(|| format!("laying out {}", input))?;
             eprintln!(
                 "pepper: swapped the arms of {} unlikely ifs ({} without an else left as they \
                  were){}",
@@ -158,16 +196,11 @@ pub fn run(a: Args) -> Result<i32> {
         }
         false => (module, chosen),
     };
-    let out =
-        hints::write(&module, &chosen).with_context(|| format!("hinting {}", a.input.display()))?;
-    // A component gets its program's module back hinted, the rest as it was.
-    let out = unit.wrap(&out);
-    std::fs::write(&a.output, &out).with_context(|| format!("writing {}", a.output.display()))?;
+    let out = hints::write(&module, &chosen).with_context(|| format!("hinting {}", input))?;
     let likely = chosen.iter().filter(|h| h.likely).count();
     eprintln!(
-        "pepper: wrote {} with {} branch hints ({likely} likely, {} unlikely); left out: {} \
+        "pepper: {input}: {} branch hints ({likely} likely, {} unlikely); left out: {} \
          below {:.0}% bias, {} run fewer than {} times, {} rarely-jumping br_if, {} br_table",
-        a.output.display(),
         chosen.len(),
         chosen.len() - likely,
         summary.unbiased,
@@ -177,7 +210,7 @@ pub fn run(a: Args) -> Result<i32> {
         summary.unlikely_br_if,
         summary.tables,
     );
-    Ok(0)
+    Ok(out)
 }
 
 /// What a rewrite that moved code says about the DWARF it dropped.

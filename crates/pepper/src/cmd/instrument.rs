@@ -27,6 +27,9 @@ pub struct Args {
     /// Calling contexts from native stack samples: call sites count their calls.
     #[arg(long)]
     contexts: bool,
+    /// Inside a component: which core modules to instrument (see `pepper run --help`).
+    #[arg(long, default_value = "all", value_name = "all|program|NAME,...", value_parser = super::parse_modules)]
+    modules: pepper_wasm::component::ModuleSelection,
     /// Output file.
     #[arg(short, long)]
     output: PathBuf,
@@ -35,7 +38,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<i32> {
-    let unit = read_unit(&a.input)?;
+    let unit = read_unit(&a.input, &a.modules)?;
     let wasm = &unit.core;
     let guide = a
         .guided
@@ -51,6 +54,7 @@ pub fn run(a: Args) -> Result<i32> {
         instrument.loop_threshold = a.guided.loop_threshold;
         instrument.obvious = a.guided.obvious;
         instrument.loop_counts = !a.no_loop_counts;
+        instrument.module_slot = (unit.component.as_ref()).map_or(0, |c| c.profiled_module as u32);
         instrument.switch = a.switch.placement();
         instrument.contexts = if a.contexts {
             pepper_wasm::ContextMode::Native
@@ -61,6 +65,18 @@ pub fn run(a: Args) -> Result<i32> {
     };
     let out = pepper_wasm::instrument(wasm, &opts)
         .with_context(|| format!("instrumenting {}", a.input.display()))?;
+    // A component's other selected modules, each with a memory tag of its own.
+    let others = (unit.others.iter())
+        .map(|o| {
+            let mut opts = opts.clone();
+            opts.module_slot = o.index as u32;
+            opts.guide = None;
+            let i = pepper_wasm::instrument(&o.bytes, &opts)
+                .with_context(|| format!("instrumenting core module {}", o.name))?;
+            print_warnings(&i.plan.warnings, 3);
+            Ok(i.wasm)
+        })
+        .collect::<Result<Vec<_>>>()?;
     print_warnings(&out.plan.warnings, 10);
     if !out.plan.dropped_sections.is_empty() {
         eprintln!(
@@ -68,8 +84,9 @@ pub fn run(a: Args) -> Result<i32> {
             out.plan.dropped_sections.join(", ")
         );
     }
-    // A component gets its program's module back instrumented, the rest as it was.
-    let written = unit.wrap(&out.wasm);
+    // A component gets its selected modules back instrumented, the rest as it was.
+    let others: Vec<&[u8]> = others.iter().map(Vec::as_slice).collect();
+    let written = unit.wrap_all(&out.wasm, &others);
     std::fs::write(&a.output, &written)
         .with_context(|| format!("writing {}", a.output.display()))?;
     eprintln!(

@@ -107,12 +107,32 @@ pub fn read_module(path: &Path) -> Result<Vec<u8>> {
     Ok(wasm.into_owned())
 }
 
-/// Reads a module or component file: the core module pepper works on, and how to put it
-/// back (see `pepper_wasm::component`).
-pub fn read_unit(path: &Path) -> Result<pepper_wasm::component::Unit> {
+/// Reads a module or component file: the core modules pepper works on (inside a
+/// component, the ones `modules` selects), and how to put them back (see
+/// `pepper_wasm::component`).
+pub fn read_unit(
+    path: &Path,
+    modules: &pepper_wasm::component::ModuleSelection,
+) -> Result<pepper_wasm::component::Unit> {
     let file = read_module(path)?;
-    pepper_wasm::component::Unit::parse(&file)
+    pepper_wasm::component::Unit::parse_with(&file, modules)
         .with_context(|| format!("reading {}", path.display()))
+}
+
+/// `--modules`: `all`, `program`, or core module names separated by commas.
+pub fn parse_modules(s: &str) -> Result<pepper_wasm::component::ModuleSelection, String> {
+    use pepper_wasm::component::ModuleSelection;
+    Ok(match s {
+        "all" => ModuleSelection::All,
+        "program" => ModuleSelection::Program,
+        _ => {
+            let names: Vec<String> = s.split(',').map(str::to_string).collect();
+            if names.iter().any(String::is_empty) {
+                return Err(format!("`{s}`: an empty module name"));
+            }
+            ModuleSelection::Named(names)
+        }
+    })
 }
 
 /// Reads a profile file, with the file name in any error.

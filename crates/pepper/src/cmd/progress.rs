@@ -89,9 +89,20 @@ pub(super) fn say(note: Note<'_>, large: bool, interval: Duration) {
         Note::NoNativeSamples => {
             eprintln!("pepper: warning: no native stack samples (x86-64 Linux only)")
         }
-        Note::Component { module, modules } => eprintln!(
-            "pepper: a component: profiling its core module `{module}` (of {modules}; \
-             the others run uninstrumented, and appear in calling contexts), WASI 0.2"
+        Note::Component { profiled, modules } => match profiled.len() {
+            1 => eprintln!(
+                "pepper: a component: profiling its core module `{}` (of {modules}; \
+                 the others run uninstrumented, and appear in calling contexts), WASI 0.2",
+                profiled[0]
+            ),
+            n => eprintln!(
+                "pepper: a component: profiling {n} of its {modules} core modules \
+                 ({}), WASI 0.2",
+                profiled.join(", ")
+            ),
+        },
+        Note::OneModule { module, why } => eprintln!(
+            "pepper: warning: {why}: profiling `{module}` only (choose another with --modules)"
         ),
     }
 }

@@ -152,6 +152,12 @@ pub struct Args {
     /// printed, as `wasmtime run --invoke` does.
     #[arg(long, value_name = "FUNC")]
     invoke: Option<String>,
+    /// Inside a component: which core modules to profile. `all` is every one that has
+    /// code (each counted on its own, its functions named `module::function`), `program`
+    /// the program's module alone, else module names separated by commas (pepper lists
+    /// them when it starts). Sampled modes profile one module per run.
+    #[arg(long, default_value = "all", value_name = "all|program|NAME,...", value_parser = super::parse_modules)]
+    modules: pepper_wasm::component::ModuleSelection,
     /// The module to run (`.wasm` or `.wat`), a WASI command. pepper's own options come
     /// before it; everything after it goes to the guest, as with `wasmtime run`.
     program: PathBuf,
@@ -168,9 +174,9 @@ pub fn run(a: Args) -> Result<i32> {
         output.display(),
         a.program.display()
     );
-    // A component is profiled through its program's core module: the options, the guide
-    // and the source lines are that module's.
-    let unit = read_unit(&a.program)?;
+    // In a component, the primary core module (the program's) gives the options and the
+    // source lines; the other profiled modules are counted with the same options.
+    let unit = read_unit(&a.program, &a.modules)?;
     let wasm = &unit.core;
     let opts = a.options(wasm)?;
     // A profile that cannot be written is found out before the guest runs, not after.
@@ -209,11 +215,15 @@ pub fn run(a: Args) -> Result<i32> {
     drop(progress);
     let done = done?;
     let mut profile = done.profile;
-    // Inlined calls around each branch (DWARF's inlined subroutines).
-    let offsets: Vec<u64> = profile.branches.iter().map(|b| b.offset).collect();
-    let mut inlined = pepper_wasm::dwarf::inlined_frames(&facts, &offsets);
-    for b in &mut profile.branches {
-        b.inlined = inlined.remove(&b.offset).unwrap_or_default();
+    // Inlined calls around each branch of the primary module (DWARF's inlined
+    // subroutines).
+    let primary = |b: &pepper_profile::Branch| pepper_profile::module_of(b.func).is_none();
+    let offsets: Vec<u64> = (profile.branches.iter().filter(|b| primary(b)))
+        .map(|b| b.offset)
+        .collect();
+    let inlined = pepper_wasm::dwarf::inlined_frames(&facts, &offsets);
+    for b in profile.branches.iter_mut().filter(|b| primary(b)) {
+        b.inlined = inlined.get(&b.offset).cloned().unwrap_or_default();
     }
     profile.write_file(&output).with_context(|| {
         format!(
@@ -533,6 +543,8 @@ pub(super) fn load_guide(path: &std::path::Path, wasm: &[u8]) -> Option<pepper_w
         Err(e) => return ignore(e.to_string()),
     };
     let profile = match pepper_profile::Profile::read(&bytes[..]) {
+        // A component's profile guides its primary module with that module's part.
+        Ok(p) if !p.modules.is_empty() => p.module_profile(None),
         Ok(p) => p,
         Err(e) => return ignore(e.to_string()),
     };
