@@ -35,7 +35,7 @@ pub struct Program {
     pub env: Vec<String>,
     /// Set for programs that only some tables run: `phases` (staged drivers for phase
     /// detection), `large` (minutes to compile), `multi-module` (components whose work is
-    /// in modules pepper does not profile yet). The measured corpus has none.
+    /// in modules other than the program's, which the harness alone instruments). The measured corpus has none.
     pub set: Option<String>,
     /// Among the few programs CI runs (the identity test and the benchmark's smoke).
     #[serde(default)]

@@ -179,7 +179,10 @@ pub(crate) fn selected(args: &Args, build: &Path) -> Result<Vec<Loaded>> {
                 path.display()
             )
         })?;
-        let unit = pepper_wasm::component::Unit::parse(&bytes)
+        // The harness instruments a component's program module alone (the same module
+        // its core-module twin would be), so the tables compare like with like.
+        let program = pepper_wasm::component::ModuleSelection::Program;
+        let unit = pepper_wasm::component::Unit::parse_with(&bytes, &program)
             .with_context(|| format!("reading {}", path.display()))?;
         let cache = p.cache.then(pepper_runtime::default_cache_dir).flatten();
         let quick = args.quick;

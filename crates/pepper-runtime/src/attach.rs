@@ -189,12 +189,18 @@ impl Attached {
         let armer = match &cfg.ephemeral {
             Some(e) => {
                 let mem = memory.context("ephemeral: the module has no counters memory")?;
-                Some(epochs::Armer::start(mem, e.clone()))
+                Some(epochs::Armer::start(mem, &modules, e.clone()))
             }
             None => None,
         };
         let sampler = match &cfg.sampler {
-            Some(sc) => Some(start_sampler(store, memory, code, sc, code_map)?),
+            Some(sc) => Some(start_sampler(
+                store,
+                (memory, &modules),
+                code,
+                sc,
+                code_map,
+            )?),
             None => None,
         };
         let sampler = Arc::new(Mutex::new(sampler));
@@ -309,7 +315,7 @@ fn watch(
 /// handler is free.
 fn start_sampler<T: 'static>(
     store: &mut Store<T>,
-    memory: Option<MemView>,
+    (memory, modules): (Option<MemView>, &[Option<MemView>]),
     code: native::CodeSource<'_>,
     sc: &SamplerConfig,
     code_map: &OnceLock<native::CodeMap>,
@@ -341,6 +347,19 @@ fn start_sampler<T: 'static>(
             let mut map = code_map.get_or_init(|| code.code_map()).clone();
             map.sites = sites;
             map.origins = s.origins.clone();
+            if !sc.modules.is_empty() {
+                // The other modules' switch copies are named by what they copy too.
+                let mut origins = (*s.origins).clone();
+                for m in &sc.modules {
+                    let id = |f| pepper_wasm::component::foreign_function(m.module, f);
+                    origins.extend(
+                        m.origins
+                            .iter()
+                            .filter_map(|&(c, f)| Some((id(c)?, id(f)?))),
+                    );
+                }
+                map.origins = Arc::new(origins);
+            }
             let n = native::NativeSampler::for_current_thread();
             if n.is_none() {
                 // The signal handler serves one guest thread per process; a run on a
@@ -365,7 +384,10 @@ fn start_sampler<T: 'static>(
         })
         .flatten();
     Ok(sampler::Sampler::start(
-        memory.unwrap_or(MemView { ptr: 0, len: 0 }),
+        (
+            memory.unwrap_or(MemView { ptr: 0, len: 0 }),
+            modules.to_vec(),
+        ),
         flag,
         sc,
         in_host,

@@ -325,6 +325,7 @@ impl CommandOptions {
                 window: guest.ephemeral_windows.then_some(s.window),
                 phase: s.window_phase,
                 counter_bytes: guest.layout.size,
+                module_flags: Vec::new(),
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then_some(flag),
             sampler,
@@ -368,7 +369,7 @@ impl Modules {
     /// (`guide(None)` the primary's, `guide(Some(k))` core module `k`'s).
     fn instrument(
         unit: &Unit,
-        opts: &InstrumentOptions,
+        (opts, multi): (&InstrumentOptions, bool),
         guide: &dyn Fn(Option<usize>) -> Option<Arc<Guide>>,
     ) -> Result<Modules> {
         let frame = unit.component.as_ref();
@@ -377,7 +378,7 @@ impl Modules {
         primary_opts.guide = guide(None).or(primary_opts.guide);
         let primary = Arc::new(pepper_wasm::instrument(&unit.core, &primary_opts)?);
         let others = match frame.filter(|_| !unit.others.is_empty()) {
-            Some(_) if !others_supported(opts) => Vec::new(),
+            Some(_) if !multi => Vec::new(),
             Some(_) => (unit.others.iter())
                 .map(|o| {
                     let mut io = opts.clone();
@@ -414,12 +415,37 @@ impl Modules {
         unit.wrap_all(&self.primary.wasm, &others)
     }
 
-    /// How to find the other modules' memories in the running component.
-    fn tags(&self) -> Vec<crate::MemoryTag> {
-        (self.others.iter())
-            .filter(|(_, i)| i.counters_export().is_some())
+    /// The other modules with a memory of pepper's, in the order the run finds them
+    /// ([`crate::RunConfig::module_tags`]).
+    fn with_memory(&self) -> impl Iterator<Item = &(CoreModule, Arc<Instrumented>)> {
+        (self.others.iter()).filter(|(_, i)| i.counters_export().is_some())
+    }
+
+    /// `cfg` (the primary module's) with the other modules' memories: found by their
+    /// tags, their rings read in PEP's bursts, their windows opened with the primary's.
+    fn configure(&self, cfg: &mut RunConfig) {
+        cfg.module_tags = (self.with_memory())
             .map(|(_, i)| crate::MemoryTag::of(&i.guest))
-            .collect()
+            .collect();
+        if cfg.module_tags.is_empty() {
+            return;
+        }
+        if let Some(s) = cfg.sampler.as_mut().filter(|s| s.entries > 0) {
+            let rings: Option<Vec<_>> = (self.with_memory())
+                .map(|(m, i)| crate::ModuleRing::of(m.index as usize, &i.guest))
+                .collect();
+            s.modules = rings.filter(|_| s.switch.is_some()).unwrap_or_default();
+            if let Some(st) = s.stacks.as_mut().filter(|_| !s.modules.is_empty()) {
+                // A path window replays one ring; the guest's calls run through every
+                // module's.
+                st.path_windows = None;
+            }
+        }
+        if let Some(e) = cfg.ephemeral.as_mut().filter(|e| e.window.is_some()) {
+            e.module_flags = (self.with_memory())
+                .map(|(_, i)| i.guest.layout.switch_flag)
+                .collect();
+        }
     }
 
     /// The profile of a run: the primary module's, merged with the others' (from
@@ -452,16 +478,25 @@ impl Modules {
             name_foreign_frames(&mut profile, frame);
             return profile;
         };
-        let mut counters = module_counters.iter();
+        // Each module's memory, and its words from PEP's bursts.
+        let mut k = 0;
         let others = (self.others.iter())
             .map(|(m, inst)| {
-                let memory = match inst.counters_export() {
-                    Some(_) => counters.next().and_then(Option::as_deref),
-                    None => None,
+                let (memory, words) = match inst.counters_export() {
+                    Some(_) => {
+                        k += 1;
+                        let words = results.samples.and_then(|s| s.module_words.get(k - 1));
+                        (module_counters.get(k - 1).and_then(Option::as_deref), words)
+                    }
+                    None => (None, None),
                 };
+                let sampled = words.map(|w| crate::SamplerResult {
+                    words: w.clone(),
+                    ..Default::default()
+                });
                 let results = decode::Results {
                     counters: memory,
-                    samples: None,
+                    samples: sampled.as_ref(),
                     epochs: results.epochs,
                     windows: results.windows,
                     window_groups: &[],
@@ -479,14 +514,35 @@ impl Modules {
             .collect();
         let mut merged = Profile::merge_modules((first, profile), others);
         name_foreign_frames(&mut merged, frame);
+        // Blind spots over every module's functions together (the primary's were judged
+        // against its own alone).
+        merged
+            .functions
+            .iter_mut()
+            .for_each(|f| f.under_sampled = None);
+        merged.warnings.retain(|w| !w.starts_with("under-sampled"));
+        pepper_profile::blind::mark_blind_spots(&mut merged);
         merged
     }
 }
 
-/// Whether a mode's run can profile several core modules: the sampler thread and the
-/// ephemeral epochs drive one pepper memory.
-fn others_supported(opts: &InstrumentOptions) -> bool {
-    !opts.mode.sampled()
+/// Whether a run with these options profiles a component's other core modules too: the
+/// exact modes, PEP's bursts on the switch set by the sampler, and ephemeral windows do.
+/// PEP without the switch or with every-K, time lines and interval sampling read one
+/// module's ring, and ephemeral budgets arm one module's.
+fn others_supported(opts: &CommandOptions, iopts: &InstrumentOptions) -> bool {
+    let s = &opts.sampling;
+    let sampler_driven = s.switch == SwitchDrive::Sampler && !iopts.switch_chaos;
+    if iopts.mode.samples_paths() {
+        iopts.switch.is_some()
+            && iopts.pep_every.is_none()
+            && s.intervals.is_none()
+            && sampler_driven
+    } else if iopts.mode.samples_edges() {
+        iopts.ephemeral_windows && sampler_driven
+    } else {
+        true
+    }
 }
 
 /// A component's core module as a profile lists it.
@@ -508,7 +564,7 @@ fn staged_guides(
 ) -> Result<Vec<(Option<usize>, Arc<Guide>)>> {
     let mut exact = InstrumentOptions::default();
     exact.mode = Mode::ExactEdges;
-    let stage = Modules::instrument(unit, &exact, &|_| None)?;
+    let stage = Modules::instrument(unit, (&exact, true), &|_| None)?;
     // The same run as stage two's, its output discarded and nothing sampled (exact edges
     // need no sampler).
     let mut cfg = RunConfig {
@@ -516,7 +572,7 @@ fn staged_guides(
         branch_hints: false,
         ..opts.run_config(&stage.primary)
     };
-    cfg.module_tags = stage.tags();
+    stage.configure(&mut cfg);
     let r = crate::run(&stage.wasm(unit), &cfg)?;
     let p = stage.decode(
         unit.component.as_ref(),
@@ -554,12 +610,12 @@ pub fn profile_command(
     let t0 = Instant::now();
     if let Some(c) = &unit.component {
         let mut profiled = vec![c.modules[c.profiled_module].as_str()];
-        if others_supported(&opts.instrument) {
+        if others_supported(opts, &opts.instrument) {
             profiled.extend(unit.others.iter().map(|o| o.name.as_str()));
         } else if !unit.others.is_empty() {
             note(Note::OneModule {
                 module: profiled[0],
-                why: "sampled modes profile one core module of a component",
+                why: "this mode's sampling reads one core module of a component",
             });
         }
         note(Note::Component {
@@ -581,7 +637,8 @@ pub fn profile_command(
             .map(|(_, g)| g.clone())
     };
     let iopts = opts.instrument_options(guide(None));
-    let modules = Arc::new(Modules::instrument(unit, &iopts, &guide)?);
+    let multi = others_supported(opts, &iopts);
+    let modules = Arc::new(Modules::instrument(unit, (&iopts, multi), &guide)?);
     let inst = &modules.primary;
     let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
     let warnings: Vec<String> = (inst.plan.warnings.iter().cloned())
@@ -594,7 +651,7 @@ pub fn profile_command(
     });
     let settings = opts.settings(iopts.guide.as_deref());
     let mut cfg = opts.run_config(inst);
-    cfg.module_tags = modules.tags();
+    modules.configure(&mut cfg);
     if let Some(e) = &opts.early_stop {
         let named = (&module, unit.component.as_ref());
         cfg.early_stop = Some(early_stop(

@@ -41,6 +41,10 @@ pub struct EphemeralConfig {
     /// (`pepper_layout::MemoryLayout::size`), read after windows into random groups
     /// ([`groups`]); 0: not read.
     pub counter_bytes: u64,
+    /// Windows inside a component: the window flag of each other instrumented core
+    /// module, in its own memory (in the order of [`crate::RunConfig::module_tags`]),
+    /// opened and closed with the primary's.
+    pub module_flags: Vec<u32>,
 }
 
 /// Where in its epoch an ephemeral window opens.
@@ -108,20 +112,36 @@ impl Armer {
     /// starts with the guest, and again every epoch. Called on the guest's thread (windows
     /// read its CPU clock). `mem` is pepper's memory, which holds the budgets or the flag
     /// and the counters the windows' groups read. The caller keeps it alive until
-    /// `finish`.
-    pub(crate) fn start(mem: MemView, cfg: EphemeralConfig) -> Armer {
+    /// `finish`. `modules` are the memories of `cfg.module_flags`.
+    pub(crate) fn start(mem: MemView, modules: &[Option<MemView>], cfg: EphemeralConfig) -> Armer {
         if let Some(window) = cfg.window {
+            let others = Flags(
+                (modules.iter().zip(&cfg.module_flags))
+                    .filter_map(|(m, &at)| Some(((*m)?, at)))
+                    .filter(|(m, at)| (*at as usize) + 4 <= m.len)
+                    .collect(),
+            );
             let clock = ThreadCpuClock::current();
             let mut pick = Pick(Pick::SEED);
             let groups = groups::WindowGroups::new(mem, cfg.counter_bytes, &mut pick);
             // A flag found set (the guest's own value, as `--switch-chaos` keeps one)
             // opens no windows.
             let open = mem.cas_u32(cfg.budgets, 0, 1);
+            others.swap(open, (0, 1));
             let opened = Opened::now(clock);
             return Armer(Worker::spawn(
                 "pepper-epochs",
                 move |stop: &Stop| match open {
-                    true => windows(mem, &cfg, window, stop, clock, opened, pick, groups),
+                    true => windows(
+                        (mem, &others),
+                        &cfg,
+                        window,
+                        stop,
+                        clock,
+                        opened,
+                        pick,
+                        groups,
+                    ),
                     false => Armed::default(),
                 },
             ));
@@ -249,7 +269,7 @@ const SPIN_CHECK: Duration = Duration::from_micros(10);
 /// closed window goes to `groups`.
 #[allow(clippy::too_many_arguments)]
 fn windows(
-    mem: MemView,
+    (mem, others): (MemView, &Flags),
     cfg: &EphemeralConfig,
     window: Duration,
     stop: &Stop,
@@ -266,6 +286,7 @@ fn windows(
     loop {
         let stopped = wait_for_window(stop, window, cfg.epoch, opened, clock);
         let closed = mem.cas_u32(cfg.budgets, 1, 0);
+        others.swap(true, (1, 0));
         on += opened.wall.elapsed();
         let closed_cpu = cpu();
         on_cpu = match (on_cpu, closed_cpu, opened.cpu) {
@@ -303,8 +324,21 @@ fn windows(
         if !mem.cas_u32(cfg.budgets, 0, 1) {
             return armed(groups);
         }
+        others.swap(true, (0, 1));
         opened = Opened::now(clock);
         epochs += 1;
+    }
+}
+
+/// The window flags of a component's other modules: each in its own memory.
+struct Flags(Vec<(MemView, u32)>);
+
+impl Flags {
+    /// Swaps every flag `from` → `to` if `now`.
+    fn swap(&self, now: bool, (from, to): (u32, u32)) {
+        for &(m, at) in self.0.iter().filter(|_| now) {
+            m.cas_u32(at, from, to);
+        }
     }
 }
 

@@ -51,7 +51,7 @@ pub use intervals::{
 };
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use profiler::{Profiler, ProfilerOptions};
-pub use sampler::{LiveCounts, SamplerConfig, SamplerResult, StackConfig, SwitchWords};
+pub use sampler::{LiveCounts, ModuleRing, SamplerConfig, SamplerResult, StackConfig, SwitchWords};
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -130,6 +130,11 @@ pub struct MemoryTag {
 }
 
 impl MemoryTag {
+    /// The core module it names (its position among the component's).
+    pub fn slot(&self) -> u32 {
+        u32::from_le_bytes(self.tag[8..12].try_into().expect("4 bytes"))
+    }
+
     /// The tag of an instrumented module's memory.
     pub fn of(guest: &pepper_layout::Guest) -> MemoryTag {
         MemoryTag {
@@ -386,11 +391,12 @@ pub struct Prepared {
 enum Code {
     Module(Module),
     /// A component, with the registry of the memories its instances create (see
-    /// [`hostmem`]), the index of its profiled core module and where that module starts.
+    /// [`hostmem`]), the index of its program's core module, and where each core module
+    /// starts.
     Component(
         wasmtime::component::Component,
         std::sync::Arc<hostmem::HostMemories>,
-        (usize, u64),
+        (usize, Vec<u64>),
     ),
 }
 
@@ -411,8 +417,13 @@ impl Prepared {
                     .context("compiling the component")?,
                 m,
                 // (A component pepper would not instrument still runs, its code foreign.)
-                pepper_wasm::component::profiled_module(wasm)
-                    .map_or((usize::MAX, 0), |(k, at)| (k, at as u64)),
+                (
+                    pepper_wasm::component::profiled_module(wasm).map_or(usize::MAX, |(k, _)| k),
+                    (pepper_wasm::component::module_starts(wasm).unwrap_or_default())
+                        .into_iter()
+                        .map(|at| at as u64)
+                        .collect(),
+                ),
             ),
             None => Code::Module(
                 Module::new(&engine, wasm)
@@ -438,8 +449,8 @@ impl Prepared {
             Code::Module(module) => {
                 self.run_module(module, builder, cfg, &mut collected, &mut timing)?
             }
-            Code::Component(component, memories, program) => self.run_component(
-                (component, *program),
+            Code::Component(component, memories, modules) => self.run_component(
+                (component, modules),
                 memories,
                 builder,
                 cfg,
@@ -547,7 +558,7 @@ impl Prepared {
     /// A `wasi:cli/command` component: WASI 0.2, `wasi:cli/run`.
     fn run_component(
         &self,
-        (component, (program, program_at)): (&wasmtime::component::Component, (usize, u64)),
+        (component, (program, starts)): (&wasmtime::component::Component, &(usize, Vec<u64>)),
         memories: &hostmem::HostMemories,
         mut builder: WasiCtxBuilder,
         cfg: &RunConfig,
@@ -575,6 +586,10 @@ impl Prepared {
             Err(e) => return instantiation_failed(e),
         };
         let setup = Instant::now();
+        // The primary module (whose functions keep their indices in native stacks) is
+        // the one pepper's memory names, else the program's.
+        let primary = cfg.counters_tag.map_or(*program, |t| t.slot() as usize);
+        let at = starts.get(primary).copied().unwrap_or(0);
         let view = match (&cfg.counters_export, cfg.counters_tag) {
             (Some(_), Some(t)) => {
                 let found = memories.find_tagged(t.bytes, t.at, &t.tag);
@@ -605,7 +620,7 @@ impl Prepared {
         let attached = attach::Attached::start_with(
             &mut store,
             (view, others),
-            native::CodeSource::Component(component, program, program_at),
+            native::CodeSource::Component(component, primary, at),
             &cfg.attach_config(),
             &self.code_map,
         )?;

@@ -78,6 +78,38 @@ pub struct SamplerConfig {
     pub intervals: Option<crate::IntervalConfig>,
     /// Counts kept up to date at every tick, for a progress display.
     pub live: Option<Arc<LiveCounts>>,
+    /// Inside a component: the other instrumented core modules' rings, drawn from in the
+    /// same bursts (their memories are found at run time, in this order; see
+    /// [`crate::RunConfig::module_tags`]). Only with the switch: a burst is every path
+    /// end of a stretch of the guest's time, whichever module completed it.
+    pub modules: Vec<ModuleRing>,
+}
+
+/// A component's other instrumented core module, as PEP's bursts read it.
+#[derive(Clone, Debug)]
+pub struct ModuleRing {
+    /// Its position among the component's core modules.
+    pub module: usize,
+    /// Its ring.
+    pub ring: Ring,
+    /// The switch's flag and limit in its memory.
+    pub switch: SwitchWords,
+    /// Its switch copies' function indices and the functions they copy (native stacks
+    /// name a frame by what it copies).
+    pub origins: Vec<(u32, u32)>,
+}
+
+impl ModuleRing {
+    /// Core module `module`'s ring, `None` when it keeps none (no switch).
+    pub fn of(module: usize, guest: &Guest) -> Option<ModuleRing> {
+        guest.switch?;
+        Some(ModuleRing {
+            module,
+            ring: guest.layout.ring(),
+            switch: SwitchWords::of(guest),
+            origins: guest.origins.iter().map(|(c, f)| (c.0, f.0)).collect(),
+        })
+    }
 }
 
 /// Switchable instrumentation's words for PEP's bursts.
@@ -140,6 +172,7 @@ impl SamplerConfig {
             switch: None,
             intervals: None,
             live: None,
+            modules: Vec::new(),
         }
     }
 
@@ -240,6 +273,9 @@ pub struct SamplerResult {
     pub switched_on: Duration,
     /// Path ends the instrumented copies wrote (switch).
     pub instrumented_ends: u64,
+    /// Inside a component: the other modules' sampled words, as `words`, in the order of
+    /// [`SamplerConfig::modules`].
+    pub module_words: Vec<Vec<(u64, u64)>>,
     /// The time line, detected phases and interval sampling's estimate.
     pub intervals: Option<crate::IntervalResult>,
 }
@@ -297,8 +333,10 @@ impl Sampler {
     /// memory) alive and finishes the sampler before dropping it; pepper's memory is never
     /// grown, so its address is stable.
     /// `in_host` is set by the store's call hook while the guest is in a host call.
+    /// `modules` are the memories of [`SamplerConfig::modules`] (`None` for a module the
+    /// component never instantiated).
     pub(crate) fn start(
-        mem: MemView,
+        (mem, modules): (MemView, Vec<Option<MemView>>),
         flag: Option<Flag>,
         cfg: SamplerConfig,
         in_host: Arc<AtomicBool>,
@@ -327,7 +365,8 @@ impl Sampler {
         }
         // Switch: the guest thread's handler takes over bursts this thread is too late to
         // measure (see `crate::native::burst`); one may write the ring up to its margin.
-        let signals = signals.filter(|s| {
+        // The guest's takeover of a burst watches one ring.
+        let signals = signals.filter(|_| cfg.modules.is_empty()).filter(|s| {
             let (Some(words), true) = (cfg.switch, flag.is_some() && cfg.entries > 0) else {
                 return false;
             };
@@ -342,7 +381,7 @@ impl Sampler {
         let clock = crate::worker::ThreadCpuClock::current();
         Sampler(
             Worker::spawn("pepper-sampler", move |stop| {
-                let guest = (mem, flag, clock, signals);
+                let guest = ((mem, modules), flag, clock, signals);
                 sample_loop(guest, &cfg, stop, &in_host, native, &mailbox)
             }),
             snapshots,
@@ -436,17 +475,22 @@ fn sleep_guest_time(
 }
 
 /// The shortest sleep while waiting for the guest to run its tick's period.
+/// What the sampler thread reads and drives of the guest: pepper's memory (and a
+/// component's other modules' memories), the switch's flag, the guest thread's CPU clock
+/// and its signal handler.
+type Driven = (
+    (MemView, Vec<Option<MemView>>),
+    Option<Flag>,
+    Option<crate::worker::ThreadCpuClock>,
+    Option<Arc<crate::native::NativeSampler>>,
+);
+
 const MIN_TICK_WAIT: Duration = Duration::from_micros(50);
 
 /// The sampler thread's work, on pepper's memory and the switch's flag (when
 /// `cfg.switch` asks for one).
 fn sample_loop(
-    (mem, flag, clock, signals): (
-        MemView,
-        Option<Flag>,
-        Option<crate::worker::ThreadCpuClock>,
-        Option<Arc<crate::native::NativeSampler>>,
-    ),
+    ((mem, modules), flag, clock, signals): Driven,
     cfg: &SamplerConfig,
     stop: &Stop,
     in_host: &AtomicBool,
@@ -456,7 +500,7 @@ fn sample_loop(
     let mut stacks = cfg.stacks.as_ref().map(|s| StackSamples::new(s, clock));
     let ring = cfg.entries > 0;
     let mut res = SamplerResult::default();
-    let mut bursts = Bursts::new(mem, cfg, flag, clock, signals);
+    let mut bursts = Bursts::new((mem, modules), cfg, flag, clock, signals);
     let mut tick_no: u64 = 0;
     let mut last_tick_cpu = clock.and_then(crate::worker::ThreadCpuClock::now);
     let mut intervals =

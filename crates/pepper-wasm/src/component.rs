@@ -95,6 +95,12 @@ pub fn profiled_module(bytes: &[u8]) -> Result<(usize, usize), ComponentError> {
     Ok((k, modules[k].1.start))
 }
 
+/// Where each of a component's core modules starts in it, by module index.
+pub fn module_starts(bytes: &[u8]) -> Result<Vec<usize>, ComponentError> {
+    let (_, modules) = top_level(bytes)?;
+    Ok(modules.iter().map(|(_, r)| r.start).collect())
+}
+
 /// The section id of a core module inside a component.
 const CORE_MODULE_SECTION: u8 = 1;
 

@@ -217,9 +217,13 @@ fn every_core_module_of_a_component_is_counted() {
         let (c, _, err, p) = run(mode, &f, &[], &[]);
         assert_eq!(c, 0, "{mode}: {err}");
         assert!(err.contains("profiling 2 of its 2 core modules"), "{err}");
-        assert_eq!(branch(&p, "lib::hot", If, 0), [500, 500], "{mode}");
-        assert_eq!(branch(&p, "lib::hot", BrIf, 0), [1500, 1000], "{mode}");
-        assert_eq!(branch(&p, "main::run", BrIf, 0), [999, 1], "{mode}");
+        assert_eq!(
+            branch(&p, "lib::hot", If, 0),
+            [5_000_000, 5_000_000],
+            "{mode}"
+        );
+        assert_eq!(branch(&p, "lib::hot", BrIf, 0), [15_000_000, 10_000_000]);
+        assert_eq!(branch(&p, "main::run", BrIf, 0), [9_999_999, 1], "{mode}");
         let names: Vec<&str> = p.modules.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["main", "lib"]);
         assert_eq!(
@@ -228,14 +232,33 @@ fn every_core_module_of_a_component_is_counted() {
             "lib is the component's first core module"
         );
         if mode == "exact-paths" {
-            assert_eq!(path_executions(&p, "lib::hot"), 3500);
-            assert_eq!(path_executions(&p, "main::run"), 1001);
+            assert_eq!(path_executions(&p, "lib::hot"), 35_000_000);
+            assert_eq!(path_executions(&p, "main::run"), 10_000_001);
         }
+    }
+    // The sampled modes see both modules too: PEP's bursts take every path end of a
+    // stretch of the run whichever module wrote it, and ephemeral windows open in both.
+    // lib::hot's loop is taken 60% of the time and runs 2.5 times as often as main's.
+    for mode in ["pep", "ephemeral"] {
+        let (c, _, err, p) = run(mode, &f, &[], &[]);
+        assert_eq!(c, 0, "{mode}: {err}");
+        assert!(err.contains("profiling 2 of its 2 core modules"), "{err}");
+        let (lib, main) = (
+            branch(&p, "lib::hot", BrIf, 0),
+            branch(&p, "main::run", BrIf, 0),
+        );
+        let taken = lib[0] as f64 / (lib[0] + lib[1]).max(1) as f64;
+        assert!((taken - 0.6).abs() < 0.05, "{mode}: {lib:?}");
+        let ratio = (lib[0] + lib[1]) as f64 / (main[0] + main[1]).max(1) as f64;
+        assert!(
+            (ratio - 2.5).abs() < 0.5,
+            "{mode}: {lib:?} against {main:?}"
+        );
     }
     // One module by name: it is the primary, with plain indices and no module list.
     let (c, _, err, p) = run("exact-edges", &f, &["--modules", "lib"], &[]);
     assert_eq!(c, 0, "{err}");
-    assert_eq!(branch(&p, "lib::hot", BrIf, 0), [1500, 1000]);
+    assert_eq!(branch(&p, "lib::hot", BrIf, 0), [15_000_000, 10_000_000]);
     assert!(p.modules.is_empty() && p.functions.len() == 1, "{p:?}");
     let out = pepper(&["run", "--modules", "nope", f.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -244,6 +267,45 @@ fn every_core_module_of_a_component_is_counted() {
         err.contains("no core module named nope") && err.contains("lib, main"),
         "{err}"
     );
+}
+
+/// CPython as componentize-py links it (bench/workloads/families/python.sh): fourteen
+/// core modules, the interpreter in `libpython3.14.so`. Every module with code is
+/// profiled, and the program prints what it prints uninstrumented; the interpreter's
+/// loop is the hottest function in exact edges, in PEP's paths and in the stack samples'
+/// self time, each named by its module.
+#[test]
+fn a_python_component_is_profiled_in_every_module() {
+    let py = root().join("bench/workloads/build/pybench.component.wasm");
+    if !py.exists() {
+        eprintln!("skipping: {} was not built", py.display());
+        return;
+    }
+    let eval = "libpython3.14.so::_PyEval_EvalFrameDefault";
+    let (c0, out0, err0, _) = run("none", &py, &[], &["1"]);
+    assert_eq!(c0, 0, "{err0}");
+    for mode in ["exact-edges", "pep"] {
+        let (c, out, err, p) = run(mode, &py, &[], &["1"]);
+        assert_eq!((c, &out), (0, &out0), "{mode}: {err}");
+        assert!(p.modules.len() > 10, "{mode}: {:?}", p.modules);
+        let hottest = (p.functions.iter())
+            .max_by_key(|f| {
+                (p.branches.iter())
+                    .filter(|b| b.func == f.index)
+                    .map(|b| b.total())
+                    .sum::<u64>()
+            })
+            .unwrap();
+        assert_eq!(p.function_name(hottest.index), eval, "{mode}");
+        if let Some(c) = p
+            .contexts
+            .as_ref()
+            .filter(|_| pepper_runtime::NATIVE_STACKS)
+        {
+            let top = c.hot_functions.iter().max_by_key(|h| h.self_us).unwrap();
+            assert_eq!(p.function_name(top.func), eval, "{mode}");
+        }
+    }
 }
 
 /// `pepper instrument` and `pepper hints` take a component and give one back, with the

@@ -6,6 +6,7 @@ use crate::flag::Flag;
 use crate::native::{BurstTimes, NativeSampler};
 use crate::pick::Pick;
 use crate::worker::ThreadCpuClock;
+use pepper_layout::Ring;
 use pepper_sampling::{ArnoldGrove, Decision, SampleTable};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -58,19 +59,71 @@ pub(super) struct Bursts {
     /// Switch: the guest thread's handler, which takes over a burst this thread has not
     /// measured in time (see `crate::native::burst`).
     signals: Option<Arc<NativeSampler>>,
+    /// Inside a component with other instrumented modules: every module's ring, the
+    /// primary's first (see [`Bursts::draw_rings`]); empty otherwise. The head the
+    /// bursts watch is then the sum of every ring's.
+    rings: Vec<RingState>,
+}
+
+/// One module's ring in bursts over several ([`Bursts::rings`]).
+#[derive(Clone)]
+struct RingState {
+    mem: MemView,
+    ring: Ring,
+    /// The switch's flag in this module's memory (the primary's is [`Bursts::flag`]) and
+    /// the address of its limit.
+    flag: Option<(Flag, u32)>,
+    /// Words, and the margin kept below the head (as [`Bursts::n`], `margin`).
+    n: u64,
+    margin: u64,
+    table: SampleTable,
+    /// Its head where this tick's stretch begins.
+    from: u32,
+    /// Which of [`SamplerConfig::modules`] it is (`None`: the primary).
+    module: Option<usize>,
 }
 
 impl Bursts {
+    /// `modules`: the memories of `cfg.modules`, in that order.
     pub(super) fn new(
-        mem: MemView,
+        (mem, modules): (MemView, Vec<Option<MemView>>),
         cfg: &SamplerConfig,
         flag: Option<Flag>,
         clock: Option<ThreadCpuClock>,
         signals: Option<Arc<NativeSampler>>,
     ) -> Bursts {
         let n = cfg.entries as u64;
+        let state = |mem: MemView, ring: Ring, flag, module| {
+            let n = ring.entries as u64;
+            RingState {
+                mem,
+                ring,
+                flag,
+                n,
+                margin: (n / 4).max(8),
+                table: SampleTable::with_capacity(cfg.table_capacity),
+                from: mem.u32_at(ring.head),
+                module,
+            }
+        };
+        let mut rings = Vec::new();
+        if cfg.entries > 0 && flag.is_some() && modules.iter().any(Option::is_some) {
+            let primary = Ring {
+                head: cfg.head,
+                base: cfg.base,
+                entries: cfg.entries,
+            };
+            rings.push(state(mem, primary, None, None));
+            for (k, (m, view)) in cfg.modules.iter().zip(modules).enumerate() {
+                let Some(view) = view else { continue };
+                // A flag outside its memory: that module's ring is not read.
+                if let Ok(f) = Flag::new(m.switch.flag, Some(view)) {
+                    rings.push(state(view, m.ring, Some((f, m.switch.limit)), Some(k)));
+                }
+            }
+        }
         let head32 = if cfg.entries > 0 {
-            mem.u32_at(cfg.head)
+            heads(mem, cfg, &rings)
         } else {
             0
         };
@@ -93,7 +146,31 @@ impl Bursts {
             flag,
             clock,
             last_burst_cpu: clock.and_then(ThreadCpuClock::now),
+            rings,
         }
+    }
+
+    /// The head the bursts watch: the ring's, or the sum of every ring's.
+    fn head_now(&self, mem: MemView, cfg: &SamplerConfig) -> u32 {
+        heads(mem, cfg, &self.rings)
+    }
+
+    /// Switch: sets or clears the flag of every module but the primary's (which is
+    /// [`Bursts::flag`]): a burst runs every module's instrumented copies together, as the
+    /// guest moves between modules.
+    fn set_others(&self, on: bool) {
+        for (flag, _) in self.rings.iter().filter_map(|r| r.flag.as_ref()) {
+            flag.set(on);
+        }
+    }
+
+    /// Whether every module's flag is still set: a module whose copies reached their
+    /// limit has ended the burst.
+    fn all_set(&self, primary: Flag) -> bool {
+        primary.is_set()
+            && (self.rings.iter())
+                .filter_map(|r| r.flag.as_ref())
+                .all(|(f, _)| f.is_set())
     }
 
     /// The guest thread's CPU time now, where it can be read.
@@ -130,14 +207,14 @@ impl Bursts {
         let switched = self.flag.filter(|_| !last).map(|flag| {
             self.renew(mem, cfg);
             flag.set(true);
-            let from = (mem.u32_at(cfg.head), Instant::now());
+            self.set_others(true);
+            let from = (self.head_now(mem, cfg), Instant::now());
             begun = match (&signals, self.cpu()) {
                 (Some(s), Some(cpu)) => s.begin_burst((from.0, cpu)),
                 _ => false,
             };
             watch(
-                mem,
-                cfg.head,
+                &|| self.head_now(mem, cfg),
                 from,
                 SWITCH_WARM_UP,
                 (SWITCH_WAIT, self.guest()),
@@ -150,7 +227,10 @@ impl Bursts {
         let switch_from = Instant::now();
         let cpu0 = self.cpu();
         let t0 = Instant::now();
-        let mut h = mem.u32_at(cfg.head);
+        let mut h = self.head_now(mem, cfg);
+        for r in &mut self.rings {
+            r.from = r.mem.u32_at(r.ring.head);
+        }
         let mut rate = None;
         // The guest hardly ran while its rate was watched (it waited for a core, or
         // slept in a host call): its rate is unknown, not zero.
@@ -176,8 +256,7 @@ impl Bursts {
                 None => Pace::Spin,
             };
             let (h1, t1, ran) = watch_rate(
-                mem,
-                cfg.head,
+                &|| self.head_now(mem, cfg),
                 (h, t0),
                 span,
                 self.clock.zip(cpu0),
@@ -244,7 +323,7 @@ impl Bursts {
         self.unrepresented += delta;
         res.ticks += 1;
         self.taken.0.clear();
-        if let Some((flag, set_at)) = switched.filter(|&(flag, _)| !flag.is_set()) {
+        if let Some((flag, set_at)) = switched.filter(|&(flag, _)| !self.all_set(flag)) {
             // The guest reached the burst's limit and ended it before the rate was
             // measured (this thread was descheduled meanwhile): the rate describes clean
             // code, which writes nothing. No burst this tick; the next one stands for
@@ -271,8 +350,7 @@ impl Bursts {
             let left = (begin + self.ag.pending()).saturating_sub(self.head);
             let pace = Pace::Nap(SWITCH_NAP);
             let (h, ..) = watch(
-                mem,
-                cfg.head,
+                &|| self.head_now(mem, cfg),
                 from,
                 left,
                 (SWITCH_WAIT, self.guest()),
@@ -288,6 +366,19 @@ impl Bursts {
         // descheduled by its own sampler when two runs share two cores) still gets the
         // exit burst, from the newest paths in the ring, standing for all its path ends:
         // a coarse profile rather than none.
+        if !self.rings.is_empty() {
+            // Several modules' rings: the burst is every path end of the stretch since
+            // the rate watch began, in every ring (no exit burst: clean code wrote none).
+            let to: Vec<u32> = (self.rings.iter())
+                .map(|r| r.mem.u32_at(r.ring.head))
+                .collect();
+            if let Some((flag, set_at)) = switched {
+                self.end_switched(mem, cfg, (flag, set_at), switch_from, stack, res);
+                self.draw_rings(res, &to, rate, off_cpu, (cpu0, t0));
+            }
+            self.seen = self.head;
+            return;
+        }
         let starved = last && self.total_weight == 0.0;
         if starved {
             begin = self.head.saturating_sub(self.ag.pending());
@@ -355,9 +446,36 @@ impl Bursts {
             .count();
         let valid = self.buf.len() - overwritten - marks;
         res.lost += overwritten as u64;
+        let Some(weight) = self.weigh(res, rate, off_cpu, (cpu0, t0), (valid, marks)) else {
+            return;
+        };
+        for &(s, word) in &self.buf {
+            if s + self.n > head_now && word != 0 {
+                self.taken.0.push((s, word));
+                if self.table.add(word, weight) {
+                    res.taken += 1;
+                } else {
+                    res.lost += 1;
+                }
+            }
+        }
+    }
+
+    /// What each of a burst's `valid` path ends stands for (`marks`: its loop-entry
+    /// marks, which are no path ends), `None` when the burst is not taken: the guest was
+    /// off its CPU while its rate was watched, or completed no path then.
+    fn weigh(
+        &mut self,
+        res: &mut SamplerResult,
+        rate: Option<f64>,
+        off_cpu: bool,
+        (cpu0, t0): (Option<Duration>, Instant),
+        (valid, marks): (usize, usize),
+    ) -> Option<f64> {
         if off_cpu {
             // No burst: the next one stands for this stretch of the guest's work too.
             res.off_cpu_ticks += 1;
+            None
         } else if rate.is_some_and(|per_sec| per_sec <= 0.0) {
             // The guest completed no path while watched (in a host call, or not running):
             // its path-end rate at this moment is zero, so this tick's burst, which holds
@@ -368,6 +486,7 @@ impl Bursts {
             self.last_burst = t0;
             self.last_burst_cpu = cpu0;
             self.unrepresented = 0;
+            None
         } else if valid > 0 {
             // The path ends this burst stands for: at the rate the guest completed them
             // at this moment, over the time since the last burst; or (no rate measured: a
@@ -389,15 +508,64 @@ impl Bursts {
             self.total_weight += represented;
             self.unrepresented = 0;
             self.taken.1 = weight;
-            for &(s, word) in &self.buf {
-                if s + self.n > head_now && word != 0 {
-                    self.taken.0.push((s, word));
-                    if self.table.add(word, weight) {
-                        res.taken += 1;
-                    } else {
-                        res.lost += 1;
-                    }
+            Some(weight)
+        } else {
+            None
+        }
+    }
+
+    /// A burst over several modules' rings ([`Bursts::rings`]): every path end each ring
+    /// holds from its head at the start of the tick's rate watch (`RingState::from`) to
+    /// `to`, weighted as one burst (the rate is every ring's together). A stretch longer
+    /// than a ring keeps its newest words; words the guest may have overwritten while
+    /// they were read are lost, as in [`Bursts::draw`].
+    fn draw_rings(
+        &mut self,
+        res: &mut SamplerResult,
+        to: &[u32],
+        rate: Option<f64>,
+        off_cpu: bool,
+        (cpu0, t0): (Option<Duration>, Instant),
+    ) {
+        // The state machine's burst is this stretch.
+        while self.ag.armed() {
+            self.ag.on_path_end();
+        }
+        let mut words: Vec<(usize, u64)> = Vec::new();
+        let (mut marks, mut lost) = (0usize, 0u64);
+        for (k, (r, &to)) in self.rings.iter().zip(to).enumerate() {
+            let keep = r.n - r.margin;
+            let len = to.wrapping_sub(r.from) as u64;
+            let from = match len > keep {
+                true => {
+                    lost += len - keep;
+                    to.wrapping_sub(keep as u32)
                 }
+                false => r.from,
+            };
+            let start = words.len();
+            for i in 0..len.min(keep) as u32 {
+                let seq = from.wrapping_add(i);
+                let at = r.ring.base + 8 * (seq as u64 % r.n) as u32;
+                words.push((k, r.mem.u64_at(at)));
+            }
+            // Re-read the head: a word `n` or more behind it may have been overwritten.
+            let behind = r.mem.u32_at(r.ring.head).wrapping_sub(from) as u64;
+            let overwritten = (behind + 1).saturating_sub(r.n).min(len.min(keep));
+            lost += overwritten;
+            words.drain(start..start + overwritten as usize);
+            marks += words[start..].iter().filter(|w| w.1 == 0).count();
+        }
+        res.lost += lost;
+        let valid = words.len() - marks;
+        let Some(weight) = self.weigh(res, rate, off_cpu, (cpu0, t0), (valid, marks)) else {
+            return;
+        };
+        for (k, word) in words.into_iter().filter(|w| w.1 != 0) {
+            if self.rings[k].table.add(word, weight) {
+                res.taken += 1;
+            } else {
+                res.lost += 1;
             }
         }
     }
@@ -479,6 +647,13 @@ impl Bursts {
             };
             let limit = mem.u32_at(cfg.head).wrapping_add(lease as u32);
             mem.set_u32(words.limit, limit.max(1));
+            for r in &self.rings {
+                if let Some((_, limit_at)) = r.flag {
+                    let lease = BURST_LEASE.max(r.n) as u32;
+                    let limit = r.mem.u32_at(r.ring.head).wrapping_add(lease);
+                    r.mem.set_u32(limit_at, limit.max(1));
+                }
+            }
         }
     }
 
@@ -506,6 +681,7 @@ impl Bursts {
             s.finish_burst();
         }
         flag.set(false);
+        self.set_others(false);
         res.switched_on += since.elapsed();
     }
 
@@ -530,6 +706,7 @@ impl Bursts {
             taken: (Vec::new(), 0.0),
             reads: Vec::new(),
             signals: None,
+            rings: self.rings.clone(),
             ..*self
         };
         copy.finish_into(mem, cfg, res);
@@ -541,7 +718,7 @@ impl Bursts {
 
     fn finish_into(&mut self, mem: MemView, cfg: &SamplerConfig, res: &mut SamplerResult) {
         let ring = cfg.entries > 0;
-        let h = if ring { mem.u32_at(cfg.head) } else { 0 };
+        let h = if ring { self.head_now(mem, cfg) } else { 0 };
         res.path_ends = self.head + h.wrapping_sub(self.head32) as u64;
         if cfg.switch.is_some() {
             // Clean code counts nothing: the rate estimates are all there is.
@@ -552,6 +729,24 @@ impl Bursts {
             self.table.scale(res.path_ends as f64 / self.total_weight);
         }
         res.words = self.table.estimates();
+        if !self.rings.is_empty() {
+            res.words = self.rings[0].table.estimates();
+            res.module_words = vec![Vec::new(); cfg.modules.len()];
+            for r in &self.rings[1..] {
+                if let Some(k) = r.module {
+                    res.module_words[k] = r.table.estimates();
+                }
+            }
+        }
+    }
+}
+
+/// The ring's head, or the wrapping sum of the heads of `rings` (the wrapping deltas of a
+/// sum are the sum of the rings' while they add up to less than 2^32).
+fn heads(mem: MemView, cfg: &SamplerConfig, rings: &[RingState]) -> u32 {
+    match rings.is_empty() {
+        true => mem.u32_at(cfg.head),
+        false => (rings.iter()).fold(0u32, |s, r| s.wrapping_add(r.mem.u32_at(r.ring.head))),
     }
 }
 
@@ -591,23 +786,14 @@ const RATE_MAX: Duration = Duration::from_micros(20);
 /// most [`OFF_CPU_PATIENCE`] times that in wall time), and also says how long the guest
 /// ran meanwhile, so that a guest that did not run is not taken for an idle one.
 fn watch_rate(
-    mem: MemView,
-    head_at: u32,
+    head: &dyn Fn() -> u32,
     from: (u32, Instant),
     span: u64,
     guest: Option<(ThreadCpuClock, Duration)>,
     pace: Pace,
     reads: &mut Vec<(u32, Instant)>,
 ) -> (u32, Instant, Option<Duration>) {
-    watch(
-        mem,
-        head_at,
-        from,
-        span,
-        (RATE_MAX, guest),
-        pace,
-        Some(reads),
-    )
+    watch(head, from, span, (RATE_MAX, guest), pace, Some(reads))
 }
 
 /// A burst ends in the guest after this many path ends since the sampler last renewed
@@ -665,8 +851,7 @@ const SWITCH_SPIN: Duration = Duration::from_micros(25);
 /// into the instrumented stretch even on an idle machine (when the switch's bursts were
 /// drawn from the newest path ends).
 fn watch(
-    mem: MemView,
-    head_at: u32,
+    head: &dyn Fn() -> u32,
     (h0, t0): (u32, Instant),
     span: u64,
     (max, guest): (Duration, Option<(ThreadCpuClock, Duration)>),
@@ -694,7 +879,7 @@ fn watch(
             t = Instant::now();
         }
         previous = t;
-        let h = mem.u32_at(head_at);
+        let h = head();
         if let Some(r) = reads.as_deref_mut() {
             r.push((h, t));
         }
