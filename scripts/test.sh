@@ -15,6 +15,12 @@ if ! command -v go >/dev/null 2>&1; then
   apt-get install -y -qq golang-go >/dev/null
 fi
 # A real browser for the HTML report (headless Chromium loads the page in a test).
+if ! command -v wrk >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1; then
+  echo "test: installing wrk and curl (apt) for the pepper serve test's load and requests" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq wrk curl >/dev/null
+fi
 if ! command -v chromium >/dev/null 2>&1; then
   echo "test: installing chromium (apt) for the HTML report test" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -6,7 +6,8 @@
 #
 # Output: bench/workloads/build/{bzip2,lua,sqlite,zstd}.wasm, lua-phases.wasm and
 # sqlite-phases.wasm (the same libraries run in phases), {zlib,xz,pcre2,expat,tree-sitter-c,
-# monocypher}.wasm, deflate-p2.component.wasm (a Rust program built as a component), and
+# monocypher}.wasm, deflate-p2.component.wasm (a Rust program built as a component),
+# http-hash.component.wasm (a wasi:http/proxy component, for `pepper serve`), and
 # deterministic inputs.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -158,6 +159,16 @@ if command -v rustup >/dev/null && rustup target add wasm32-wasip2 >/dev/null 2>
   cp "$OUT/rust/wasm32-wasip2/release/deflate-p2.wasm" "$OUT/deflate-p2.component.wasm"
 else
   echo "workloads: no rustup wasm32-wasip2 target: deflate-p2 (a component) not built" >&2
+fi
+
+# http-hash: a wasi:http/proxy component (exports wasi:http/incoming-handler) for `pepper
+# serve`; `GET /hash?n=N` hashes N rounds. A cdylib, linked into a component by wasm32-wasip2.
+if command -v rustup >/dev/null && rustup target add wasm32-wasip2 >/dev/null 2>&1; then
+  cargo build --quiet --release --target wasm32-wasip2 --manifest-path "$HERE/rust-http/Cargo.toml" \
+    --target-dir "$OUT/rust-http"
+  cp "$OUT/rust-http/wasm32-wasip2/release/http_hash.wasm" "$OUT/http-hash.component.wasm"
+else
+  echo "workloads: no rustup wasm32-wasip2 target: http-hash (a wasi:http component) not built" >&2
 fi
 
 python3 "$HERE/gen_input.py" "$OUT/input-small.txt" 300000

@@ -17,6 +17,7 @@ mod mode;
 mod model;
 mod modules;
 pub mod report;
+mod since;
 #[cfg(test)]
 mod testing;
 

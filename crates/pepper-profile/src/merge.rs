@@ -153,20 +153,9 @@ impl Profile {
                         "different sampling design or guide; paths would not be comparable".into(),
                     ));
                 }
-                for (x, y) in [
-                    (&mut a.ticks, b.ticks),
-                    (&mut a.taken, b.taken),
-                    (&mut a.path_ends, b.path_ends),
-                    (&mut a.lost, b.lost),
-                    (&mut a.idle_ticks, b.idle_ticks),
-                    (&mut a.off_cpu_ticks, b.off_cpu_ticks),
-                    (&mut a.guest_bursts, b.guest_bursts),
-                    (&mut a.switched_on_us, b.switched_on_us),
-                    (&mut a.instrumented_path_ends, b.instrumented_path_ends),
-                    (&mut a.guest_cpu_us, b.guest_cpu_us),
-                    (&mut a.switched_on_cpu_us, b.switched_on_cpu_us),
-                ] {
-                    *x = x.saturating_add(y);
+                let mut b = b.clone();
+                for (x, y) in a.counts_mut().into_iter().zip(b.counts_mut()) {
+                    *x = x.saturating_add(*y);
                 }
             }
             (None, None) => {}

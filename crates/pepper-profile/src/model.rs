@@ -333,6 +333,26 @@ pub struct Sampling {
 }
 
 impl Sampling {
+    /// The counts a run adds up as it goes (ticks, samples, path ends, time switched
+    /// on...), for sums of runs and differences of snapshots.
+    pub(crate) fn counts_mut(&mut self) -> [&mut u64; 11] {
+        [
+            &mut self.ticks,
+            &mut self.taken,
+            &mut self.path_ends,
+            &mut self.lost,
+            &mut self.idle_ticks,
+            &mut self.off_cpu_ticks,
+            &mut self.guest_bursts,
+            &mut self.switched_on_us,
+            &mut self.instrumented_path_ends,
+            &mut self.guest_cpu_us,
+            &mut self.switched_on_cpu_us,
+        ]
+    }
+}
+
+impl Sampling {
     /// Ephemeral windows: what the windows' branch counts are multiplied by to stand for
     /// the run, the guest's time over the windows' (CPU time where both were measured,
     /// else the run's wall time `run_ms` over the windows'); `None` without window time.

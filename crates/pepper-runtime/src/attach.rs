@@ -222,6 +222,22 @@ impl Attached {
         self.memory.map(|m| m.copy())
     }
 
+    /// What the threads have collected so far, leaving them running: pepper's memories
+    /// now and the sampler's estimates (as it would finish now; `None` if it did not
+    /// answer within `patience`).
+    pub(crate) fn snapshot(&self, patience: Duration) -> Collected {
+        let mailbox = (self.sampler.lock())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(sampler::Sampler::snapshots);
+        Collected {
+            samples: mailbox.and_then(|m| m.take(patience)),
+            counters: self.counters(),
+            module_counters: copies(&self.modules),
+            ..Default::default()
+        }
+    }
+
     /// Stops the threads and returns what they collected, with pepper's memory.
     pub(crate) fn finish(mut self) -> Collected {
         drop(self.watcher.take());

@@ -357,8 +357,8 @@ impl CommandOptions {
 
 /// The core modules of one run, instrumented: the file's (or its component's primary
 /// profiled module), and a component's other profiled modules.
-struct Modules {
-    primary: Arc<Instrumented>,
+pub(crate) struct Modules {
+    pub(crate) primary: Arc<Instrumented>,
     /// Inside a component with other profiled modules: the primary's place in it.
     primary_module: Option<CoreModule>,
     others: Vec<(CoreModule, Arc<Instrumented>)>,
@@ -407,7 +407,7 @@ impl Modules {
     }
 
     /// The file to run.
-    fn wasm<'a>(&'a self, unit: &Unit) -> std::borrow::Cow<'a, [u8]> {
+    pub(crate) fn wasm<'a>(&'a self, unit: &Unit) -> std::borrow::Cow<'a, [u8]> {
         if self.others.is_empty() {
             return unit.wrap(&self.primary.wasm);
         }
@@ -451,7 +451,7 @@ impl Modules {
     /// The profile of a run: the primary module's, merged with the others' (from
     /// `module_counters`, in the order of [`Modules::tags`]), every function named by its
     /// core module inside a component.
-    fn decode(
+    pub(crate) fn decode(
         &self,
         unit: Option<&ComponentFrame>,
         (results, module_counters): (decode::Results<'_>, &[Option<Vec<u8>>]),
@@ -607,66 +607,18 @@ pub fn profile_command(
     lines: Arc<dyn Fn(u64) -> Option<String> + Send + Sync>,
     note: &mut dyn FnMut(Note<'_>),
 ) -> Result<CommandRun> {
-    let t0 = Instant::now();
-    if let Some(c) = &unit.component {
-        let mut profiled = vec![c.modules[c.profiled_module].as_str()];
-        if others_supported(opts, &opts.instrument) {
-            profiled.extend(unit.others.iter().map(|o| o.name.as_str()));
-        } else if !unit.others.is_empty() {
-            note(Note::OneModule {
-                module: profiled[0],
-                why: "this mode's sampling reads one core module of a component",
-            });
-        }
-        note(Note::Component {
-            profiled,
-            modules: c.modules.len(),
-        });
-    }
-    let guides = if opts.staged {
-        note(Note::Stage(1));
-        let g = staged_guides(unit, &module, opts).context("staged mode, stage 1")?;
-        note(Note::Stage(2));
-        g
-    } else {
-        Vec::new()
-    };
-    let guide = |k: Option<usize>| {
-        (guides.iter())
-            .find(|(m, _)| *m == k)
-            .map(|(_, g)| g.clone())
-    };
-    let iopts = opts.instrument_options(guide(None));
-    let multi = others_supported(opts, &iopts);
-    let modules = Arc::new(Modules::instrument(unit, (&iopts, multi), &guide)?);
+    let Planned {
+        modules,
+        mut cfg,
+        settings,
+        instrument_ms,
+    } = plan(unit, &module, opts, note)?;
     let inst = &modules.primary;
-    let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
-    let warnings: Vec<String> = (inst.plan.warnings.iter().cloned())
-        .chain(modules.others.iter().flat_map(|(m, i)| {
-            (i.plan.warnings.iter()).map(move |w| format!("module {}: {w}", m.name))
-        }))
-        .collect();
-    note(Note::Instrumented {
-        warnings: &warnings,
-    });
-    let settings = opts.settings(iopts.guide.as_deref());
-    let mut cfg = opts.run_config(inst);
-    modules.configure(&mut cfg);
     if let Some(e) = &opts.early_stop {
         let named = (&module, unit.component.as_ref());
         cfg.early_stop = Some(early_stop(
             e, &modules, named, &settings, &cfg, &lines, opts,
         ));
-    }
-    let asked = opts.asked_stack_interval(&inst.guest);
-    if let Some(actual) = cfg
-        .sampler
-        .as_ref()
-        .filter(|s| s.stacks.is_some())
-        .map(|s| s.stack_interval())
-        .filter(|&actual| actual != asked)
-    {
-        note(Note::StackInterval { asked, actual });
     }
     note(Note::Compiling);
     let result = crate::run(&modules.wasm(unit), &cfg)?;
@@ -701,6 +653,86 @@ pub fn profile_command(
     Ok(CommandRun {
         profile,
         exit_code: result.exit_code,
+    })
+}
+
+/// A profiling run planned: `unit`'s modules instrumented, how to run them, and how the
+/// profile records the run's sampling.
+pub(crate) struct Planned {
+    pub(crate) modules: Arc<Modules>,
+    pub(crate) cfg: RunConfig,
+    pub(crate) settings: decode::Settings,
+    pub(crate) instrument_ms: f64,
+}
+
+/// Instruments `unit` for `opts` (after a first, exact edge run when staged) and says how
+/// to run it, telling `note` what a user may want to know.
+pub(crate) fn plan(
+    unit: &Unit,
+    module: &ModuleInfo,
+    opts: &CommandOptions,
+    note: &mut dyn FnMut(Note<'_>),
+) -> Result<Planned> {
+    let t0 = Instant::now();
+    if let Some(c) = &unit.component {
+        let mut profiled = vec![c.modules[c.profiled_module].as_str()];
+        if others_supported(opts, &opts.instrument) {
+            profiled.extend(unit.others.iter().map(|o| o.name.as_str()));
+        } else if !unit.others.is_empty() {
+            note(Note::OneModule {
+                module: profiled[0],
+                why: "this mode's sampling reads one core module of a component",
+            });
+        }
+        note(Note::Component {
+            profiled,
+            modules: c.modules.len(),
+        });
+    }
+    let guides = if opts.staged {
+        note(Note::Stage(1));
+        let g = staged_guides(unit, module, opts).context("staged mode, stage 1")?;
+        note(Note::Stage(2));
+        g
+    } else {
+        Vec::new()
+    };
+    let guide = |k: Option<usize>| {
+        (guides.iter())
+            .find(|(m, _)| *m == k)
+            .map(|(_, g)| g.clone())
+    };
+    let iopts = opts.instrument_options(guide(None));
+    let multi = others_supported(opts, &iopts);
+    let modules = Arc::new(Modules::instrument(unit, (&iopts, multi), &guide)?);
+    let inst = &modules.primary;
+    let instrument_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let warnings: Vec<String> = (inst.plan.warnings.iter().cloned())
+        .chain(modules.others.iter().flat_map(|(m, i)| {
+            (i.plan.warnings.iter()).map(move |w| format!("module {}: {w}", m.name))
+        }))
+        .collect();
+    note(Note::Instrumented {
+        warnings: &warnings,
+    });
+    let settings = opts.settings(iopts.guide.as_deref());
+    let mut cfg = opts.run_config(inst);
+    modules.configure(&mut cfg);
+    let asked = opts.asked_stack_interval(&inst.guest);
+    if let Some(actual) = cfg
+        .sampler
+        .as_ref()
+        .filter(|s| s.stacks.is_some())
+        .map(|s| s.stack_interval())
+        .filter(|&actual| actual != asked)
+    {
+        note(Note::StackInterval { asked, actual });
+    }
+    Ok(Planned {
+        modules,
+        cfg,
+        settings,
+        instrument_ms,
     })
 }
 

@@ -26,9 +26,37 @@ struct Created {
 #[derive(Default, Debug)]
 pub(crate) struct HostMemories {
     created: Mutex<Vec<Created>>,
+    kept: Mutex<Kept>,
+}
+
+/// Serving ([`HostMemories::keep`]): pepper's memories kept past their instances.
+#[derive(Default, Debug)]
+struct Kept {
+    /// The sizes of pepper's memories.
+    sizes: Vec<usize>,
+    /// Each thread's kept memories, by size and by order of creation within an instance.
+    memories: Vec<(std::thread::ThreadId, usize, usize, Mmapped)>,
+    /// How many memories of each size this thread's current instance has taken.
+    taken: Vec<(std::thread::ThreadId, usize, usize)>,
 }
 
 impl HostMemories {
+    /// From now on, a memory of one of `sizes` bytes (pepper's, fixed at that size) is
+    /// kept past its instance and handed to the next instance on the same thread, whose
+    /// n-th memory of that size gets the n-th kept one (call [`HostMemories::new_instance`]
+    /// before each instantiation). So pepper's counters add up over every instance a
+    /// server runs, and its profiling threads read the same memories all along.
+    pub(crate) fn keep(&self, sizes: Vec<usize>) {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner()).sizes = sizes;
+    }
+
+    /// The next instance on this thread begins: it takes the kept memories from the first.
+    pub(crate) fn new_instance(&self) {
+        let me = std::thread::current().id();
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        kept.taken.retain(|t| t.0 != me);
+    }
+
     /// Pepper's memories of one instrumented core module among the live ones created on
     /// this thread (a store's memories are created on the thread that instantiates, and
     /// go when the store goes): the fixed-size memories of `bytes` bytes that hold `tag`
@@ -93,9 +121,46 @@ unsafe impl wasmtime::MemoryCreator for Creator {
         const FOUR_GIB: usize = 1 << 32;
         let capacity = reserved_size_in_bytes
             .unwrap_or_else(|| maximum.unwrap_or(FOUR_GIB).clamp(minimum, FOUR_GIB));
+        let me = std::thread::current().id();
+        let mut kept = self.0.kept.lock().unwrap_or_else(|e| e.into_inner());
+        if maximum == Some(minimum) && kept.sizes.contains(&minimum) {
+            let n = match kept.taken.iter_mut().find(|t| (t.0, t.1) == (me, minimum)) {
+                Some(t) => {
+                    t.2 += 1;
+                    t.2 - 1
+                }
+                None => {
+                    kept.taken.push((me, minimum, 1));
+                    0
+                }
+            };
+            let found = (kept.memories.iter()).find(|m| (m.0, m.1, m.2) == (me, minimum, n));
+            let mem = match found {
+                Some(m) => &m.3,
+                None => {
+                    let mem = Mmapped::new(capacity, guard_size_in_bytes, minimum, self.0.clone())?;
+                    self.0.register(&mem, minimum, maximum);
+                    kept.memories.push((me, minimum, n, mem));
+                    &kept.memories.last().expect("just pushed").3
+                }
+            };
+            return Ok(Box::new(Borrowed {
+                base: mem.base,
+                size: mem.size,
+                capacity: mem.capacity,
+            }));
+        }
+        drop(kept);
         let mem = Mmapped::new(capacity, guard_size_in_bytes, minimum, self.0.clone())?;
-        self.0
-            .created
+        self.0.register(&mem, minimum, maximum);
+        Ok(Box::new(mem))
+    }
+}
+
+impl HostMemories {
+    /// Notes a new memory of this thread.
+    fn register(&self, mem: &Mmapped, minimum: usize, maximum: Option<usize>) {
+        self.created
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(Created {
@@ -104,7 +169,51 @@ unsafe impl wasmtime::MemoryCreator for Creator {
                 minimum,
                 maximum,
             });
-        Ok(Box::new(mem))
+    }
+
+    /// Unmaps the memories [`HostMemories::keep`] kept: call it once no instance and no
+    /// profiling thread uses them any more.
+    pub(crate) fn release_kept(&self) {
+        let memories =
+            std::mem::take(&mut self.kept.lock().unwrap_or_else(|e| e.into_inner()).memories);
+        drop(memories);
+    }
+}
+
+/// A kept memory lent to one instance ([`HostMemories::keep`]): it is fixed in size,
+/// and going away with its instance leaves the mapping to its keeper.
+#[derive(Debug)]
+struct Borrowed {
+    base: *mut u8,
+    size: usize,
+    capacity: usize,
+}
+
+// SAFETY: the mapping lives in `HostMemories::kept` until `release_kept`, which runs
+// when no instance uses it; wasmtime serializes access to a memory through its store.
+unsafe impl Send for Borrowed {}
+unsafe impl Sync for Borrowed {}
+
+// SAFETY: see `Creator`: the kept mapping was made by `Mmapped::new` for a memory of
+// this fixed size, with the same reservation and guard.
+unsafe impl wasmtime::LinearMemory for Borrowed {
+    fn byte_size(&self) -> usize {
+        self.size
+    }
+
+    fn byte_capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn grow_to(&mut self, new_size: usize) -> wasmtime::Result<()> {
+        match new_size == self.size {
+            true => Ok(()),
+            false => Err(wasmtime::Error::msg("pepper's memory does not grow")),
+        }
+    }
+
+    fn as_ptr(&self) -> *mut u8 {
+        self.base
     }
 }
 
@@ -234,6 +343,44 @@ impl Drop for Mmapped {
 mod tests {
     use super::*;
     use wasmtime::{LinearMemory, MemoryCreator};
+
+    #[test]
+    fn kept_memories_go_to_the_next_instance_in_order() {
+        let registry = Arc::new(HostMemories::default());
+        let creator = Creator(registry.clone());
+        let page = 65536;
+        registry.keep(vec![page]);
+        let new = |min: usize| {
+            let ty = wasmtime::MemoryType::new(1, Some(1));
+            creator.new_memory(ty, min, Some(min), None, 0).unwrap()
+        };
+        let instance = || {
+            registry.new_instance();
+            let mems = [new(page), new(2 * page), new(page)];
+            mems.iter().map(|m| m.as_ptr() as usize).collect::<Vec<_>>()
+        };
+        let first = instance();
+        // SAFETY: the first kept memory, 64 KiB, used by no instance now.
+        unsafe { *(first[0] as *mut u8) = 7 };
+        let second = instance();
+        assert_eq!(
+            (first[0], first[2]),
+            (second[0], second[2]),
+            "kept, in order"
+        );
+        assert_ne!(first[0], first[2]);
+        assert!(
+            ![second[0], second[2]].contains(&second[1]),
+            "another size is not kept"
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { *(second[0] as *const u8) }, 7, "counts carry over");
+        // Another thread's instances have memories of their own.
+        let elsewhere = std::thread::scope(|s| s.spawn(instance).join().unwrap());
+        assert_ne!(elsewhere[0], first[0]);
+        registry.release_kept();
+        assert!(registry.find_tagged(page, 64, &[0; 16]).is_empty());
+    }
 
     #[test]
     fn memories_of_one_size_are_told_apart_by_their_tags() {

@@ -36,7 +36,7 @@ extern "C" fn handler(sig: libc::c_int) {
 }
 
 /// The signal that requested a stop, if one did.
-pub(crate) fn requested() -> Option<i32> {
+pub fn requested() -> Option<i32> {
     match REQUESTED.load(Ordering::SeqCst) {
         0 => None,
         s => Some(s),

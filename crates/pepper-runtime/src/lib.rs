@@ -35,6 +35,7 @@ mod native;
 mod pick;
 mod profiler;
 mod sampler;
+mod serve;
 mod worker;
 
 pub use attach::{AttachConfig, Collected, EarlyStop, Profiled, StopReason};
@@ -44,7 +45,7 @@ pub use command::{
 };
 pub use epochs::{EphemeralConfig, WindowPhase, WindowTime};
 pub use flag::FlagWord;
-pub use interrupt::stop_on_signals;
+pub use interrupt::{requested as stop_requested, stop_on_signals};
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, TimelineSource, EVERY_PATH_END_RING_LOG2,
     MAX_INTERVALS, TIMELINE_STRIDE,
@@ -52,6 +53,7 @@ pub use intervals::{
 pub use native::AVAILABLE as NATIVE_STACKS;
 pub use profiler::{Profiler, ProfilerOptions};
 pub use sampler::{LiveCounts, ModuleRing, SamplerConfig, SamplerResult, StackConfig, SwitchWords};
+pub use serve::Server;
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;

@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand};
 ///   pepper merge a.json b.json -o all.json  sum profiles of several runs or stores
 ///   pepper hints prog.pepper.json prog.wasm -o prog.hinted.wasm  branch hints for engines
 ///   pepper phases prog.pepper.json          phases of a --timeline run, similarity matrix
+///   pepper serve app.wasm                   a wasi:http/proxy component, profiled all along
 ///
 /// Exit status: `run` passes the guest's on (134 after a trap); 125 when pepper itself
 /// fails; 2 for a malformed command line.
@@ -36,6 +37,7 @@ enum Command {
     Hints(cmd::hints::Args),
     Phases(cmd::phases::Args),
     View(cmd::view::Args),
+    Serve(cmd::serve::Args),
     /// Print a shell completion script: `pepper completions bash > /etc/bash_completion.d/pepper`.
     Completions {
         /// The shell (bash, zsh, fish, elvish, powershell).
@@ -61,6 +63,7 @@ fn main() {
         Command::Hints(a) => cmd::hints::run(a),
         Command::Phases(a) => cmd::phases::run(a),
         Command::View(a) => cmd::view::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
         Command::Completions { shell } => {
             use clap::CommandFactory;
             clap_complete::generate(shell, &mut Cli::command(), "pepper", &mut std::io::stdout());

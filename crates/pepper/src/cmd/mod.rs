@@ -1,6 +1,7 @@
 pub mod compare;
 pub mod export;
 pub mod hints;
+mod http;
 pub mod instrument;
 pub mod intervals;
 pub mod merge;
@@ -8,6 +9,7 @@ pub mod phases;
 mod progress;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod view;
 
 use anyhow::{Context, Result};
