@@ -335,8 +335,10 @@ fn take_sample(ctx: *mut libc::c_void) -> bool {
             slot.pcs[n].store(pc, Ordering::Relaxed);
             slot.fps[n].store(fp, Ordering::Relaxed);
             n += 1;
-            // Follow the chain only within the stack, upward, aligned.
-            if fp < lo || fp + 16 > slot.hi || !fp.is_multiple_of(8) {
+            // Follow the chain only within the stack, upward, aligned. (Host code built
+            // without frame pointers leaves anything in the register: near 2^64, `fp + 16`
+            // would wrap past the check.)
+            if fp < lo || fp > slot.hi.saturating_sub(16) || !fp.is_multiple_of(8) {
                 break;
             }
             let next = *(fp as *const u64);
