@@ -55,7 +55,8 @@ table{border-collapse:collapse;margin:.5em 0}td,th{padding:2px 8px;text-align:ri
 th{background:#eee}td.l,th.l{text-align:left}tr:nth-child(even){background:#f7f7f7}\
 section{margin:1.5em 0}pre{margin:0}.src td{text-align:left;font:12px monospace;\
 white-space:pre}.hot{background:#ffe3d6}.bar{display:inline-block;height:10px;\
-background:#d9534f;vertical-align:middle}.warn{color:#a40}.muted{color:#777}";
+background:#d9534f;vertical-align:middle}.warn{color:#a40}.muted{color:#777}\
+#flamegraph>svg{width:100%}";
 
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -109,7 +110,11 @@ fn summary(o: &mut String, p: &Profile) {
     o.push_str("</section>\n");
 }
 
-/// The flame graph SVG, inline (inferno's own script makes it zoomable).
+/// The flame graph SVG, inline (inferno's own script makes it zoomable and searchable).
+/// inferno's fluid drawing takes the SVG's width away for its parent's to rule; inline in
+/// a page, an SVG without a width is 300 pixels wide, so the page's style gives it the
+/// section's whole width. inferno's script takes the page's first SVG as its own: the
+/// flame graph comes before any other.
 fn flame(o: &mut String, p: &Profile) {
     let mut svg = Vec::new();
     o.push_str("<section id=\"flamegraph\"><h2>Flame graph</h2>");

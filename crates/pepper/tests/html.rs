@@ -102,6 +102,7 @@ fn a_browser_loads_the_page() {
         })
         .count();
     assert!(files > 0, "no source file in the source view");
+    flame_graph_spans_the_page_and_zooms(browser, &page, &flags);
     let shots = root().join("target/test-artifacts");
     std::fs::create_dir_all(&shots).unwrap();
     let shot = shots.join("report-lua.png");
@@ -119,4 +120,65 @@ fn a_browser_loads_the_page() {
         "no screenshot: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// In a 1600-pixel window, the flame graph is as wide as its section (inferno's fluid
+/// drawing, the page's width), and a click on a frame narrower than half of it zooms into
+/// it as inferno's script does: the frame widens and the "Reset Zoom" button shows. A script added to a copy of
+/// the page measures and clicks once the page's own scripts ran, and reports in the
+/// title.
+fn flame_graph_spans_the_page_and_zooms(browser: &str, page: &std::path::Path, flags: &[&str]) {
+    let probe = r##"<script>
+window.addEventListener("load", function() { setTimeout(function() {
+  var svg = document.querySelector("#flamegraph svg").getBoundingClientRect().width;
+  var section = document.querySelector("#flamegraph").getBoundingClientRect().width;
+  var width = function(g) { return g.querySelector("rect").getBoundingClientRect().width; };
+  var frame = Array.from(document.querySelectorAll("#frames g"))
+    .find(function(g) { return width(g) > 10 && width(g) < section / 2; });
+  var rect = frame.querySelector("rect");
+  var before = rect.getBoundingClientRect().width;
+  var hidden = document.getElementById("unzoom").classList.contains("hide");
+  frame.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  var after = rect.getBoundingClientRect().width;
+  var shown = !document.getElementById("unzoom").classList.contains("hide");
+  document.title = ["probe", svg, section, before, after, hidden && shown].join(" ");
+}, 500); });
+</script>"##;
+    let html = std::fs::read_to_string(page)
+        .unwrap()
+        .replace("</body>", &format!("{probe}</body>"));
+    let probed = unique_path("probe.html");
+    std::fs::write(&probed, html).unwrap();
+    let dom = Command::new(browser)
+        .args(flags)
+        .args([
+            "--window-size=1600,1200",
+            "--virtual-time-budget=5000",
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", probed.display()))
+        .output()
+        .unwrap();
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    let title = dom
+        .split("<title>probe ")
+        .nth(1)
+        .and_then(|t| t.split('<').next())
+        .unwrap_or_else(|| panic!("the probe did not run: {}", &dom[..dom.len().min(300)]));
+    let v: Vec<&str> = title.split(' ').collect();
+    let num = |i: usize| v[i].parse::<f64>().unwrap();
+    let (svg, section, before, after) = (num(0), num(1), num(2), num(3));
+    assert!(
+        section > 1400.0,
+        "the section is {section} px wide in a 1600 px window"
+    );
+    assert!(
+        (svg - section).abs() < 2.0,
+        "flame graph {svg} px in a {section} px section"
+    );
+    assert!(
+        after > before * 1.5,
+        "a click on a frame zooms it: {before} -> {after} px"
+    );
+    assert_eq!(v[4], "true", "the Reset Zoom button shows after the click");
 }
