@@ -325,7 +325,7 @@ impl CommandOptions {
                 window: guest.ephemeral_windows.then_some(s.window),
                 phase: s.window_phase,
                 counter_bytes: guest.layout.size,
-                module_flags: Vec::new(),
+                modules: Vec::new(),
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then_some(flag),
             sampler,
@@ -434,6 +434,8 @@ impl Modules {
             let rings: Option<Vec<_>> = (self.with_memory())
                 .map(|(m, i)| crate::ModuleRing::of(m.index as usize, &i.guest))
                 .collect();
+            // On the ring (no switch) a fast guest overwrites a stretch of several rings
+            // before it is read: one module's ring only.
             s.modules = rings.filter(|_| s.switch.is_some()).unwrap_or_default();
             if let Some(st) = s.stacks.as_mut().filter(|_| !s.modules.is_empty()) {
                 // A path window replays one ring; the guest's calls run through every
@@ -441,9 +443,12 @@ impl Modules {
                 st.path_windows = None;
             }
         }
-        if let Some(e) = cfg.ephemeral.as_mut().filter(|e| e.window.is_some()) {
-            e.module_flags = (self.with_memory())
-                .map(|(_, i)| i.guest.layout.switch_flag)
+        if let Some(e) = cfg.ephemeral.as_mut() {
+            e.modules = (self.with_memory())
+                .map(|(_, i)| {
+                    let functions = i.guest.num_funcs - i.guest.num_imports;
+                    (i.guest.layout.switch_flag, functions as u32)
+                })
                 .collect();
         }
     }
@@ -527,9 +532,10 @@ impl Modules {
 }
 
 /// Whether a run with these options profiles a component's other core modules too: the
-/// exact modes, PEP's bursts on the switch set by the sampler, and ephemeral windows do.
-/// PEP without the switch or with every-K, time lines and interval sampling read one
-/// module's ring, and ephemeral budgets arm one module's.
+/// exact modes, PEP's bursts on the switch and ephemeral instrumentation do. PEP on the
+/// ring (a fast guest overwrites a stretch of several rings before it is read), every-K,
+/// time lines and interval sampling read one module's ring, and a switch set once for
+/// the whole run is one module's.
 fn others_supported(opts: &CommandOptions, iopts: &InstrumentOptions) -> bool {
     let s = &opts.sampling;
     let sampler_driven = s.switch == SwitchDrive::Sampler && !iopts.switch_chaos;
@@ -539,7 +545,7 @@ fn others_supported(opts: &CommandOptions, iopts: &InstrumentOptions) -> bool {
             && s.intervals.is_none()
             && sampler_driven
     } else if iopts.mode.samples_edges() {
-        iopts.ephemeral_windows && sampler_driven
+        sampler_driven
     } else {
         true
     }

@@ -41,10 +41,10 @@ pub struct EphemeralConfig {
     /// (`pepper_layout::MemoryLayout::size`), read after windows into random groups
     /// ([`groups`]); 0: not read.
     pub counter_bytes: u64,
-    /// Windows inside a component: the window flag of each other instrumented core
-    /// module, in its own memory (in the order of [`crate::RunConfig::module_tags`]),
-    /// opened and closed with the primary's.
-    pub module_flags: Vec<u32>,
+    /// Inside a component: each other instrumented core module's window flag (or first
+    /// budget) and defined functions, in its own memory (in the order of
+    /// [`crate::RunConfig::module_tags`]), opened, closed and armed with the primary's.
+    pub modules: Vec<(u32, u32)>,
 }
 
 /// Where in its epoch an ephemeral window opens.
@@ -112,15 +112,20 @@ impl Armer {
     /// starts with the guest, and again every epoch. Called on the guest's thread (windows
     /// read its CPU clock). `mem` is pepper's memory, which holds the budgets or the flag
     /// and the counters the windows' groups read. The caller keeps it alive until
-    /// `finish`. `modules` are the memories of `cfg.module_flags`.
+    /// `finish`. `modules` are the memories of `cfg.modules`.
     pub(crate) fn start(mem: MemView, modules: &[Option<MemView>], cfg: EphemeralConfig) -> Armer {
+        // A window is one flag; budgets are one word per function.
+        let words = |functions: u32| match cfg.window {
+            Some(_) => 1,
+            None => functions as usize,
+        };
+        let others = Flags(
+            (modules.iter().zip(&cfg.modules))
+                .filter_map(|(m, &(at, functions))| Some(((*m)?, at, functions)))
+                .filter(|&(m, at, functions)| at as usize + 4 * words(functions) <= m.len)
+                .collect(),
+        );
         if let Some(window) = cfg.window {
-            let others = Flags(
-                (modules.iter().zip(&cfg.module_flags))
-                    .filter_map(|(m, &at)| Some(((*m)?, at)))
-                    .filter(|(m, at)| (*at as usize) + 4 <= m.len)
-                    .collect(),
-            );
             let clock = ThreadCpuClock::current();
             let mut pick = Pick(Pick::SEED);
             let groups = groups::WindowGroups::new(mem, cfg.counter_bytes, &mut pick);
@@ -147,10 +152,12 @@ impl Armer {
             ));
         }
         arm(mem, &cfg);
+        others.arm(cfg.persistence);
         Armer(Worker::spawn("pepper-epochs", move |stop: &Stop| {
             let mut epochs = 1;
             while !stop.sleep(cfg.epoch) {
                 arm(mem, &cfg);
+                others.arm(cfg.persistence);
                 epochs += 1;
             }
             Armed {
@@ -330,14 +337,24 @@ fn windows(
     }
 }
 
-/// The window flags of a component's other modules: each in its own memory.
-struct Flags(Vec<(MemView, u32)>);
+/// A component's other modules' window flags (or budgets), each in its own memory, with
+/// their defined functions.
+struct Flags(Vec<(MemView, u32, u32)>);
 
 impl Flags {
     /// Swaps every flag `from` → `to` if `now`.
     fn swap(&self, now: bool, (from, to): (u32, u32)) {
-        for &(m, at) in self.0.iter().filter(|_| now) {
+        for &(m, at, _) in self.0.iter().filter(|_| now) {
             m.cas_u32(at, from, to);
+        }
+    }
+
+    /// Sets every module's budgets to `persistence`.
+    fn arm(&self, persistence: u32) {
+        for &(m, at, functions) in &self.0 {
+            for f in 0..functions {
+                m.set_u32(at + 4 * f, persistence);
+            }
         }
     }
 }

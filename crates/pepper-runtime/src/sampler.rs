@@ -80,8 +80,8 @@ pub struct SamplerConfig {
     pub live: Option<Arc<LiveCounts>>,
     /// Inside a component: the other instrumented core modules' rings, drawn from in the
     /// same bursts (their memories are found at run time, in this order; see
-    /// [`crate::RunConfig::module_tags`]). Only with the switch: a burst is every path
-    /// end of a stretch of the guest's time, whichever module completed it.
+    /// [`crate::RunConfig::module_tags`]): a burst is every path end of a stretch of the
+    /// guest's time, whichever module completed it.
     pub modules: Vec<ModuleRing>,
 }
 
@@ -92,21 +92,21 @@ pub struct ModuleRing {
     pub module: usize,
     /// Its ring.
     pub ring: Ring,
-    /// The switch's flag and limit in its memory.
-    pub switch: SwitchWords,
+    /// The switch's flag and limit in its memory (`None` on the ring).
+    pub switch: Option<SwitchWords>,
     /// Its switch copies' function indices and the functions they copy (native stacks
     /// name a frame by what it copies).
     pub origins: Vec<(u32, u32)>,
 }
 
 impl ModuleRing {
-    /// Core module `module`'s ring, `None` when it keeps none (no switch).
+    /// Core module `module`'s ring, `None` when it keeps none.
     pub fn of(module: usize, guest: &Guest) -> Option<ModuleRing> {
-        guest.switch?;
+        (guest.layout.ring_entries > 0).then_some(())?;
         Some(ModuleRing {
             module,
             ring: guest.layout.ring(),
-            switch: SwitchWords::of(guest),
+            switch: guest.switch.map(|_| SwitchWords::of(guest)),
             origins: guest.origins.iter().map(|(c, f)| (c.0, f.0)).collect(),
         })
     }

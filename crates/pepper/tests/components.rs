@@ -237,22 +237,28 @@ fn every_core_module_of_a_component_is_counted() {
         }
     }
     // The sampled modes see both modules too: PEP's bursts take every path end of a
-    // stretch of the run whichever module wrote it, and ephemeral windows open in both.
-    // lib::hot's loop is taken 60% of the time and runs 2.5 times as often as main's.
-    for mode in ["pep", "ephemeral"] {
-        let (c, _, err, p) = run(mode, &f, &[], &[]);
-        assert_eq!(c, 0, "{mode}: {err}");
+    // stretch of the run whichever module wrote it, and ephemeral windows open in both
+    // (budgets are armed in both). lib::hot's loop is taken 60% of the time and runs 2.5
+    // times as often as main's.
+    let modes: [(&str, &[&str]); 3] = [
+        ("pep", &[]),
+        ("ephemeral", &[]),
+        ("ephemeral", &["--persistence", "1000"]),
+    ];
+    for (mode, extra) in modes {
+        let (c, _, err, p) = run(mode, &f, extra, &[]);
+        assert_eq!(c, 0, "{mode} {extra:?}: {err}");
         assert!(err.contains("profiling 2 of its 2 core modules"), "{err}");
         let (lib, main) = (
             branch(&p, "lib::hot", BrIf, 0),
             branch(&p, "main::run", BrIf, 0),
         );
         let taken = lib[0] as f64 / (lib[0] + lib[1]).max(1) as f64;
-        assert!((taken - 0.6).abs() < 0.05, "{mode}: {lib:?}");
+        assert!((taken - 0.6).abs() < 0.05, "{mode} {extra:?}: {lib:?}");
         let ratio = (lib[0] + lib[1]) as f64 / (main[0] + main[1]).max(1) as f64;
         assert!(
             (ratio - 2.5).abs() < 0.5,
-            "{mode}: {lib:?} against {main:?}"
+            "{mode} {extra:?}: {lib:?} against {main:?}"
         );
     }
     // One module by name: it is the primary, with plain indices and no module list.

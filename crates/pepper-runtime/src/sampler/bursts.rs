@@ -117,8 +117,12 @@ impl Bursts {
             for (k, (m, view)) in cfg.modules.iter().zip(modules).enumerate() {
                 let Some(view) = view else { continue };
                 // A flag outside its memory: that module's ring is not read.
-                if let Ok(f) = Flag::new(m.switch.flag, Some(view)) {
-                    rings.push(state(view, m.ring, Some((f, m.switch.limit)), Some(k)));
+                match m.switch.map(|w| (Flag::new(w.flag, Some(view)), w.limit)) {
+                    Some((Ok(f), limit)) => {
+                        rings.push(state(view, m.ring, Some((f, limit)), Some(k)))
+                    }
+                    Some((Err(_), _)) => {}
+                    None => rings.push(state(view, m.ring, None, Some(k))),
                 }
             }
         }
@@ -367,14 +371,18 @@ impl Bursts {
         // exit burst, from the newest paths in the ring, standing for all its path ends:
         // a coarse profile rather than none.
         if !self.rings.is_empty() {
-            // Several modules' rings: the burst is every path end of the stretch since
-            // the rate watch began, in every ring (no exit burst: clean code wrote none).
+            // Several modules' rings (with the switch): the burst is the path ends of the
+            // stretch since the rate watch began, in every ring (no exit burst: clean code
+            // wrote none).
             let to: Vec<u32> = (self.rings.iter())
                 .map(|r| r.mem.u32_at(r.ring.head))
                 .collect();
             if let Some((flag, set_at)) = switched {
                 self.end_switched(mem, cfg, (flag, set_at), switch_from, stack, res);
-                self.draw_rings(res, &to, rate, off_cpu, (cpu0, t0));
+            }
+            if !last {
+                let stride = cfg.params.stride.max(1) as u64;
+                self.draw_rings(res, (&to, stride), rate, off_cpu, (cpu0, t0));
             }
             self.seen = self.head;
             return;
@@ -514,15 +522,18 @@ impl Bursts {
         }
     }
 
-    /// A burst over several modules' rings ([`Bursts::rings`]): every path end each ring
+    /// A burst over several modules' rings ([`Bursts::rings`]): the path ends each ring
     /// holds from its head at the start of the tick's rate watch (`RingState::from`) to
-    /// `to`, weighted as one burst (the rate is every ring's together). A stretch longer
-    /// than a ring keeps its newest words; words the guest may have overwritten while
-    /// they were read are lost, as in [`Bursts::draw`].
+    /// `to`, weighted as one burst (the rate is every ring's together). Of a stretch of
+    /// more than [`RING_DRAW`] path ends in all, the same share of every ring's is taken,
+    /// its newest words (on the ring, without the switch, a fast guest overwrites the
+    /// older ones within microseconds), every `stride`-th of them (PEP's stride: one on
+    /// the switch); words the guest may have overwritten while they were read are lost,
+    /// as in [`Bursts::draw`].
     fn draw_rings(
         &mut self,
         res: &mut SamplerResult,
-        to: &[u32],
+        (to, stride): (&[u32], u64),
         rate: Option<f64>,
         off_cpu: bool,
         (cpu0, t0): (Option<Duration>, Instant),
@@ -533,25 +544,28 @@ impl Bursts {
         }
         let mut words: Vec<(usize, u64)> = Vec::new();
         let (mut marks, mut lost) = (0usize, 0u64);
+        let lens: Vec<u64> = (self.rings.iter().zip(to))
+            .map(|(r, &to)| to.wrapping_sub(r.from) as u64)
+            .collect();
+        let share = (RING_DRAW as f64 / lens.iter().sum::<u64>().max(1) as f64).min(1.0);
         for (k, (r, &to)) in self.rings.iter().zip(to).enumerate() {
             let keep = r.n - r.margin;
-            let len = to.wrapping_sub(r.from) as u64;
-            let from = match len > keep {
-                true => {
-                    lost += len - keep;
-                    to.wrapping_sub(keep as u32)
-                }
-                false => r.from,
-            };
+            let wanted = (lens[k] as f64 * share).ceil() as u64;
+            // A ring too short for its share keeps what it can; the rest is lost.
+            lost += wanted.saturating_sub(keep);
+            let take = wanted.min(keep);
+            let from = to.wrapping_sub(take as u32);
             let start = words.len();
-            for i in 0..len.min(keep) as u32 {
+            for i in (0..take as u32).step_by(stride as usize) {
                 let seq = from.wrapping_add(i);
                 let at = r.ring.base + 8 * (seq as u64 % r.n) as u32;
                 words.push((k, r.mem.u64_at(at)));
             }
-            // Re-read the head: a word `n` or more behind it may have been overwritten.
+            // Re-read the head: a word `n` or more behind it may have been overwritten
+            // (the first words read, every `stride`-th from `from`).
             let behind = r.mem.u32_at(r.ring.head).wrapping_sub(from) as u64;
-            let overwritten = (behind + 1).saturating_sub(r.n).min(len.min(keep));
+            let read = (words.len() - start) as u64;
+            let overwritten = (behind + 1).saturating_sub(r.n).div_ceil(stride).min(read);
             lost += overwritten;
             words.drain(start..start + overwritten as usize);
             marks += words[start..].iter().filter(|w| w.1 == 0).count();
@@ -726,7 +740,9 @@ impl Bursts {
             res.path_ends = self.total_weight.round() as u64;
         } else if self.total_weight > 0.0 {
             // Rate weights are estimates, brought to the counted total.
-            self.table.scale(res.path_ends as f64 / self.total_weight);
+            let scale = res.path_ends as f64 / self.total_weight;
+            self.table.scale(scale);
+            self.rings.iter_mut().for_each(|r| r.table.scale(scale));
         }
         res.words = self.table.estimates();
         if !self.rings.is_empty() {
@@ -740,6 +756,9 @@ impl Bursts {
         }
     }
 }
+
+/// The most path ends a burst over several rings reads ([`Bursts::draw_rings`]).
+const RING_DRAW: u64 = 4096;
 
 /// The ring's head, or the wrapping sum of the heads of `rings` (the wrapping deltas of a
 /// sum are the sum of the rings' while they add up to less than 2^32).

@@ -252,7 +252,7 @@ fn two_ring_run() -> f64 {
             base: 64,
             entries: ENTRIES,
         },
-        switch: words,
+        switch: Some(words),
         origins: Vec::new(),
     }];
     let flag = Some(Flag::at(view_a, FLAG));

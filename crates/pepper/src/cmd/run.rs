@@ -155,7 +155,8 @@ pub struct Args {
     /// Inside a component: which core modules to profile. `all` is every one that has
     /// code (each counted on its own, its functions named `module::function`), `program`
     /// the program's module alone, else module names separated by commas (pepper lists
-    /// them when it starts). Sampled modes profile one module per run.
+    /// them when it starts). `--switch off`, `--every`, time lines and phases read the
+    /// primary module's ring alone.
     #[arg(long, default_value = "all", value_name = "all|program|NAME,...", value_parser = super::parse_modules)]
     modules: pepper_wasm::component::ModuleSelection,
     /// The module to run (`.wasm` or `.wat`), a WASI command. pepper's own options come
