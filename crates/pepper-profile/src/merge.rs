@@ -58,13 +58,7 @@ impl Profile {
             out.add(i + 1, p, &mut index)?;
         }
         if !rest.is_empty() {
-            out.paths.sort_by(|a, b| {
-                (a.func, std::cmp::Reverse(a.count), a.number).cmp(&(
-                    b.func,
-                    std::cmp::Reverse(b.count),
-                    b.number,
-                ))
-            });
+            out.sort_paths();
             if let Some(c) = &mut out.contexts {
                 // Every profile has contexts here (`add` refuses a mix).
                 c.sum_by_function(profiles.iter().filter_map(|p| p.contexts.as_ref()));
@@ -92,6 +86,17 @@ impl Profile {
         out.validate()
             .map_err(|e| MergeError::Unreadable(e.to_string()))?;
         Ok(out)
+    }
+
+    /// Paths in the order profiles keep them: by function, hottest first.
+    pub(crate) fn sort_paths(&mut self) {
+        self.paths.sort_by(|a, b| {
+            (a.func, std::cmp::Reverse(a.count), a.number).cmp(&(
+                b.func,
+                std::cmp::Reverse(b.count),
+                b.number,
+            ))
+        });
     }
 
     /// How many runs this profile sums (1 unless `pepper merge` wrote it).

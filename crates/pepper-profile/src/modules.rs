@@ -92,13 +92,7 @@ impl Profile {
             out.add_module(module, p);
         }
         out.functions.sort_by_key(|f| f.index);
-        out.paths.sort_by(|a, b| {
-            (a.func, std::cmp::Reverse(a.count), a.number).cmp(&(
-                b.func,
-                std::cmp::Reverse(b.count),
-                b.number,
-            ))
-        });
+        out.sort_paths();
         if let Some(c) = &mut out.contexts {
             // The primary's entry first where two name one id.
             c.imports.sort_by_key(|i| i.0);

@@ -45,6 +45,7 @@ pub use command::{
 };
 pub use epochs::{EphemeralConfig, WindowPhase, WindowTime};
 pub use flag::FlagWord;
+pub use hostmem::MemoryTag;
 pub use interrupt::{requested as stop_requested, stop_on_signals};
 pub use intervals::{
     IntervalConfig, IntervalResult, Strategy, TimelineSource, EVERY_PATH_END_RING_LOG2,
@@ -116,34 +117,6 @@ impl Preopen {
             guest: guest.into(),
             read_only,
         })
-    }
-}
-
-/// How to find a pepper memory inside a component: its fixed size and the tag its data
-/// segment writes ([`pepper_layout::tag`]).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct MemoryTag {
-    /// The memory's size in bytes (its minimum and maximum).
-    pub bytes: usize,
-    /// Where the tag is.
-    pub at: u32,
-    /// What it holds.
-    pub tag: [u8; pepper_layout::TAG_BYTES],
-}
-
-impl MemoryTag {
-    /// The core module it names (its position among the component's).
-    pub fn slot(&self) -> u32 {
-        u32::from_le_bytes(self.tag[8..12].try_into().expect("4 bytes"))
-    }
-
-    /// The tag of an instrumented module's memory.
-    pub fn of(guest: &pepper_layout::Guest) -> MemoryTag {
-        MemoryTag {
-            bytes: (guest.layout.pages() * 65536) as usize,
-            at: guest.layout.tag,
-            tag: guest.tag(),
-        }
     }
 }
 

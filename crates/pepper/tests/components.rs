@@ -238,7 +238,7 @@ fn every_core_module_of_a_component_is_counted() {
     }
     // The sampled modes see both modules too: PEP's bursts take every path end of a
     // stretch of the run whichever module wrote it, and ephemeral windows open in both
-    // (budgets are armed in both). lib::hot's loop is taken 60% of the time and runs 2.5
+    // (budgets are armed in both). lib::hot's loop is taken three times in five and runs 2.5
     // times as often as main's.
     let modes: [(&str, &[&str]); 3] = [
         ("pep", &[]),
