@@ -34,8 +34,7 @@ pub struct Program {
     #[serde(default)]
     pub env: Vec<String>,
     /// Set for programs that only some tables run: `phases` (staged drivers for phase
-    /// detection), `large` (minutes to compile), `multi-module` (components whose work is
-    /// in modules other than the program's, which the harness alone instruments). The measured corpus has none.
+    /// detection), `large` (minutes to compile). The measured corpus has none.
     pub set: Option<String>,
     /// Among the few programs CI runs (the identity test and the benchmark's smoke).
     #[serde(default)]

@@ -4,7 +4,7 @@
 //! exact-edges profile of the same round. Writes `bench/results/ephemeral.md`.
 
 use crate::{
-    geomean_pct, machine, mean_worst_pct, median, pct, profile_of, selected, shuffled, Args,
+    geomean_pct, machine, mean_worst_pct, median, pct, profile_of_all, selected, shuffled, Args,
 };
 use anyhow::Result;
 use pepper_profile::compare::compare;
@@ -83,11 +83,24 @@ impl Config {
             instrument
         }
     }
+
+    /// The library's options for this variant on `w`, as `pepper run` builds them.
+    fn command(&self, w: &crate::Workload) -> pepper_runtime::CommandOptions {
+        w.options(self.instrument_options(), {
+            let mut sampling = pepper_runtime::SamplingOptions::default();
+            sampling.persistence = self.persistence.unwrap_or_default();
+            sampling.epoch = self.epoch;
+            sampling.window = self.window.unwrap_or_default();
+            sampling.window_phase = self.phase;
+            sampling
+        })
+    }
 }
 
 struct Variant {
     config: Config,
-    inst: pepper_wasm::Instrumented,
+    /// Every module the variant profiles (a component's others too).
+    modules: pepper_runtime::Modules,
     prepared: pepper_runtime::Prepared,
     times: Vec<f64>,
     /// Per round: the whole run's wall time and the CPU time of all its threads, ms.
@@ -211,19 +224,21 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let loaded = selected(args, &build)?;
     let corpus = crate::corpus_size(&loaded);
     let _load = crate::harness::Load::start(args.load)?;
-    for (w, wasm, cache) in loaded {
+    for (w, _, cache) in loaded {
         let mut variants = Vec::new();
         for config in &configs {
-            let inst = pepper_wasm::instrument(&wasm, &config.instrument_options())?;
+            let command = config.command(&w);
+            let modules =
+                pepper_runtime::Modules::for_command(&w.unit, &command, &command.instrument)?;
             let prepared = pepper_runtime::Prepared::new(
-                &w.runnable(&inst.wasm),
+                &modules.wasm(&w.unit),
                 &pepper_runtime::EngineOptions::default()
                     .with_cache_dir(cache.clone())
-                    .with_branch_hints(inst.wants_branch_hinting()),
+                    .with_branch_hints(modules.primary().wants_branch_hinting()),
             )?;
             variants.push(Variant {
                 config: config.clone(),
-                inst,
+                modules,
                 prepared,
                 times: Vec::new(),
                 whole: Vec::new(),
@@ -234,16 +249,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         for round in 0..=rounds {
             let results = shuffled(&mut variants, round, |v| {
                 let c = &v.config;
-                let mut cfg = w
-                    .options(c.instrument_options(), {
-                        let mut sampling = pepper_runtime::SamplingOptions::default();
-                        sampling.persistence = c.persistence.unwrap_or_default();
-                        sampling.epoch = c.epoch;
-                        sampling.window = c.window.unwrap_or_default();
-                        sampling.window_phase = c.phase;
-                        sampling
-                    })
-                    .run_config(&v.inst);
+                let mut cfg = c.command(&w).run_config(v.modules.primary());
+                v.modules.configure(&mut cfg);
                 if let (Some(e), false) = (&mut cfg.ephemeral, c.groups) {
                     e.counter_bytes = 0;
                 }
@@ -261,13 +268,13 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 Ok(r)
             })?;
             if round > 0 {
-                let reference = profile_of(&variants[2].inst, &results[2]);
+                let reference = profile_of_all(&w, &variants[2].modules, &results[2]);
                 for (k, (v, r)) in variants.iter_mut().zip(&results).enumerate() {
                     if v.config.mode != Mode::Ephemeral {
                         continue;
                     }
                     epochs[k] = r.epochs;
-                    let a = compare(&reference, &profile_of(&v.inst, r));
+                    let a = compare(&reference, &profile_of_all(&w, &v.modules, r));
                     v.accuracy.push([
                         a.edge_relative_overlap.unwrap_or(f64::NAN),
                         a.edge_absolute_overlap.unwrap_or(f64::NAN),

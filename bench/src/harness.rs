@@ -179,10 +179,8 @@ pub(crate) fn selected(args: &Args, build: &Path) -> Result<Vec<Loaded>> {
                 path.display()
             )
         })?;
-        // The harness instruments a component's program module alone (the same module
-        // its core-module twin would be), so the tables compare like with like.
-        let program = pepper_wasm::component::ModuleSelection::Program;
-        let unit = pepper_wasm::component::Unit::parse_with(&bytes, &program)
+        // Every core module of a component that defines code, as `pepper run` profiles it.
+        let unit = pepper_wasm::component::Unit::parse(&bytes)
             .with_context(|| format!("reading {}", path.display()))?;
         let cache = p.cache.then(pepper_runtime::default_cache_dir).flatten();
         let quick = args.quick;
@@ -330,6 +328,28 @@ pub(crate) fn profile_of(
         r.results(),
         module,
         RunInfo::default(),
+        &Default::default(),
+        None,
+        &|_| None,
+    )
+}
+
+/// The profile of one run of `modules`, every module's joined as `pepper run` joins them
+/// (module and run details left out: the benchmark compares counts).
+pub(crate) fn profile_of_all(
+    w: &Workload,
+    modules: &pepper_runtime::Modules,
+    r: &pepper_runtime::RunResult,
+) -> Profile {
+    let module = ModuleInfo {
+        path: String::new(),
+        sha256: String::new(),
+        size: 0,
+    };
+    modules.decode(
+        w.unit.component.as_ref(),
+        (r.results(), &r.module_counters),
+        (module, RunInfo::default()),
         &Default::default(),
         None,
         &|_| None,

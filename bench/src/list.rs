@@ -83,8 +83,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
     let doc = format!(
         "# pepper's benchmark corpus\n\nThe measured corpus: {}. The other sets run only in \
          some tables (`phases`: staged drivers for `--phases`; `large`: minutes to compile, \
-         `--large`; `multi-module`: components whose work is in modules other than the \
-         program's, which the harness alone instruments); the identity test runs them all. Listed in \
+         `--large`); the identity test runs them all. Listed in \
          `bench/workloads/corpus/*.toml`, built by `bench/workloads/build.sh`; producers are \
          read from each module's `producers` section.\n\n\
          Reproduce: `cargo run --release -p pepper-bench -- --list`\n\n{table}",

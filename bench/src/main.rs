@@ -100,7 +100,10 @@ struct Args {
 struct Variant {
     spec: Spec,
     prepared: pepper_runtime::Prepared,
-    inst: pepper_wasm::Instrumented,
+    /// The primary module (the program's), instrumented.
+    inst: Arc<pepper_wasm::Instrumented>,
+    /// Every module the variant profiles (a component's others too).
+    modules: pepper_runtime::Modules,
     rewrite_ms: f64,
     size: usize,
     /// Paths numbered over all functions, and functions counting by hash.
@@ -161,19 +164,20 @@ fn options(w: &Workload, spec: &Spec) -> pepper_runtime::CommandOptions {
 
 fn instrument(
     w: &Workload,
-    wasm: &[u8],
+    unit: &pepper_wasm::component::Unit,
     spec: &Spec,
     guide: Option<&Arc<pepper_wasm::plan::Guide>>,
-) -> Result<(pepper_wasm::Instrumented, f64)> {
+) -> Result<(pepper_runtime::Modules, f64)> {
     anyhow::ensure!(
         spec.guide == Guide::None || guide.is_some(),
         "{}: guide missing",
         spec.label
     );
     let t = Instant::now();
-    let opts = options(w, spec).instrument_options(guide.cloned());
-    let inst = pepper_wasm::instrument(wasm, &opts)?;
-    Ok((inst, t.elapsed().as_secs_f64() * 1e3))
+    let command = options(w, spec);
+    let opts = command.instrument_options(guide.cloned());
+    let modules = pepper_runtime::Modules::for_command(unit, &command, &opts)?;
+    Ok((modules, t.elapsed().as_secs_f64() * 1e3))
 }
 
 /// How `pepper run` would run a variant; the PEP ring without a sampler where the variant
@@ -181,12 +185,13 @@ fn instrument(
 fn run_config(
     w: &Workload,
     spec: &Spec,
-    inst: &pepper_wasm::Instrumented,
+    modules: &pepper_runtime::Modules,
 ) -> pepper_runtime::RunConfig {
-    let mut cfg = options(w, spec).run_config(inst);
+    let mut cfg = options(w, spec).run_config(modules.primary());
     if spec.sampler.is_none() {
         cfg.sampler = None;
     }
+    modules.configure(&mut cfg);
     cfg.epoch = spec.epoch.map(|gp| {
         let mut epoch = pepper_runtime::EpochConfig::default();
         epoch.interval = INTERVAL;
@@ -254,11 +259,22 @@ fn main() -> Result<()> {
         let mut variants: Vec<Variant> = Vec::new();
         let mut guides: [Option<Arc<pepper_wasm::plan::Guide>>; 2] = [None, None];
         let mut component: Option<pepper_wasm::component::Unit> = None;
+        // The code size of every module the variants instrument, before they do.
+        let original = wasm.len() + w.unit.others.iter().map(|o| o.bytes.len()).sum::<usize>();
         for spec in &specs {
             // wasmtime runs a component's `wasi:cli/run` without epoch interruption.
             if w.is_component() && spec.epoch.is_some() {
                 eprintln!(
                     "bench: {} {}: skipped (a component runs without epochs)",
+                    w.name, spec.label
+                );
+                continue;
+            }
+            // A guide is one module's: a component's other modules would run targeted
+            // without one, which is exact paths under another name.
+            if !w.unit.others.is_empty() && spec.guide != Guide::None {
+                eprintln!(
+                    "bench: {} {}: skipped (guides are per module; this component has several)",
                     w.name, spec.label
                 );
                 continue;
@@ -272,12 +288,12 @@ fn main() -> Result<()> {
                 Some(i) if guides[i].is_none() => {
                     // The guide: one exact-paths run, as a user would record it.
                     let v = &variants[exact_of(&variants)];
-                    let mut cfg = run_config(&w, &v.spec, &v.inst);
+                    let mut cfg = run_config(&w, &v.spec, &v.modules);
                     if i == 1 {
                         cfg.args = w.other_args.clone();
                     }
                     let r = v.prepared.run(&cfg)?;
-                    let p = profile_of(&v.inst, &r);
+                    let p = profile_of_all(&w, &v.modules, &r);
                     guides[i] = Some(Arc::new(pepper_wasm::plan::Guide::from_profile(
                         &p,
                         "exact-paths".into(),
@@ -287,7 +303,7 @@ fn main() -> Result<()> {
                 Some(i) => guides[i].clone(),
                 None => None,
             };
-            // A component variant instruments the program's module inside the component
+            // A component variant instruments the program's modules inside the component
             // (a program that is a component already is its own component variant).
             let unit = match spec.component && !w.is_component() {
                 true => {
@@ -295,17 +311,17 @@ fn main() -> Result<()> {
                         let c = componentize::componentize(&wasm)?;
                         component = Some(pepper_wasm::component::Unit::parse(&c)?);
                     }
-                    component.clone()
+                    component.as_ref().expect("componentized above")
                 }
-                false => None,
+                false => &w.unit,
             };
-            let core = unit.as_ref().map_or(&wasm[..], |u| &u.core[..]);
-            let (inst, rewrite_ms) = instrument(&w, core, spec, guide.as_ref())?;
-            let runnable = match &unit {
-                Some(u) => u.wrap(&inst.wasm),
-                None => w.runnable(&inst.wasm),
-            };
-            let fns = &inst.plan.functions;
+            let (modules, rewrite_ms) = instrument(&w, unit, spec, guide.as_ref())?;
+            let runnable = modules.wasm(unit);
+            let inst = modules.primary().clone();
+            let fns: Vec<_> = std::iter::once(&*inst)
+                .chain(modules.others())
+                .flat_map(|i| &i.plan.functions)
+                .collect();
             let static_paths: u64 = fns
                 .iter()
                 .filter_map(|f| f.numbered.as_ref())
@@ -331,8 +347,9 @@ fn main() -> Result<()> {
             variants.push(Variant {
                 spec: spec.clone(),
                 prepared,
-                size: inst.wasm.len(),
+                size: inst.wasm.len() + modules.others().map(|i| i.wasm.len()).sum::<usize>(),
                 inst,
+                modules,
                 rewrite_ms,
                 static_paths,
                 hashed,
@@ -345,7 +362,7 @@ fn main() -> Result<()> {
         // One untimed warm-up of each variant, then interleaved timed rounds.
         for round in 0..=rounds {
             let results = shuffled(&mut variants, round, |v| {
-                let config = run_config(&w, &v.spec, &v.inst);
+                let config = run_config(&w, &v.spec, &v.modules);
                 let (cpu0, t0) = (harness::process_cpu(), Instant::now());
                 let r = v.prepared.run(&config)?;
                 let whole = (
@@ -380,7 +397,7 @@ fn main() -> Result<()> {
             })?;
             if round > 0 {
                 let exact_v = exact_of(&variants);
-                let reference = profile_of(&variants[exact_v].inst, &results[exact_v]);
+                let reference = profile_of_all(&w, &variants[exact_v].modules, &results[exact_v]);
                 for (v, r) in variants.iter_mut().zip(&results) {
                     let sampled = v.spec.mode == Mode::Pep
                         && (v.spec.sampler.is_some() || v.spec.every.is_some());
@@ -390,7 +407,7 @@ fn main() -> Result<()> {
                     if (!sampled && v.spec.mode != Mode::Targeted) || v.spec.component {
                         continue;
                     }
-                    let p = profile_of(&v.inst, r);
+                    let p = profile_of_all(&w, &v.modules, r);
                     let a = compare(&reference, &p);
                     let cold: u64 = p.functions.iter().filter_map(|f| f.cold_executions).sum();
                     // Targeted: the share of path executions counted on defining edges.
@@ -513,7 +530,7 @@ fn main() -> Result<()> {
                 v.rewrite_ms,
                 v.prepared.compile.as_secs_f64() * 1e3,
                 v.size,
-                (v.size as f64 / wasm.len() as f64 - 1.0) * 100.0,
+                (v.size as f64 / original as f64 - 1.0) * 100.0,
             )?;
         }
     }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 mod modules;
 use modules::others_supported;
-pub(crate) use modules::Modules;
+pub use modules::Modules;
 
 /// log2 of PEP's ring with the switch: 2^14 words (128 KiB). The sampler reads a burst's
 /// path ends after sending the guest back to clean code, and instrumented frames further up

@@ -40,7 +40,7 @@ mod worker;
 
 pub use attach::{AttachConfig, Collected, EarlyStop, Profiled, StopReason};
 pub use command::{
-    profile_command, CommandOptions, CommandRun, EarlyStopOptions, Note, SamplingOptions,
+    profile_command, CommandOptions, CommandRun, EarlyStopOptions, Modules, Note, SamplingOptions,
     SwitchDrive, WasiOptions, BUDGET_EPOCH, EPHEMERAL_EPOCH, EPHEMERAL_WINDOW, PEP_INTERVAL,
 };
 pub use epochs::{EphemeralConfig, WindowPhase, WindowTime};

@@ -4,8 +4,11 @@
 use super::*;
 
 /// The core modules of one run, instrumented: the file's (or its component's primary
-/// profiled module), and a component's other profiled modules.
-pub(crate) struct Modules {
+/// profiled module), and a component's other profiled modules. `pepper run` builds one
+/// per run; a harness that times many runs of one instrumentation builds it with
+/// [`Modules::for_command`] and runs [`Modules::wasm`] with [`Modules::configure`]'s
+/// configuration.
+pub struct Modules {
     pub(crate) primary: Arc<Instrumented>,
     /// Inside a component with other profiled modules: the primary's place in it.
     pub(crate) primary_module: Option<CoreModule>,
@@ -13,6 +16,28 @@ pub(crate) struct Modules {
 }
 
 impl Modules {
+    /// Instruments `unit`'s modules as [`profile_command`](crate::profile_command) would
+    /// for `opts` with `instrument` (its guide is the primary module's; a component's
+    /// other modules are profiled where `opts`' sampling reads them).
+    pub fn for_command(
+        unit: &Unit,
+        opts: &CommandOptions,
+        instrument: &InstrumentOptions,
+    ) -> Result<Modules> {
+        let multi = others_supported(opts, instrument);
+        Modules::instrument(unit, (instrument, multi), &|_| None)
+    }
+
+    /// The primary module, instrumented.
+    pub fn primary(&self) -> &Arc<Instrumented> {
+        &self.primary
+    }
+
+    /// The other core modules profiled with the primary, instrumented.
+    pub fn others(&self) -> impl Iterator<Item = &Instrumented> {
+        self.others.iter().map(|(_, i)| &**i)
+    }
+
     /// Instruments `unit`'s profiled modules with `opts`, each with its own guide
     /// (`guide(None)` the primary's, `guide(Some(k))` core module `k`'s).
     pub(super) fn instrument(
@@ -55,7 +80,7 @@ impl Modules {
     }
 
     /// The file to run.
-    pub(crate) fn wasm<'a>(&'a self, unit: &Unit) -> std::borrow::Cow<'a, [u8]> {
+    pub fn wasm<'a>(&'a self, unit: &Unit) -> std::borrow::Cow<'a, [u8]> {
         if self.others.is_empty() {
             return unit.wrap(&self.primary.wasm);
         }
@@ -71,7 +96,7 @@ impl Modules {
 
     /// `cfg` (the primary module's) with the other modules' memories: found by their
     /// tags, their rings read in PEP's bursts, their windows opened with the primary's.
-    pub(super) fn configure(&self, cfg: &mut RunConfig) {
+    pub fn configure(&self, cfg: &mut RunConfig) {
         cfg.module_tags = (self.with_memory())
             .map(|(_, i)| crate::MemoryTag::of(&i.guest))
             .collect();
@@ -102,9 +127,9 @@ impl Modules {
     }
 
     /// The profile of a run: the primary module's, merged with the others' (from
-    /// `module_counters`, in the order of [`Modules::tags`]), every function named by its
-    /// core module inside a component.
-    pub(crate) fn decode(
+    /// `module_counters`, in the order [`Modules::configure`] lists their tags), every
+    /// function named by its core module inside a component.
+    pub fn decode(
         &self,
         unit: Option<&ComponentFrame>,
         (results, module_counters): (decode::Results<'_>, &[Option<Vec<u8>>]),
