@@ -355,7 +355,7 @@ fn config(
     };
     let mut cfg = w.options(opts, sampling).run_config(inst);
     if spec.interval.is_none() {
-        cfg.sampler = None;
+        cfg.attach.sampler = None;
     }
     cfg.epoch = spec.guest_profiler.map(|i| {
         let mut epoch = pepper_runtime::EpochConfig::default();
@@ -378,7 +378,7 @@ fn profile(v: &Variant, r: &pepper_runtime::RunResult) -> Profile {
         module,
         RunInfo::default(),
         &Default::default(),
-        v.cfg.sampler.as_ref(),
+        v.cfg.attach.sampler.as_ref(),
         &|_| None,
     )
 }

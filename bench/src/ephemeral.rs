@@ -251,7 +251,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
                 let c = &v.config;
                 let mut cfg = c.command(&w).run_config(v.modules.primary());
                 v.modules.configure(&mut cfg);
-                if let (Some(e), false) = (&mut cfg.ephemeral, c.groups) {
+                if let (Some(e), false) = (&mut cfg.attach.ephemeral, c.groups) {
                     e.counter_bytes = 0;
                 }
                 let (cpu0, t0) = (crate::harness::process_cpu(), std::time::Instant::now());

@@ -69,8 +69,8 @@ fn in_table(args: &Args, p: &pepper_bench::corpus::Program) -> bool {
 /// Runs `run` once on every variant, in an order shuffled afresh each round (the same
 /// shuffles every time the harness runs), so that no variant always runs first or right
 /// after the same neighbour, which would bias it the same way every round. (It does not
-/// remove the noise: two identical copies of the baseline still differ by 1-3% over a run,
-/// in any order.) Results come back in variant order.
+/// remove the noise: two identical copies of the baseline still differ over a run, in any
+/// order; the tables' A/A row shows by how much.) Results come back in variant order.
 pub(crate) fn shuffled<T, R>(
     variants: &mut [T],
     round: usize,

@@ -160,7 +160,7 @@ fn train(wasm: &[u8], w: &crate::Workload, mode: Mode) -> Result<Profile> {
     };
     let inst = pepper_wasm::instrument(wasm, &opts)?;
     let mut cfg = w.options(opts, Default::default()).run_config(&inst);
-    cfg.args = w.other_args.clone();
+    cfg.wasi.args = w.other_args.clone();
     let r = pepper_runtime::run(&w.runnable(&inst.wasm), &cfg)?;
     Ok(crate::profile_of(&inst, &r))
 }
@@ -247,8 +247,8 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         }
         let cfg = {
             let mut run = pepper_runtime::RunConfig::default();
-            run.args = w.args.clone();
-            run.dirs = w.dirs.clone();
+            run.wasi.args = w.args.clone();
+            run.wasi.dirs = w.dirs.clone();
             run
         };
         // Round 0 warms up and is not counted.

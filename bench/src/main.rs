@@ -189,7 +189,7 @@ fn run_config(
 ) -> pepper_runtime::RunConfig {
     let mut cfg = options(w, spec).run_config(modules.primary());
     if spec.sampler.is_none() {
-        cfg.sampler = None;
+        cfg.attach.sampler = None;
     }
     modules.configure(&mut cfg);
     cfg.epoch = spec.epoch.map(|gp| {
@@ -290,7 +290,7 @@ fn main() -> Result<()> {
                     let v = &variants[exact_of(&variants)];
                     let mut cfg = run_config(&w, &v.spec, &v.modules);
                     if i == 1 {
-                        cfg.args = w.other_args.clone();
+                        cfg.wasi.args = w.other_args.clone();
                     }
                     let r = v.prepared.run(&cfg)?;
                     let p = profile_of_all(&w, &v.modules, &r);
@@ -383,7 +383,7 @@ fn main() -> Result<()> {
                     v.start_stop
                         .push(r.sampler_start_stop().as_secs_f64() * 1e3);
                 }
-                // Nearly the same every round (Lua's vary by ~0.01%): read at the warm-up.
+                // Nearly the same every round: read at the warm-up.
                 if round == 0 {
                     if let Some(inc) = r
                         .counters

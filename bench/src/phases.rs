@@ -50,7 +50,7 @@ pub fn main(args: &Args, root: &Path) -> Result<()> {
         let inst = instrument(wasm, Mode::Pep, None, ContextMode::Off, true)?;
         let prepared = prepare(w, &inst, cache)?;
         let mut cfg = run_config(w, &inst, None);
-        if let Some(s) = cfg.sampler.as_mut() {
+        if let Some(s) = cfg.attach.sampler.as_mut() {
             s.intervals = Some(IntervalConfig::Timeline {
                 length: TIMELINE_INTERVAL,
                 detector: None,

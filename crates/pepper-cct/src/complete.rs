@@ -2,8 +2,8 @@
 //!
 //! Timer samples see where time goes, not how often calls happen: a context whose calls
 //! are frequent but short is rarely on the stack when the timer fires, so a sampled tree
-//! alone misses most contexts that matter by call count (Zhuang et al. measured stack-walk
-//! sampling under 50% overlap with the exact tree). pepper also counts every call site
+//! alone misses most contexts that matter by call count (Zhuang et al.'s finding for
+//! stack-walk sampling). pepper also counts every call site
 //! exactly (one increment per call), which pins down the first level of context. This
 //! module combines the two. Walking the tree from the root, the calls of site `s` (in
 //! function `F`, to callee `g`) made from context `n` of `F` are estimated as

@@ -1,8 +1,7 @@
 //! Call windows: the calls just before a stack sample, each in its exact context.
 //!
 //! Timer samples see time, not calls, so they cannot say how a call site's calls split
-//! among the contexts its function runs in ("stack-walk sampling alone
-//! reaches under 50% overlap"). Bursts of consecutive calls can (Zhuang et al.'s adaptive
+//! among the contexts its function runs in. Bursts of consecutive calls can (Zhuang et al.'s adaptive
 //! bursting; the same idea as PEP's bursts of consecutive paths): the guest appends one
 //! word per function entry (`func`) and per return to a call site (`site | RET`) to a
 //! ring in pepper's memory, and the sample copies the newest stretch of it together with

@@ -4,7 +4,9 @@
 //! [`CommandOptions::instrument_options`] and [`CommandOptions::run_config`] so that they
 //! measure what users run.
 
-use crate::{decode, EphemeralConfig, FlagWord, IntervalConfig, RunConfig, SamplerConfig};
+use crate::{
+    decode, AttachConfig, EphemeralConfig, FlagWord, IntervalConfig, RunConfig, SamplerConfig,
+};
 use anyhow::{Context, Result};
 use pepper_profile::{CoreModule, Mode, ModuleInfo, Profile, RunInfo};
 use pepper_sampling::PepParams;
@@ -309,18 +311,8 @@ impl CommandOptions {
             c.live = s.live.clone();
             c
         });
-        RunConfig {
-            args: self.wasi.args.clone(),
-            env: self.wasi.env.clone(),
-            inherit_env: self.wasi.inherit_env,
-            dirs: self.wasi.dirs.clone(),
-            cache_dir: self.cache_dir.clone(),
+        let attach = AttachConfig {
             counters_export: module.counters_export(),
-            counters_tag: Some(crate::MemoryTag::of(guest)),
-            module_tags: Vec::new(),
-            inherit_stdio: self.wasi.inherit_stdio,
-            epoch: None,
-            branch_hints: self.branch_hints || module.wants_branch_hinting(),
             ephemeral: (guest.mode.samples_edges() && switched).then(|| EphemeralConfig {
                 budgets: flag.at,
                 functions: (guest.num_funcs - guest.num_imports) as u32,
@@ -333,11 +325,20 @@ impl CommandOptions {
             }),
             switch_on: (s.switch == SwitchDrive::AlwaysOn && switched).then_some(flag),
             sampler,
+            early_stop: None,
+        };
+        RunConfig {
+            wasi: self.wasi.clone(),
+            cache_dir: self.cache_dir.clone(),
+            attach,
+            counters_tag: Some(crate::MemoryTag::of(guest)),
+            module_tags: Vec::new(),
+            epoch: None,
+            branch_hints: self.branch_hints || module.wants_branch_hinting(),
             invoke: self
                 .invoke
                 .clone()
                 .map(|f| (f, self.wasi.args.iter().skip(1).cloned().collect())),
-            early_stop: None,
         }
     }
 
@@ -372,10 +373,10 @@ fn staged_guides(
     // The same run as stage two's, its output discarded and nothing sampled (exact edges
     // need no sampler).
     let mut cfg = RunConfig {
-        inherit_stdio: false,
         branch_hints: false,
         ..opts.run_config(&stage.primary)
     };
+    cfg.wasi.inherit_stdio = false;
     stage.configure(&mut cfg);
     let r = crate::run(&stage.wasm(unit), &cfg)?;
     let p = stage.decode(
@@ -420,7 +421,7 @@ pub fn profile_command(
     let inst = &modules.primary;
     if let Some(e) = &opts.early_stop {
         let named = (&module, unit.component.as_ref());
-        cfg.early_stop = Some(early_stop(
+        cfg.attach.early_stop = Some(early_stop(
             e, &modules, named, &settings, &cfg, &lines, opts,
         ));
     }
@@ -451,7 +452,7 @@ pub fn profile_command(
         (result.results(), &result.module_counters),
         (module, run),
         &settings,
-        cfg.sampler.as_ref(),
+        cfg.attach.sampler.as_ref(),
         &*lines,
     );
     Ok(CommandRun {
@@ -524,6 +525,7 @@ pub(crate) fn plan(
     modules.configure(&mut cfg);
     let asked = opts.asked_stack_interval(&inst.guest);
     if let Some(actual) = cfg
+        .attach
         .sampler
         .as_ref()
         .filter(|s| s.stacks.is_some())
@@ -554,7 +556,7 @@ fn early_stop(
 ) -> crate::EarlyStop {
     let (modules, module, settings) = (modules.clone(), module.clone(), settings.clone());
     let component = component.cloned().map(Arc::new);
-    let (sampler, lines) = (cfg.sampler.clone(), lines.clone());
+    let (sampler, lines) = (cfg.attach.sampler.clone(), lines.clone());
     let args = opts.wasi.args.clone();
     let start = Instant::now();
     let to_profile = Arc::new(move |collected: crate::Collected, how: Option<String>| {

@@ -124,47 +124,30 @@ impl Preopen {
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct RunConfig {
-    /// `argv`, including `argv[0]` (the program name).
-    pub args: Vec<String>,
-    /// Extra environment variables.
-    pub env: Vec<(String, String)>,
-    /// Pass the host environment through.
-    pub inherit_env: bool,
-    /// Preopened directories.
-    pub dirs: Vec<Preopen>,
+    /// What the guest sees: arguments, environment, preopens, stdio.
+    pub wasi: WasiOptions,
     /// wasmtime's compilation cache directory; `None` disables caching.
     pub cache_dir: Option<PathBuf>,
-    /// Name of the exported memory to copy out after the run (pepper's counters).
-    pub counters_export: Option<String>,
+    /// What to start next to the guest: pepper's memory, the sampler, ephemeral
+    /// windows, the switch, an early stop.
+    pub attach: AttachConfig,
     /// Inside a component, where exports of core instances cannot be looked up: how to
-    /// find pepper's memory (the one `counters_export` names in a core module).
+    /// find pepper's memory (the one `attach.counters_export` names in a core module).
     pub counters_tag: Option<MemoryTag>,
     /// Inside a component: pepper's memories of the other instrumented core modules,
     /// copied out after the run into [`RunResult::module_counters`], in this order.
     pub module_tags: Vec<MemoryTag>,
-    /// Inherit stdin/stdout/stderr (otherwise the guest sees empty stdin and its output
-    /// is discarded; benchmarks use that).
-    pub inherit_stdio: bool,
-    /// PEP: sample the ring buffer in the counters memory from a host thread.
-    pub sampler: Option<SamplerConfig>,
     /// Tick wasmtime's epoch every period (the engine must have been prepared with epoch
     /// interruption); with `guest_profiler`, take a wasmtime `GuestProfiler` sample at
     /// each tick. Benchmarks use both as references: the epoch-enabled baseline and the
     /// sampling profiler wasmtime users have today.
     pub epoch: Option<EpochConfig>,
-    /// Switchable instrumentation: set this flag before the guest starts, and leave it
-    /// set (the instrumented copies run all along).
-    pub switch_on: Option<FlagWord>,
     /// Compile with wasmtime's branch hinting on: the module's `metadata.code.branch_hint`
     /// section marks the unlikely side of hinted branches cold in Cranelift.
     pub branch_hints: bool,
-    /// Ephemeral instrumentation: re-arm the functions' budgets every epoch.
-    pub ephemeral: Option<EphemeralConfig>,
     /// Call this export with these arguments (parsed by its parameter types) instead of
     /// `_start`, and print its results, as `wasmtime run --invoke` does.
     pub invoke: Option<(String, Vec<String>)>,
-    /// Ending the run before the guest returns (Ctrl-C, a time limit).
-    pub early_stop: Option<EarlyStop>,
 }
 
 /// How the engine is built (what `Prepared` needs before it compiles). Built from
@@ -200,17 +183,6 @@ impl EngineOptions {
 }
 
 impl RunConfig {
-    /// The profiling half of the configuration.
-    pub fn attach_config(&self) -> AttachConfig {
-        AttachConfig {
-            counters_export: self.counters_export.clone(),
-            sampler: self.sampler.clone(),
-            ephemeral: self.ephemeral.clone(),
-            switch_on: self.switch_on,
-            early_stop: self.early_stop.clone(),
-        }
-    }
-
     /// What the engine needs for this run (epochs, branch hints, cache).
     pub fn engine_options(&self) -> EngineOptions {
         EngineOptions {
@@ -416,7 +388,7 @@ impl Prepared {
 
     /// Instantiates in a fresh store and runs `_start` (a component: `wasi:cli/run`).
     pub fn run(&self, cfg: &RunConfig) -> Result<RunResult> {
-        let builder = wasi_builder(cfg)?;
+        let builder = wasi_builder(&cfg.wasi)?;
         let t1 = Instant::now();
         let mut collected = attach::Collected::default();
         let mut timing = (Duration::ZERO, Duration::ZERO);
@@ -504,13 +476,13 @@ impl Prepared {
             Ok(instance) => {
                 let entry = Entry::find(&instance, &mut store, cfg.invoke.as_ref())?;
                 let setup = Instant::now();
-                let attach = cfg.attach_config();
-                let memory = attach::counters_view(&mut store, &instance, &attach);
+                let attach = &cfg.attach;
+                let memory = attach::counters_view(&mut store, &instance, attach);
                 let attached = attach::Attached::start_with(
                     &mut store,
                     (memory, Vec::new()),
                     native::CodeSource::Module(module),
-                    &attach,
+                    attach,
                     &self.code_map,
                 )?;
                 *setup_time = setup.elapsed();
@@ -565,7 +537,7 @@ impl Prepared {
         // the one pepper's memory names, else the program's.
         let primary = cfg.counters_tag.map_or(*program, |t| t.slot() as usize);
         let at = starts.get(primary).copied().unwrap_or(0);
-        let view = match (&cfg.counters_export, cfg.counters_tag) {
+        let view = match (&cfg.attach.counters_export, cfg.counters_tag) {
             (Some(_), Some(t)) => {
                 let found = memories.find_tagged(t.bytes, t.at, &t.tag);
                 let [one] = found[..] else {
@@ -596,7 +568,7 @@ impl Prepared {
             &mut store,
             (view, others),
             native::CodeSource::Component(component, primary, at),
-            &cfg.attach_config(),
+            &cfg.attach,
             &self.code_map,
         )?;
         *setup_time = setup.elapsed();
@@ -613,7 +585,7 @@ impl Prepared {
 }
 
 /// The guest's WASI context as `cfg` asks for it (either WASI version builds from it).
-fn wasi_builder(cfg: &RunConfig) -> Result<WasiCtxBuilder> {
+fn wasi_builder(cfg: &WasiOptions) -> Result<WasiCtxBuilder> {
     let mut builder = WasiCtxBuilder::new();
     builder.args(&cfg.args);
     if cfg.inherit_env {

@@ -270,7 +270,7 @@ impl Shared {
             (collected.results(), &collected.module_counters),
             (self.module.clone(), run),
             &self.settings,
-            self.cfg.sampler.as_ref(),
+            self.cfg.attach.sampler.as_ref(),
             &|_| None,
         );
         p.warnings.insert(
@@ -434,7 +434,7 @@ fn attach(
         store,
         (memory, modules),
         native::CodeSource::Component(component, primary, at),
-        &shared.cfg.attach_config(),
+        &shared.cfg.attach,
         code_map,
     )
 }

@@ -39,9 +39,9 @@ fn concurrent_runs_each_sample_their_own_paths() {
     )
     .expect("PEP with native contexts has a sampler");
     let mut config = pepper_runtime::RunConfig::default();
-    config.args = vec!["t".into()];
-    config.counters_export = Some(pepper_wasm::COUNTERS_EXPORT.into());
-    config.sampler = Some(sampler);
+    config.wasi.args = vec!["t".into()];
+    config.attach.counters_export = Some(pepper_wasm::COUNTERS_EXPORT.into());
+    config.attach.sampler = Some(sampler);
     const RUNS: usize = 8;
     let start = Arc::new(Barrier::new(RUNS));
     let runs: Vec<_> = (0..RUNS)

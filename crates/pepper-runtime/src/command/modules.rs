@@ -103,7 +103,7 @@ impl Modules {
         if cfg.module_tags.is_empty() {
             return;
         }
-        if let Some(s) = cfg.sampler.as_mut().filter(|s| s.entries > 0) {
+        if let Some(s) = cfg.attach.sampler.as_mut().filter(|s| s.entries > 0) {
             let rings: Option<Vec<_>> = (self.with_memory())
                 .map(|(m, i)| crate::ModuleRing::of(m.index as usize, &i.guest))
                 .collect();
@@ -116,7 +116,7 @@ impl Modules {
                 st.path_windows = None;
             }
         }
-        if let Some(e) = cfg.ephemeral.as_mut() {
+        if let Some(e) = cfg.attach.ephemeral.as_mut() {
             e.modules = (self.with_memory())
                 .map(|(_, i)| {
                     let functions = i.guest.num_funcs - i.guest.num_imports;

@@ -18,7 +18,7 @@ use std::time::Duration;
 /// The default mode, `pep`, is meant to stay on: clean code runs between short sampled
 /// bursts of instrumented code that record paths, and stack samples give calling
 /// contexts. Nothing pepper writes is where the program can read. A `wasi:cli/command`
-/// component runs under WASI 0.2, with its program's core module profiled.
+/// component runs under WASI 0.2, every core module with code profiled (`--modules`).
 ///
 /// Examples:
 ///   pepper run prog.wasm input.txt                 PEP(64,17) and a stack sample every 1 ms
