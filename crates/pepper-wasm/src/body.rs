@@ -8,6 +8,9 @@ use crate::module::ModuleFacts;
 use crate::plan::InstrumentError;
 use wasm_encoder::{BlockType, Function, Instruction as I, ValType};
 
+/// More returns than this and each records the path itself (see `inline_exits`).
+const INLINE_EXITS_OVER: usize = 64;
+
 /// Where an instrumented copy's direct calls go: a callee with copies is called at its
 /// instrumented copy (of the callee's own type), so a burst spreads down the calls it
 /// makes without a check in the callee. Not its tail calls (see `emit_op`).
@@ -127,6 +130,10 @@ pub(crate) fn emit_instructions<'f>(
     // Paths and contexts both need one place where every return meets.
     let funnel = paths || ctx.as_ref().is_some_and(|c| c.0.mode.shadow());
     let mut next_site = ctx.as_ref().map_or(0, |c| c.1);
+    // A function of many returns records its path at each instead: thousands of edges
+    // into one block, each carrying the register and the results, cost Cranelift's
+    // register allocator more than the copies of the recording cost.
+    let inline_exits = analysis.returns.len() > INLINE_EXITS_OVER;
 
     let mut out: Vec<I<'f>> = Vec::new();
     if let (Some((c, _)), BodyCopy::Only) = (&ctx, copy) {
@@ -170,7 +177,15 @@ pub(crate) fn emit_instructions<'f>(
             }
             out.push(I::End);
         } else if let (true, Some(&(_, depth))) = (funnel, return_here) {
-            out.push(I::Br(depth));
+            if inline_exits {
+                em.epilogue(&mut out);
+                if let Some((c, _)) = &ctx {
+                    c.pop(&mut out, &em.locals);
+                }
+                out.push(I::Return);
+            } else {
+                out.push(I::Br(depth));
+            }
         } else {
             let site = ctx.as_ref().map(|_| &mut next_site);
             emit_op(

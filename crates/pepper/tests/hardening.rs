@@ -208,6 +208,49 @@ fn a_path_explosion_is_capped_and_its_branches_still_counted() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
+/// A switch of hundreds of cases, each returning (more returns than a function records
+/// at one shared exit, so each records its path where it returns): every mode computes
+/// what `--mode none` does, PEP recording every path end counts what exact paths count,
+/// and exact paths count each case's path as often as it ran.
+#[test]
+fn a_switch_of_many_returns_counts_each_case_where_it_returns() {
+    let n = 300;
+    let mut wat = String::from(
+        "(module (import \"wasi_snapshot_preview1\" \"proc_exit\" (func $exit (param i32)))\n\
+         (memory (export \"memory\") 1)\n(func $sw (param i32) (result i32)\n",
+    );
+    wat += &"block\n".repeat(n);
+    wat += "local.get 0 br_table";
+    for i in 0..n {
+        wat += &format!(" {i}");
+    }
+    wat += &format!(" {}\n", n - 1);
+    for i in 0..n {
+        wat += &format!("end local.get 0 i32.const {} i32.mul return\n", i * 7 + 3);
+    }
+    wat += "unreachable)\n(func (export \"_start\") (local $i i32) (local $s i32)\n\
+            loop\nlocal.get $s local.get $i i32.const 300 i32.rem_u call $sw i32.add local.set $s\n\
+            local.get $i i32.const 1 i32.add local.tee $i i32.const 3000 i32.lt_u br_if 0\nend\n\
+            local.get $s i32.const 127 i32.and call $exit))";
+    let module = unique_path("switch.wat");
+    std::fs::write(&module, wat).unwrap();
+    let (c0, _, _, _) = run("none", &module, &[], &[]);
+    assert_ne!(c0, 0, "the sum decides the exit status");
+    let (c, _, err, exact) = run("exact-paths", &module, &[], &[]);
+    assert_eq!(c, c0, "{err}");
+    let sw = function_index(&exact, "sw");
+    let cases: Vec<u64> = (exact.paths.iter())
+        .filter(|p| p.func == sw)
+        .map(|p| p.count)
+        .collect();
+    assert_eq!(cases, vec![3000 / n as u64; n], "one path per case");
+    for mode in ["exact-edges", "staged", "ephemeral", "calls"] {
+        let (c, _, err, _) = run(mode, &module, &[], &[]);
+        assert_eq!(c, c0, "{mode}: {err}");
+    }
+    assert_pep_matches_exact(&module, &[], &[], &exact);
+}
+
 /// `pepper view` serves each client on its own: one that sends its request a byte at a
 /// time, or never reads the page, does not hold up another, and a request naming a host
 /// other than this machine's loopback (DNS rebinding) is refused.

@@ -421,16 +421,15 @@ impl Walker {
 /// A `br_table`'s distinct targets in order of first appearance (an arm repeated in the table is one outcome), and each
 /// arm's position among them.
 fn distinct_targets(depths: &[u32]) -> (Vec<u32>, Vec<usize>) {
+    // A switch of thousands of cases has as many arms and targets: no search per arm.
+    let mut slot_of = std::collections::HashMap::with_capacity(depths.len());
     let mut distinct: Vec<u32> = Vec::new();
     let mut arm_slot = Vec::with_capacity(depths.len());
     for &d in depths {
-        let k = match distinct.iter().position(|&x| x == d) {
-            Some(k) => k,
-            None => {
-                distinct.push(d);
-                distinct.len() - 1
-            }
-        };
+        let k = *slot_of.entry(d).or_insert_with(|| {
+            distinct.push(d);
+            distinct.len() - 1
+        });
         arm_slot.push(k);
     }
     (distinct, arm_slot)
@@ -438,23 +437,14 @@ fn distinct_targets(depths: &[u32]) -> (Vec<u32>, Vec<usize>) {
 
 /// A `br_table`'s outcome names: each distinct target with the arms that go there.
 fn table_outcomes(depths: &[u32], distinct: &[u32], arm_slot: &[usize]) -> Vec<String> {
-    distinct
-        .iter()
-        .enumerate()
-        .map(|(k, d)| {
-            let arms: Vec<String> = arm_slot
-                .iter()
-                .enumerate()
-                .filter(|&(_, &s)| s == k)
-                .map(|(a, _)| {
-                    if a + 1 == depths.len() {
-                        "default".to_string()
-                    } else {
-                        a.to_string()
-                    }
-                })
-                .collect();
-            format!("depth {d} (arms {})", arms.join(","))
-        })
+    let mut arms: Vec<Vec<String>> = vec![Vec::new(); distinct.len()];
+    for (a, &k) in arm_slot.iter().enumerate() {
+        arms[k].push(match a + 1 == depths.len() {
+            true => "default".to_string(),
+            false => a.to_string(),
+        });
+    }
+    (distinct.iter().zip(arms))
+        .map(|(d, arms)| format!("depth {d} (arms {})", arms.join(",")))
         .collect()
 }

@@ -222,6 +222,8 @@ pub fn splice<'f>(
     let mut unlikely = Vec::new();
     // Open constructs, innermost last: true for a skip block.
     let mut frames: Vec<bool> = Vec::new();
+    // Where in `frames` each of the body's own constructs is, innermost last.
+    let mut plain: Vec<usize> = Vec::new();
     let mut next = pieces.into_iter().peekable();
     for (j, ins) in out.into_iter().enumerate() {
         while let Some((_, _, _, p)) = next.next_if(|p| p.0 == j) {
@@ -243,18 +245,20 @@ pub fn splice<'f>(
         }
         let ins = match ins {
             I::Block(_) | I::Loop(_) | I::If(_) | I::TryTable(..) | I::Try(_) => {
+                plain.push(frames.len());
                 frames.push(false);
                 ins
             }
             I::End => {
                 frames.pop();
+                plain.pop_if(|&mut k| k == frames.len());
                 ins
             }
-            I::Br(d) => I::Br(relabel(d, &frames)),
-            I::BrIf(d) => I::BrIf(relabel(d, &frames)),
+            I::Br(d) => I::Br(relabel(d, (&frames, &plain))),
+            I::BrIf(d) => I::BrIf(relabel(d, (&frames, &plain))),
             I::BrTable(ds, d) => I::BrTable(
-                ds.iter().map(|&d| relabel(d, &frames)).collect(),
-                relabel(d, &frames),
+                ds.iter().map(|&d| relabel(d, (&frames, &plain))).collect(),
+                relabel(d, (&frames, &plain)),
             ),
             other => other,
         };
@@ -270,18 +274,16 @@ pub fn splice<'f>(
     }
 }
 
-/// The depth of label `d` of the body without skip blocks, in the body with them.
-fn relabel(d: u32, frames: &[bool]) -> u32 {
-    let mut plain = 0;
-    for (k, &skip) in frames.iter().rev().enumerate() {
-        if !skip {
-            if plain == d {
-                return k as u32;
-            }
-            plain += 1;
-        }
+/// The depth of label `d` of the body without skip blocks, in the body with them:
+/// `frames` are the open constructs (true for a skip block), `plain` where the body's own
+/// are among them (a `br_table` of thousands of arms under as many blocks relabels each
+/// arm without a walk).
+fn relabel(d: u32, (frames, plain): (&[bool], &[usize])) -> u32 {
+    match plain.len().checked_sub(1 + d as usize) {
+        Some(k) => (frames.len() - 1 - plain[k]) as u32,
+        // The function's label.
+        None => frames.len() as u32 + (d - plain.len() as u32),
     }
-    frames.len() as u32 + (d - plain)
 }
 
 #[cfg(test)]
@@ -292,8 +294,14 @@ mod tests {
     fn relabel_skips_skip_blocks() {
         // frames: plain, skip, plain(innermost)
         let f = [false, true, false];
-        assert_eq!(relabel(0, &f), 0);
-        assert_eq!(relabel(1, &f), 2);
-        assert_eq!(relabel(2, &f), 3, "the function's label");
+        let p = [0, 2];
+        assert_eq!(relabel(0, (&f, &p)), 0);
+        assert_eq!(relabel(1, (&f, &p)), 2);
+        assert_eq!(relabel(2, (&f, &p)), 3, "the function's label");
+        // skip (innermost) over two plain frames
+        let (f, p) = ([false, false, true], [0, 1]);
+        assert_eq!(relabel(0, (&f, &p)), 1);
+        assert_eq!(relabel(1, (&f, &p)), 2);
+        assert_eq!(relabel(3, (&f, &p)), 4);
     }
 }
