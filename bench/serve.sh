@@ -5,22 +5,32 @@
 # giving each mode's median and the ratio of medians.
 #
 #   bench/serve.sh [ROUNDS] [SECONDS] [PATH_AND_QUERY]   # defaults: 5 10 /hash?n=20000
+#   LOAD=1 bench/serve.sh                                  # beside one busy process
 #
 # Needs wrk (apt-get install wrk) and the built workloads (bench/workloads/build.sh).
-# Writes bench/results/serve.md.
+# Writes bench/results/serve.md (serve-load-N.md with LOAD=N).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 SECONDS_EACH=${2:-10}
 TARGET=${3:-/hash?n=20000}
 COMPONENT=bench/workloads/build/http-hash.component.wasm
+LOAD=${LOAD:-0}
 OUT=bench/results/serve.md
+[ "$LOAD" -gt 0 ] && OUT=bench/results/serve-load-$LOAD.md
 command -v wrk >/dev/null || { echo "serve bench: needs wrk (apt-get install wrk)" >&2; exit 1; }
 [ -f "$COMPONENT" ] || { echo "serve bench: $COMPONENT not built (bench/workloads/build.sh)" >&2; exit 1; }
 cargo build --release -q -p pepper
 PEPPER=target/release/pepper
 TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+BUSY=()
+trap 'rm -rf "$TMP"; [ ${#BUSY[@]} -eq 0 ] || kill "${BUSY[@]}" 2>/dev/null' EXIT
+# Busy processes competing for the cores with the server and wrk, as other work on a
+# shared server does.
+for _ in $(seq "$LOAD"); do
+  sh -c 'while :; do :; done' &
+  BUSY+=($!)
+done
 
 # One measurement: MODE served, wrk for SECONDS_EACH; prints "req_per_s p99_ms".
 measure() {
@@ -66,7 +76,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
   echo "Component: \`$COMPONENT\` (bench/workloads/rust-http), \`GET $TARGET\`."
   echo "Load: \`wrk -t1 -c2 -d${SECONDS_EACH}s --latency\` after a 2 s warm-up, on the same"
   echo "machine; $ROUNDS rounds, the two modes in alternating order; medians."
-  echo "Reproduce: \`bench/serve.sh $ROUNDS $SECONDS_EACH '$TARGET'\`."
+  echo "Busy processes beside every run: $LOAD."
+  echo "Reproduce: \`LOAD=$LOAD bench/serve.sh $ROUNDS $SECONDS_EACH '$TARGET'\`."
   echo
   echo "| mode | requests/s | p99 latency (ms) |"
   echo "|---|---|---|"
