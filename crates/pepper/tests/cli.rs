@@ -645,3 +645,37 @@ fn hints_inline_copies_hot_callees_and_keeps_behaviour() {
     assert_eq!(calls(&inlined), 3);
     exits_zero_with_hints_on(&out);
 }
+
+/// Every command's help teaches in words: `pepper run --help` stays short enough to
+/// read, and no help quotes a measured figure (numbers go stale; the tables hold them).
+/// `compare`'s help is left out: its percentages define its metrics' thresholds.
+#[test]
+fn help_is_short_and_quotes_no_figures() {
+    let help = |args: &[&str]| {
+        let o = pepper(args);
+        assert!(o.status.success(), "{args:?}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let run = help(&["run", "--help"]);
+    let words = run.split_whitespace().count();
+    assert!(words <= 1500, "`pepper run --help` has {words} words");
+    for cmd in [
+        "run",
+        "serve",
+        "instrument",
+        "report",
+        "merge",
+        "export",
+        "hints",
+    ] {
+        let text = help(&[cmd, "--help"]);
+        let figure = (text.lines()).find(|l| {
+            l.split_whitespace()
+                .any(|w| w.trim_end_matches([',', '.', ')', ';']).ends_with('%') && w.len() > 1)
+        });
+        assert!(
+            figure.is_none(),
+            "`pepper {cmd} --help` quotes a figure: {figure:?}"
+        );
+    }
+}

@@ -20,7 +20,7 @@ use std::path::Path;
 pub struct GuideArgs {
     /// An earlier profile of the same module with branch counts. Path modes number the
     /// hottest outcomes with no code, targeted mode prunes the cold ones, exact-edges
-    /// keeps counters off hot edges. A guide from another module is ignored with a warning.
+    /// keeps counters off hot edges. Another module's guide is ignored, with a warning.
     #[arg(long, value_name = "PROFILE")]
     pub guide: Option<std::path::PathBuf>,
     /// Targeted mode: a branch outcome taken less than this fraction of its branch's
@@ -28,8 +28,8 @@ pub struct GuideArgs {
     #[arg(long, default_value_t = 0.05)]
     pub cold_threshold: f64,
     /// Targeted mode: an innermost loop without calls, entered less often than this
-    /// fraction of its iterations, counts its hottest path in a local (0: never). A trap
-    /// inside such a loop loses that loop's count. Not combined with --obvious.
+    /// fraction of its iterations, counts its hottest path in a local (0: never; a trap
+    /// in the loop loses its count). Not combined with --obvious.
     #[arg(long, default_value_t = 0.15)]
     pub loop_threshold: f64,
     /// Targeted mode: also TPP's obvious path elimination: a path that owns an edge no

@@ -48,7 +48,7 @@ pub struct Args {
     contexts: ContextsArg,
     /// Where sampled calling contexts come from: `native` (default on x86-64 Linux), the
     /// guest's machine stack read at each tick; or `shadow`, a stack the guest keeps in
-    /// pepper's memory (a few instructions per call).
+    /// pepper's memory.
     #[arg(long, value_enum)]
     stacks: Option<StacksArg>,
     /// Do not count calls per call site: with PEP, calls are then estimated from the
@@ -153,7 +153,7 @@ pub struct Args {
     #[arg(long, value_name = "FUNC")]
     invoke: Option<String>,
     /// Inside a component: which core modules to profile. `all` is every one that has
-    /// code (each counted on its own, its functions named `module::function`), `program`
+    /// code (its functions named `module::function`), `program`
     /// the program's module alone, else module names separated by commas (pepper lists
     /// them when it starts). `--switch off`, `--every`, time lines and phases read the
     /// primary module's ring alone.
