@@ -312,21 +312,25 @@ pub(crate) fn machine() -> String {
     )
 }
 
+/// A profile's module details left blank: the benchmark compares counts.
+fn unnamed_module() -> ModuleInfo {
+    ModuleInfo {
+        path: String::new(),
+        sha256: String::new(),
+        size: 0,
+    }
+}
+
 /// The profile of one run, as `pepper run` would write it (module and run details left
 /// out: the benchmark compares counts).
 pub(crate) fn profile_of(
     inst: &pepper_wasm::Instrumented,
     r: &pepper_runtime::RunResult,
 ) -> Profile {
-    let module = ModuleInfo {
-        path: String::new(),
-        sha256: String::new(),
-        size: 0,
-    };
     pepper_runtime::decode::profile(
         inst,
         r.results(),
-        module,
+        unnamed_module(),
         RunInfo::default(),
         &Default::default(),
         None,
@@ -341,15 +345,10 @@ pub(crate) fn profile_of_all(
     modules: &pepper_runtime::Modules,
     r: &pepper_runtime::RunResult,
 ) -> Profile {
-    let module = ModuleInfo {
-        path: String::new(),
-        sha256: String::new(),
-        size: 0,
-    };
     modules.decode(
         w.unit.component.as_ref(),
         (r.results(), &r.module_counters),
-        (module, RunInfo::default()),
+        (unnamed_module(), RunInfo::default()),
         &Default::default(),
         None,
         &|_| None,

@@ -100,9 +100,8 @@ struct Args {
 struct Variant {
     spec: Spec,
     prepared: pepper_runtime::Prepared,
-    /// The primary module (the program's), instrumented.
-    inst: Arc<pepper_wasm::Instrumented>,
-    /// Every module the variant profiles (a component's others too).
+    /// Every module the variant profiles (the program's is `modules.primary()`, a
+    /// component's others too).
     modules: pepper_runtime::Modules,
     rewrite_ms: f64,
     size: usize,
@@ -348,7 +347,6 @@ fn main() -> Result<()> {
                 spec: spec.clone(),
                 prepared,
                 size: inst.wasm.len() + modules.others().map(|i| i.wasm.len()).sum::<usize>(),
-                inst,
                 modules,
                 rewrite_ms,
                 static_paths,
@@ -388,7 +386,7 @@ fn main() -> Result<()> {
                     if let Some(inc) = r
                         .counters
                         .as_deref()
-                        .and_then(|m| v.inst.plan.edge_increments(m))
+                        .and_then(|m| v.modules.primary().plan.edge_increments(m))
                     {
                         increments.push((w.name.to_string(), v.spec.label, inc));
                     }
@@ -412,7 +410,8 @@ fn main() -> Result<()> {
                     let cold: u64 = p.functions.iter().filter_map(|f| f.cold_executions).sum();
                     // Targeted: the share of path executions counted on defining edges.
                     let obvious: std::collections::HashSet<(u32, u64)> = v
-                        .inst
+                        .modules
+                        .primary()
                         .plan
                         .functions
                         .iter()
@@ -491,7 +490,13 @@ fn main() -> Result<()> {
                 tpp_static[k].push((
                     1.0 - v.static_paths as f64 / e.static_paths.max(1) as f64,
                     e.hashed as i64 - v.hashed as i64,
-                    v.inst.plan.functions.iter().map(|f| f.obvious.len()).sum(),
+                    v.modules
+                        .primary()
+                        .plan
+                        .functions
+                        .iter()
+                        .map(|f| f.obvious.len())
+                        .sum(),
                 ));
             }
             if !v.accuracy.is_empty() {
