@@ -90,8 +90,11 @@ pub fn blind_spots(p: &Profile) -> Vec<BlindSpot> {
     out
 }
 
-/// The work the estimate gives each function: blocks executed on its paths, or (without
-/// paths) its branch executions.
+/// The work the estimate gives each function: operators executed on its paths (blocks
+/// where a profile does not say, as older ones do not), or (without paths) its branch
+/// executions. Operators, because one block can be a thousand of them: a big straight-line
+/// function (a field multiplication) is one block per call, and by blocks would look
+/// missed wherever its time is measured right.
 fn work(p: &Profile) -> HashMap<u32, f64> {
     let mut work: HashMap<u32, f64> = HashMap::new();
     if p.paths.is_empty() {
@@ -99,9 +102,13 @@ fn work(p: &Profile) -> HashMap<u32, f64> {
             *work.entry(b.func).or_default() += b.counts.iter().sum::<u64>() as f64;
         }
     } else {
+        let by_ops = p.paths.iter().all(|path| path.ops.is_some());
         for path in &p.paths {
-            *work.entry(path.func).or_default() +=
-                path.count as f64 * path.blocks.len().max(1) as f64;
+            let size = match path.ops {
+                Some(ops) if by_ops => ops,
+                _ => path.blocks.len() as u32,
+            };
+            *work.entry(path.func).or_default() += path.count as f64 * size.max(1) as f64;
         }
     }
     work
@@ -241,6 +248,27 @@ mod tests {
         let mut exact = profile([790, 110, 100], [0, 500, 500], 1000);
         exact.mode = Mode::ExactPaths;
         assert!(blind_spots(&exact).is_empty());
+    }
+
+    /// A function of one long block (a field multiplication: hundreds of operators, no
+    /// branch) runs few blocks but much work: where paths say how many operators they
+    /// run, it is judged by them and is not blind; a profile without them judges by
+    /// blocks, as before.
+    #[test]
+    fn one_long_block_is_judged_by_its_operators() {
+        // Function 0: 100 executions of a one-block path of 400 operators; the others
+        // 500 executions of four blocks of 10 operators each.
+        let mut p = profile([500, 250, 250], [100, 500, 500], 1000);
+        for path in &mut p.paths {
+            path.blocks.truncate(if path.func == 0 { 1 } else { 4 });
+            path.ops = Some(if path.func == 0 { 400 } else { 40 });
+        }
+        assert!(blind_spots(&p).is_empty(), "{:?}", blind_spots(&p));
+        p.paths.iter_mut().for_each(|path| path.ops = None);
+        assert_eq!(
+            blind_spots(&p).iter().map(|s| s.func).collect::<Vec<_>>(),
+            [0]
+        );
     }
 
     /// Without paths (ephemeral), branch executions are the estimate's work.

@@ -185,6 +185,10 @@ pub struct Path {
     pub steps: Vec<Step>,
     /// Original offsets of the first instruction of each block on the path.
     pub blocks: Vec<u64>,
+    /// Operators the path runs in its own function (calls count one each): its work,
+    /// which blocks alone misjudge where one long block does most of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ops: Option<u32>,
 }
 
 /// Counts the profiler could not attribute.

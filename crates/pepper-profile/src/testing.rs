@@ -48,6 +48,7 @@ pub fn path(number: u64, count: u64, steps: &[(u32, u32)]) -> Path {
             .map(|&(branch, outcome)| Step { branch, outcome })
             .collect(),
         blocks: vec![],
+        ops: None,
     }
 }
 

@@ -13,7 +13,6 @@ use pepper_sampling::PepParams;
 use pepper_wasm::component::{ComponentFrame, Unit};
 use pepper_wasm::plan::Guide;
 use pepper_wasm::{InstrumentOptions, Instrumented};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -151,11 +150,9 @@ pub struct CommandOptions {
     pub staged: bool,
     /// What the guest sees.
     pub wasi: WasiOptions,
-    /// wasmtime's compilation cache directory; `None` disables caching.
-    pub cache_dir: Option<PathBuf>,
-    /// Compile with wasmtime's branch hinting on (always on for a module whose switch
-    /// checks are hinted: `Instrumented::wants_branch_hinting`).
-    pub branch_hints: bool,
+    /// How the engine compiles: its cache, and branch hinting (always on for a module
+    /// whose switch checks are hinted: `Instrumented::wants_branch_hinting`).
+    pub engine: crate::EngineOptions,
     /// How the run samples.
     pub sampling: SamplingOptions,
     /// Call this export instead of `_start`, with `wasi.args` after `argv[0]` as its
@@ -329,12 +326,14 @@ impl CommandOptions {
         };
         RunConfig {
             wasi: self.wasi.clone(),
-            cache_dir: self.cache_dir.clone(),
+            engine: self
+                .engine
+                .clone()
+                .with_branch_hints(self.engine.branch_hints || module.wants_branch_hinting()),
             attach,
             counters_tag: Some(crate::MemoryTag::of(guest)),
             module_tags: Vec::new(),
             epoch: None,
-            branch_hints: self.branch_hints || module.wants_branch_hinting(),
             invoke: self
                 .invoke
                 .clone()
@@ -372,10 +371,8 @@ fn staged_guides(
     let stage = Modules::instrument(unit, (&exact, true), &|_| None)?;
     // The same run as stage two's, its output discarded and nothing sampled (exact edges
     // need no sampler).
-    let mut cfg = RunConfig {
-        branch_hints: false,
-        ..opts.run_config(&stage.primary)
-    };
+    let mut cfg = opts.run_config(&stage.primary);
+    cfg.engine.branch_hints = false;
     cfg.wasi.inherit_stdio = false;
     stage.configure(&mut cfg);
     let r = crate::run(&stage.wasm(unit), &cfg)?;

@@ -126,8 +126,9 @@ impl Preopen {
 pub struct RunConfig {
     /// What the guest sees: arguments, environment, preopens, stdio.
     pub wasi: WasiOptions,
-    /// wasmtime's compilation cache directory; `None` disables caching.
-    pub cache_dir: Option<PathBuf>,
+    /// How the engine compiles: its cache and branch hinting (epoch interruption follows
+    /// from `epoch`).
+    pub engine: EngineOptions,
     /// What to start next to the guest: pepper's memory, the sampler, ephemeral
     /// windows, the switch, an early stop.
     pub attach: AttachConfig,
@@ -142,9 +143,6 @@ pub struct RunConfig {
     /// each tick. Benchmarks use both as references: the epoch-enabled baseline and the
     /// sampling profiler wasmtime users have today.
     pub epoch: Option<EpochConfig>,
-    /// Compile with wasmtime's branch hinting on: the module's `metadata.code.branch_hint`
-    /// section marks the unlikely side of hinted branches cold in Cranelift.
-    pub branch_hints: bool,
     /// Call this export with these arguments (parsed by its parameter types) instead of
     /// `_start`, and print its results, as `wasmtime run --invoke` does.
     pub invoke: Option<(String, Vec<String>)>,
@@ -160,7 +158,9 @@ pub struct EngineOptions {
     /// Epoch interruption (an embedder's timeouts and preemption, wasmtime's guest
     /// profiler).
     pub epoch_interruption: bool,
-    /// Branch hinting (`Config::wasm_branch_hinting`).
+    /// Branch hinting (`Config::wasm_branch_hinting`): the module's
+    /// `metadata.code.branch_hint` section marks the unlikely side of hinted branches cold
+    /// in Cranelift.
     pub branch_hints: bool,
 }
 
@@ -186,9 +186,8 @@ impl RunConfig {
     /// What the engine needs for this run (epochs, branch hints, cache).
     pub fn engine_options(&self) -> EngineOptions {
         EngineOptions {
-            cache_dir: self.cache_dir.clone(),
-            epoch_interruption: self.epoch.is_some(),
-            branch_hints: self.branch_hints,
+            epoch_interruption: self.engine.epoch_interruption || self.epoch.is_some(),
+            ..self.engine.clone()
         }
     }
 }

@@ -150,6 +150,9 @@ pub struct FunctionAnalysis {
     pub call_nodes: Vec<(usize, Option<NodeId>)>,
     /// The node execution is in after each operator (`None` where code is unreachable).
     pub op_nodes: Vec<Option<NodeId>>,
+    /// Operators each node runs (its own code, not its callees'): what a path costs, in
+    /// the profile's measure of work.
+    pub node_ops: Vec<u32>,
     /// Functions whose reference the body takes (`ref.func`): indirect-call targets.
     pub func_refs: Vec<u32>,
     /// Loops with an induction variable: a local the loop body writes once, by adding a

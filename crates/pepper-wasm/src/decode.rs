@@ -548,8 +548,18 @@ fn decode_path(fp: &FunctionPlan, r: u64, count: u64) -> Option<Path> {
     };
     let mut steps = Vec::new();
     let mut blocks = Vec::new();
+    let mut ops = 0u32;
     for &e in &edges {
         let de = nd.dag.edge(e);
+        // A split header's code runs in its body half (where the next path starts), not
+        // in the half where a path ends.
+        if let Some(n) = nd
+            .dag
+            .node_of(de.dst)
+            .filter(|&n| nd.dag.body(n) == Some(de.dst))
+        {
+            ops = ops.saturating_add(a.node_ops.get(n.index()).copied().unwrap_or(0));
+        }
         if let DagEdgeKind::Real(ce) = de.kind {
             if let Some((site, outcome)) = a.edges[ce.index()].branch {
                 steps.push(Step {
@@ -578,5 +588,6 @@ fn decode_path(fp: &FunctionPlan, r: u64, count: u64) -> Option<Path> {
         end,
         steps,
         blocks,
+        ops: Some(ops),
     })
 }

@@ -514,11 +514,12 @@ pub enum SwitchPlacement {
     /// the instrumented copy leaves at every one of them, where under `Loops` it runs on to
     /// the end of the outermost iteration.
     Shallow,
-    /// As `Shallow`, and the headers of loops that hold loops where the way in passes at
-    /// most [`DEEP_DETOURS`] constructs that are not loops, left at too: a window then
-    /// finds frames in deep loop nests (a sort's, behind `if`s) between their outermost
-    /// iterations. Loops that only call are left to `Shallow`'s rule: their iterations
-    /// can be short, and a check would cost each of them.
+    /// Function entries and every loop header, as `All`, but the instrumented copy also
+    /// leaves where `Shallow` leaves it and at loops that hold loops where the way in
+    /// passes at most [`DEEP_DETOURS`] constructs that are not loops: a window then finds
+    /// frames in deep loop nests (a sort's, behind `if`s) between their outermost
+    /// iterations. Every loop has a way in: an innermost loop can run long inside a loop
+    /// that iterates rarely, and without a check its time goes to the code after it.
     Deep,
     /// Function entries and every loop header.
     All,

@@ -394,6 +394,7 @@ impl Walker {
         b.actions.sort_by_key(|a| (a.0, a.1));
         b.headers.sort();
         b.headers.dedup();
+        let num_nodes = b.node_kind.len();
         Ok(FunctionAnalysis {
             cfg: b.cfg,
             edges: b.edges,
@@ -410,12 +411,23 @@ impl Walker {
             direct_calls: self.direct_calls,
             tail_calls: self.tail_calls,
             call_nodes: self.call_nodes,
+            node_ops: node_ops(&self.op_nodes, num_nodes),
             op_nodes: self.op_nodes,
             func_refs: self.func_refs,
             loop_counters: self.loop_counters,
             loops: self.loops,
         })
     }
+}
+
+/// How many operators each of `nodes` nodes runs, from the node each operator leaves
+/// execution in.
+fn node_ops(op_nodes: &[Option<NodeId>], nodes: usize) -> Vec<u32> {
+    let mut ops = vec![0u32; nodes];
+    for n in op_nodes.iter().flatten() {
+        ops[n.index()] = ops[n.index()].saturating_add(1);
+    }
+    ops
 }
 
 /// A `br_table`'s distinct targets in order of first appearance (an arm repeated in the table is one outcome), and each

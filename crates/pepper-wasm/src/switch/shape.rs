@@ -287,9 +287,12 @@ fn wants(placement: SwitchPlacement, l: &ShapeLoop) -> bool {
         // would otherwise never switch. Past the detour limits the check only enters the
         // instrumented copy (`Shape::leaves_at`); it costs one test per iteration of a
         // loop whose iterations each run a loop.
-        SwitchPlacement::Shallow | SwitchPlacement::Deep => {
-            l.outermost || shallow_leave(l) || !l.innermost
-        }
-        SwitchPlacement::All => true,
+        SwitchPlacement::Shallow => l.outermost || shallow_leave(l) || !l.innermost,
+        // Every loop: an innermost loop runs as long as its trip count says, and one
+        // inside a loop that iterates rarely (a byte comparison over a buffer, inlined
+        // into a function whose loop runs once per round) otherwise hides that stretch
+        // from every burst, and gives its time to whatever code runs next. Checks where
+        // the copy cannot leave only enter it (`Shape::leaves_at`).
+        SwitchPlacement::Deep | SwitchPlacement::All => true,
     }
 }

@@ -82,12 +82,12 @@ fn shallow_checks_inner_loops_that_call_with_few_constructs_around() {
     assert!(s.leaves_at(SwitchPlacement::Outer, 0));
 }
 
-/// `shallow` and `deep` check every loop that holds loops, however deep (a nest behind a
-/// dozen blocks would otherwise run in clean code to its end), but leave only where
-/// their detour limits allow: `shallow` behind at most two constructs, `deep` behind up to
-/// eight (a sort's loops nested in `if`s), neither behind more (a dispatch `br_table`'s
-/// cases), where the check only enters the instrumented copy. Loops that only call are
-/// checked behind at most two.
+/// `shallow` checks every loop that holds loops, however deep (a nest behind a dozen
+/// blocks would otherwise run in clean code to its end), and `deep` every loop; both
+/// leave only where their detour limits allow: `shallow` behind at most two constructs,
+/// `deep` behind up to eight (a sort's loops nested in `if`s), neither behind more (a
+/// dispatch `br_table`'s cases) nor at innermost loops, where the check only enters the
+/// instrumented copy. `shallow` checks loops that only call behind at most two.
 #[test]
 fn nests_are_checked_however_deep_and_left_within_the_detour_limits() {
     let nested = |n: usize, body: &str| {
@@ -112,9 +112,13 @@ fn nests_are_checked_however_deep_and_left_within_the_detour_limits() {
     ));
     let detours: Vec<usize> = s.loops.iter().map(|l| l.detours).collect();
     assert_eq!(detours, vec![0, 8, 8, 9, 9, 3]);
-    for placement in [SwitchPlacement::Shallow, SwitchPlacement::Deep] {
-        assert_eq!(s.targets(placement), vec![0, 1, 3], "{placement:?}");
-    }
+    assert_eq!(s.targets(SwitchPlacement::Shallow), vec![0, 1, 3]);
+    assert_eq!(s.targets(SwitchPlacement::Deep), vec![0, 1, 2, 3, 4, 5]);
+    // Deep's checks at innermost loops, and at a loop that only calls behind more than
+    // two constructs, only enter.
+    assert!([2, 4, 5]
+        .iter()
+        .all(|&k| s.enters_only(SwitchPlacement::Deep, k)));
     let leaves = |p| [1, 3].map(|k| s.leaves_at(p, k));
     assert_eq!(leaves(SwitchPlacement::Shallow), [false, false]);
     assert_eq!(leaves(SwitchPlacement::Deep), [true, false]);
@@ -139,7 +143,8 @@ fn nests_are_checked_however_deep_and_left_within_the_detour_limits() {
     );
     assert_eq!(near.loops[1].detours, 1);
     assert_eq!(near.targets(SwitchPlacement::Nests), vec![0]);
-    assert_eq!(near.targets(SwitchPlacement::Deep), vec![0, 1]);
+    assert_eq!(near.targets(SwitchPlacement::Shallow), vec![0, 1]);
+    assert_eq!(near.targets(SwitchPlacement::Deep), vec![0, 1, 2]);
 }
 
 /// Path windows place a sampled leaf by the operator offsets of the body that writes
@@ -550,7 +555,7 @@ fn a_copy_entered_at_a_deep_nest_leaves_through_f_resume() {
              (func $deep (export "deep") (param i32)
                (loop {nest} (br_if 0 (local.get 0))))
              (func (export "flat") (param i32)
-               (loop (loop (br_if 0 (local.get 0))) (br_if 0 (local.get 0)))))"#
+               (loop (br_if 0 (local.get 0)))))"#
     );
     let inst = switched(&wat, SwitchPlacement::Deep);
     let tail_calls = |f: u32| targets_of(&inst.wasm, f).0;

@@ -86,9 +86,9 @@ pub struct Args {
     #[arg(long, value_parser = parse_duration)]
     stack_interval: Option<std::time::Duration>,
     /// Where clean code checks the flag that moves it into the instrumented copy:
-    /// `entries`, `outer` (outermost loops), `nests` (and loop nests behind blocks),
-    /// `loops` (and loops that call or hold loops), `shallow`/`deep` (as `loops`, leaving
-    /// the copy again at the next check), `all`, or `off` (instrumented code all along).
+    /// `entries`, `outer` (outermost loops), `nests` (and nests behind blocks), `loops`
+    /// (and loops that call or nest), `shallow` (as `loops`, leaving sooner), `deep`
+    /// (every loop, leaving sooner), `all`, or `off` (instrumented code all along).
     /// Default: `deep` for PEP, `nests` for ephemeral, `off` where every path end must be
     /// recorded.
     #[arg(long, value_enum)]
@@ -492,11 +492,11 @@ impl Args {
             command.instrument = instrument;
             command.staged = staged;
             command.wasi = self.wasi()?;
-            command.cache_dir = match self.no_cache {
+            command.engine.cache_dir = match self.no_cache {
                 true => None,
                 false => pepper_runtime::default_cache_dir(),
             };
-            command.branch_hints = self.branch_hints;
+            command.engine.branch_hints = self.branch_hints;
             command.sampling = sampling;
             command.invoke = self.invoke.clone();
             command.early_stop = None;

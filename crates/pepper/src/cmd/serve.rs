@@ -174,7 +174,7 @@ impl Args {
         if self.mode == ServeMode::Pep {
             opts.instrument.switch = Some(pepper_wasm::PEP_PLACEMENT);
         }
-        opts.cache_dir = match self.no_cache {
+        opts.engine.cache_dir = match self.no_cache {
             true => None,
             false => pepper_runtime::default_cache_dir(),
         };
