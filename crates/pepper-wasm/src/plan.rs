@@ -534,9 +534,10 @@ pub const SHALLOW_DETOURS: usize = 2;
 /// Where PEP's bursts' clean code checks when `pepper run` and the library are not told:
 /// `deep`, whose instrumented copy also leaves at loop nests behind up to
 /// [`DEEP_DETOURS`] constructs, where under `shallow` a burst entered in a nest runs on
-/// to the next loop it leaves at (in a sort, to the end of a long iteration). Both check
-/// every loop nest, however many constructs lead to it: a nest without a check (a Rust
-/// program's hot nest behind many blocks) would be missing from the profile.
+/// to the next loop it leaves at (in a sort, to the end of a long iteration). It checks
+/// every loop, however many constructs lead to it: a loop without a check (a Rust
+/// program's hot nest behind many blocks, a comparison loop inlined into a loop that
+/// iterates rarely) would be missing from the profile.
 pub const PEP_PLACEMENT: SwitchPlacement = SwitchPlacement::Deep;
 
 /// Where ephemeral windows' clean code checks when [`InstrumentOptions::switch`] does not
