@@ -553,12 +553,10 @@ fn decode_path(fp: &FunctionPlan, r: u64, count: u64) -> Option<Path> {
         let de = nd.dag.edge(e);
         // A split header's code runs in its body half (where the next path starts), not
         // in the half where a path ends.
-        if let Some(n) = nd
-            .dag
-            .node_of(de.dst)
-            .filter(|&n| nd.dag.body(n) == Some(de.dst))
-        {
-            ops = ops.saturating_add(a.node_ops.get(n.index()).copied().unwrap_or(0));
+        if let Some(n) = nd.dag.node_of(de.dst) {
+            if nd.dag.body(n) == Some(de.dst) {
+                ops = ops.saturating_add(a.node_ops[n.index()]);
+            }
         }
         if let DagEdgeKind::Real(ce) = de.kind {
             if let Some((site, outcome)) = a.edges[ce.index()].branch {
