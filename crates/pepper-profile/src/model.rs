@@ -302,6 +302,11 @@ pub struct Sampling {
     /// burst, and the next burst stands for its work meanwhile. Absent when zero.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub off_cpu_ticks: u64,
+    /// PEP with call-site counters: functions whose sampled paths were scaled so that
+    /// their paths from entry add up to their counted entries (the other functions'
+    /// paths by the ratio over those). Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub calibrated: u64,
     /// Switch: bursts the guest thread's signal handler took over and measured on the
     /// guest's CPU clock, the sampler thread having been away (waiting for a core) when
     /// the burst was due to end. Absent when zero.

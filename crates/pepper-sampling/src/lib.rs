@@ -4,6 +4,7 @@
 //! Pure logic: the runtime's sampler thread feeds it ticks and path ends read from the
 //! guest's ring buffer; tests feed it hand-made schedules.
 
+pub mod calibrate;
 mod schedule;
 mod table;
 

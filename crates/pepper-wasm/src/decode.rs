@@ -35,6 +35,7 @@ pub struct RunOutcome {
 
 use pepper_layout::{read_u32, read_u64};
 
+mod calibrate;
 mod contexts;
 pub(crate) mod ephemeral;
 pub mod path_calls;
@@ -177,10 +178,13 @@ impl Plan {
         let mem = mem.unwrap_or(&empty);
         let branches = self.branches(mem, location);
         let mut lost = Lost::default();
-        let (sampling, host_samples) = match outcome.sampling {
+        let (mut sampling, mut host_samples) = match outcome.sampling {
             Some((s, words)) => (Some(s), words),
             None => (None, Vec::new()),
         };
+        if let Some(s) = sampling.as_mut() {
+            s.calibrated = self.calibrate_samples(mem, &mut host_samples, s.taken) as u64;
+        }
         let mut from_paths: Vec<Vec<u64>> =
             branches.iter().map(|b| vec![0; b.outcomes.len()]).collect();
         let paths = match self.mode.paths() {

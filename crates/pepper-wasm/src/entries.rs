@@ -240,3 +240,76 @@ mod tests {
         assert!(g.order.is_empty());
     }
 }
+
+/// Where a function's entry count can be read exactly in a run with call-site counters
+/// (PEP's sampled paths are calibrated by it: `pepper_sampling::calibrate`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CountedEntries {
+    /// Its own entry counter (functions indirect calls may reach), at this address.
+    Counter(u32),
+    /// The sum of these call sites' counts (site ids): every call of it is a direct call
+    /// in instrumented code.
+    Sites(Vec<u32>),
+}
+
+/// Per function index, where its entries are counted; functions missing from the map
+/// are entered in ways no counter sees (from the host, through a table or a reference
+/// without an entry counter, or from a body left uninstrumented).
+pub(crate) fn counted_entries(
+    facts: &ModuleFacts<'_>,
+    functions: &[crate::plan::FunctionPlan],
+    call_sites: &[crate::module::CallSiteInfo],
+    entry_counters: &[(u32, u32, u32)],
+) -> std::collections::HashMap<u32, CountedEntries> {
+    let mut out = std::collections::HashMap::new();
+    for &(f, at, _) in entry_counters {
+        out.insert(f, CountedEntries::Counter(at));
+    }
+    // Functions some call no counter sees may reach: referenced anywhere (indirect calls),
+    // or called from a body that is not instrumented.
+    let mut unseen: std::collections::HashSet<u32> = facts.address_taken.iter().copied().collect();
+    unseen.extend(facts.entry_points.iter().copied());
+    for (k, fp) in functions.iter().enumerate() {
+        match fp.analysis.as_deref().filter(|_| fp.skipped.is_none()) {
+            Some(a) => unseen.extend(a.func_refs.iter().copied()),
+            None => {
+                let Some(body) = facts.bodies.get(k) else {
+                    continue;
+                };
+                let Ok(ops) = body.get_operators_reader() else {
+                    // Whatever it calls is unknown: no function's entries are counted by
+                    // its callers then.
+                    return out;
+                };
+                for op in ops {
+                    match op {
+                        Ok(wasmparser::Operator::Call { function_index })
+                        | Ok(wasmparser::Operator::ReturnCall { function_index })
+                        | Ok(wasmparser::Operator::RefFunc { function_index }) => {
+                            unseen.insert(function_index);
+                        }
+                        Ok(_) => {}
+                        Err(_) => return out,
+                    }
+                }
+            }
+        }
+    }
+    let mut sites: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    for (id, s) in call_sites.iter().enumerate() {
+        if let Some(callee) = s.callee {
+            sites.entry(callee).or_default().push(id as u32);
+        }
+    }
+    for fp in functions.iter().filter(|fp| fp.skipped.is_none()) {
+        let f = fp.index.0;
+        if out.contains_key(&f) || unseen.contains(&f) {
+            continue;
+        }
+        out.insert(
+            f,
+            CountedEntries::Sites(sites.remove(&f).unwrap_or_default()),
+        );
+    }
+    out
+}

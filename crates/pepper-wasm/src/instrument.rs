@@ -127,7 +127,17 @@ fn build(
     let laid = b.lay_out(&planned, &mut mem)?;
     let counters = b.contexts != ContextMode::Off && opts.site_counters;
     let windows = b.ephemeral && !b.budgets;
+    let counted_entries = match counters && b.mode.samples_paths() {
+        true => crate::entries::counted_entries(
+            facts,
+            &planned.functions,
+            &planned.call_sites,
+            &laid.entry_counters,
+        ),
+        false => Default::default(),
+    };
     let plan = Plan {
+        counted_entries,
         mode: b.mode,
         functions: planned.functions,
         layout: mem.layout,

@@ -456,6 +456,9 @@ pub struct Plan {
     pub entry_counters: Vec<(u32, u32, u32)>,
     /// Exact edges: functions whose entries their callers' counts give, callers first.
     pub given_entries: crate::entries::GivenEntries,
+    /// PEP with call-site counters: where each function's entries are counted exactly,
+    /// by function index (see [`crate::entries::counted_entries`]); empty otherwise.
+    pub counted_entries: std::collections::HashMap<u32, crate::entries::CountedEntries>,
     /// Whether stack samples replay PEP's ring as calls ([`InstrumentOptions::path_windows`]).
     pub path_windows: bool,
     /// Where clean code checks the switch flag, when functions have switchable copies.
