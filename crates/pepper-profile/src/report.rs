@@ -415,14 +415,22 @@ fn sampling_text(o: &mut String, p: &Profile) {
         // The estimate is the path-end rate measured in the instrumented copies times
         // the time each burst stands for. Those copies run slower than the clean code
         // the rest of the time is spent in, so totals come out low (well below the exact
-        // totals); shares between paths, branches and functions are what the bursts
-        // sample.
-        let _ = writeln!(
-            o,
-            "note: with the switch, estimated executions run low (instrumented code is \
-             slower than the clean code it stands for); compare shares, or count every \
-             path end with --switch off"
-        );
+        // totals) unless the call-site counters calibrated them; shares between paths,
+        // branches and functions are what the bursts sample.
+        let _ = match s.calibrated {
+            0 => writeln!(
+                o,
+                "note: with the switch, estimated executions run low (instrumented code is \
+                 slower than the clean code it stands for); compare shares, or count every \
+                 path end with --switch off"
+            ),
+            n => writeln!(
+                o,
+                "calibrated: {n} functions' paths scaled to the entries the call-site \
+                 counters counted, the others by their overall ratio (a tight loop in a \
+                 function entered rarely may still weigh less than it should)"
+            ),
+        };
     }
     if s.lost > 0 {
         let _ = writeln!(

@@ -50,7 +50,7 @@ pub struct Budget {
 pub(crate) struct SwitchedFunction<'a, 'f> {
     pub facts: &'a crate::module::ModuleFacts<'f>,
     pub k: usize,
-    pub a: &'a crate::analysis::FunctionAnalysis,
+    pub analysis: &'a crate::analysis::FunctionAnalysis,
     pub wrapper: BlockType,
     pub mem: u32,
     /// The flag word: (memory index, address), always in pepper's memory.
@@ -197,18 +197,18 @@ fn spliced(e: crate::body::Emitted<'_>, shape: &Shape, how: &Splice<'_>) -> Swit
 /// function with hundreds of locals (an interpreter's dispatch loop) spills registers on
 /// every iteration. Classic backward liveness over the analysis' CFG.
 pub fn live_at_headers(
-    a: &crate::analysis::FunctionAnalysis,
+    analysis: &crate::analysis::FunctionAnalysis,
     body: &wasmparser::FunctionBody<'_>,
     num_locals: usize,
     loop_ops: &[usize],
 ) -> Result<Vec<Vec<bool>>, wasmparser::BinaryReaderError> {
     let words = num_locals.div_ceil(64);
-    let nodes = a.cfg.num_nodes();
+    let nodes = analysis.cfg.num_nodes();
     let bit = |set: &[u64], x: usize| set[x / 64] >> (x % 64) & 1 == 1;
     let mut uses = vec![0u64; nodes * words];
     let mut defs = vec![0u64; nodes * words];
     let mut reader = body.get_operators_reader()?;
-    for i in 0..a.num_ops {
+    for i in 0..analysis.num_ops {
         let op = reader.read()?;
         let (x, write) = match op {
             O::LocalGet { local_index } => (local_index as usize, false),
@@ -217,7 +217,7 @@ pub fn live_at_headers(
             }
             _ => continue,
         };
-        let Some(n) = a.op_nodes.get(i).copied().flatten() else {
+        let Some(n) = analysis.op_nodes.get(i).copied().flatten() else {
             continue;
         };
         let at = n.index() * words + x / 64;
@@ -235,8 +235,8 @@ pub fn live_at_headers(
             let node = pepper_cfg::NodeId::new(n);
             for w in 0..words {
                 let mut out = 0u64;
-                for &e in a.cfg.succs(node) {
-                    let (_, d) = a.cfg.edge(e);
+                for &e in analysis.cfg.succs(node) {
+                    let (_, d) = analysis.cfg.edge(e);
                     out |= live_in[d.index() * words + w];
                 }
                 let v = uses[n * words + w] | (out & !defs[n * words + w]);
@@ -249,7 +249,7 @@ pub fn live_at_headers(
     }
     Ok(loop_ops
         .iter()
-        .map(|&op| match a.op_nodes.get(op).copied().flatten() {
+        .map(|&op| match analysis.op_nodes.get(op).copied().flatten() {
             Some(h) => {
                 let set = &live_in[h.index() * words..][..words];
                 (0..num_locals).map(|x| bit(set, x)).collect()
@@ -265,7 +265,7 @@ pub fn live_at_headers(
 /// part.
 pub fn read_liveness(
     shape: &mut Shape,
-    a: &crate::analysis::FunctionAnalysis,
+    analysis: &crate::analysis::FunctionAnalysis,
     body: &wasmparser::FunctionBody<'_>,
     num_params: usize,
 ) -> Result<(), crate::plan::InstrumentError> {
@@ -277,7 +277,7 @@ pub fn read_liveness(
     }
     let num_locals = num_params + crate::body::original_locals(body)?.len();
     let ops: Vec<usize> = enterable.iter().map(|&k| shape.loops[k].op).collect();
-    let live = live_at_headers(a, body, num_locals, &ops)?;
+    let live = live_at_headers(analysis, body, num_locals, &ops)?;
     for (k, live) in enterable.into_iter().zip(live) {
         shape.loops[k].live = Some(live);
     }
@@ -290,7 +290,7 @@ pub fn read_liveness(
 /// edge). Counting edges, each entry at the loop adds one to their counters that the
 /// program did not take.
 pub fn way_in(
-    a: &crate::analysis::FunctionAnalysis,
+    analysis: &crate::analysis::FunctionAnalysis,
     shape: &Shape,
     k: usize,
 ) -> Vec<pepper_cfg::EdgeId> {
@@ -299,7 +299,7 @@ pub fn way_in(
         return Vec::new();
     };
     let children: std::collections::HashSet<usize> = chain.iter().map(|l| l.child).collect();
-    (a.actions.iter())
+    (analysis.actions.iter())
         .filter_map(|(op, slot, act)| match (slot, act) {
             (Slot::Before, Action::Edge(e)) if children.contains(op) => Some(*e),
             _ => None,
@@ -332,7 +332,7 @@ impl SwitchedFunction<'_, '_> {
         crate::body::emit_instructions(
             self.facts,
             self.k,
-            self.a,
+            self.analysis,
             np,
             self.wrapper,
             self.mem,

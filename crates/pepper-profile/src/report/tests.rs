@@ -43,6 +43,14 @@ fn switch_profiles_say_their_totals_run_low() {
             .contains("estimated executions run low (instrumented code is slower than the clean"),
         "{switched}"
     );
+    // Calibrated to counted entries: the totals follow the counts.
+    p.sampling.as_mut().unwrap().calibrated = 7;
+    let calibrated = text(&p, &ReportOptions::default());
+    assert!(
+        calibrated.contains("calibrated: 7 functions' paths scaled to the entries"),
+        "{calibrated}"
+    );
+    assert!(!calibrated.contains("run low"), "{calibrated}");
 }
 
 /// Ephemeral windows say how long they were open and the scale their counts took,

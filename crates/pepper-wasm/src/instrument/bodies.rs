@@ -229,7 +229,7 @@ impl Build<'_, '_> {
             let switched = SwitchedFunction {
                 facts,
                 k,
-                a,
+                analysis: a,
                 wrapper,
                 mem,
                 flag: match self.budgets {
