@@ -9,15 +9,19 @@ use pepper_sampling::calibrate::{calibrate, EntryStratum};
 use std::collections::HashMap;
 
 impl Plan {
+    /// The calls call site `id` made, from its site counter (a run with counters).
+    pub(crate) fn site_calls(&self, mem: &[u8], id: u32) -> u64 {
+        let counter = self.counted_at.get(id as usize).copied().unwrap_or(id);
+        read_u64(mem, self.layout.site_counters as u64 + 8 * counter as u64)
+    }
+
     /// How often function `f` was entered, where counters say exactly.
     fn counted_entries_of(&self, mem: &[u8], f: u32) -> Option<u64> {
-        let site = |id: u32| {
-            let counter = self.counted_at.get(id as usize).copied().unwrap_or(id);
-            read_u64(mem, self.layout.site_counters as u64 + 8 * counter as u64)
-        };
         match self.counted_entries.get(&f)? {
             CountedEntries::Counter(at) => Some(read_u64(mem, *at as u64)),
-            CountedEntries::Sites(ids) => Some(ids.iter().map(|&id| site(id)).sum()),
+            CountedEntries::Sites(ids) => {
+                Some(ids.iter().map(|&id| self.site_calls(mem, id)).sum())
+            }
         }
     }
 
@@ -49,7 +53,9 @@ impl Plan {
                 entered.push((f, 0.0));
                 entered.len() - 1
             });
+            // Functions without counted entries take the overall ratio: no need to know.
             let from_entry = (funcs.get(&f))
+                .filter(|_| self.counted_entries.contains_key(&f))
                 .and_then(|fp| fp.numbered.as_ref())
                 .and_then(|nd| {
                     let edges = nd.numbering.regenerate(&nd.dag, r).ok()?;

@@ -67,10 +67,7 @@ impl crate::plan::Plan {
                 calls: match (l.site_counters, estimated_calls) {
                     (0, Some(est)) => est.get(id).copied().unwrap_or(0),
                     (0, None) => 0,
-                    (at, _) => {
-                        let counter = self.counted_at.get(id).copied().unwrap_or(id as u32);
-                        read_u64(mem, at as u64 + 8 * counter as u64)
-                    }
+                    (_, _) => self.site_calls(mem, id as u32),
                 },
                 location: location(s.offset),
             })
